@@ -1,0 +1,59 @@
+//! The one error type shared by readers, stages and writers, so that every failure names
+//! the file and the place it concerns.
+
+use std::path::PathBuf;
+
+/// Result alias used across the project's libraries.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong, and where.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An input could not be read or is not what it should be.
+    #[error("{}: {place}: {message}", file.display())]
+    Input {
+        /// The input file.
+        file: PathBuf,
+        /// Where in the file (table and row, line, byte offset, ...).
+        place: String,
+        /// What was expected and what was found.
+        message: String,
+    },
+    /// An output could not be written.
+    #[error("{}: {message}", file.display())]
+    Output {
+        /// The output file.
+        file: PathBuf,
+        /// What failed.
+        message: String,
+    },
+    /// The request itself is wrong (bad option value, nothing to do, ...).
+    #[error("{0}")]
+    Usage(String),
+    /// An internal Arrow error (a bug, or a schema mismatch between a reader and the model).
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+}
+
+impl Error {
+    /// Shorthand for [`Error::Input`].
+    pub fn input(
+        file: impl Into<PathBuf>,
+        place: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Error::Input {
+            file: file.into(),
+            place: place.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Shorthand for [`Error::Output`].
+    pub fn output(file: impl Into<PathBuf>, message: impl std::fmt::Display) -> Self {
+        Error::Output {
+            file: file.into(),
+            message: message.to_string(),
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! The common event model every reader produces and every writer consumes.
+//!
+//! Events travel as Arrow [`RecordBatch`](arrow_array::RecordBatch)es, each tagged with the
+//! canonical [`Table`] it belongs to; every table has one fixed, versioned schema
+//! ([`Table::schema`]). Small dimension data (sources, nodes, processes, threads, agents,
+//! queues, streams, kernel symbols, code objects, PMC definitions) travels once, ahead of
+//! the events, in a [`Catalog`]. The column-by-column specification is in
+//! `formats/model/README.md`.
+
+mod builder;
+mod catalog;
+mod error;
+mod table;
+
+pub use catalog::{
+    AgentIndexMode, Agent, Catalog, CatalogIndex, CodeObject, KernelSymbol, Node, Pmc, Process,
+    Queue, SourceInfo, Stream, Thread,
+};
+pub use builder::{BatchBuilder, ColumnBuilder};
+pub use error::{Error, Result};
+pub use table::{ColumnKind, ColumnSpec, EventBatch, Table, COMMON_COLUMNS, MODEL_VERSION};
+
+/// Column positions shared by every table (see [`COMMON_COLUMNS`]).
+pub mod col {
+    /// Index of the input source (into [`crate::Catalog::sources`]).
+    pub const SOURCE: usize = 0;
+    /// Row id in the source table.
+    pub const ID: usize = 1;
+    /// Node id.
+    pub const NID: usize = 2;
+    /// Process id (OS pid).
+    pub const PID: usize = 3;
+    /// Thread id (OS tid).
+    pub const TID: usize = 4;
+    /// Start timestamp, ns.
+    pub const START: usize = 5;
+    /// End timestamp, ns (equal to start for instants).
+    pub const END: usize = 6;
+}

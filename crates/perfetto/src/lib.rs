@@ -1,0 +1,1 @@
+//! Perfetto writer (in progress).

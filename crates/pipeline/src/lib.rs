@@ -1,0 +1,22 @@
+//! The pipeline core: how batches flow from readers through stages into writers.
+//!
+//! * [`BatchStream`]: what a reader yields, one canonical table sorted by start time.
+//! * [`TimeMerge`]: merges any number of streams (all tables of all inputs) into
+//!   [`Chunk`]s: time slabs in which every row starts no later than any row of a later
+//!   chunk. Writers that need a global time order walk a chunk with [`Chunk::time_order`].
+//! * [`Stage`] and [`Sink`]: what the driver pushes chunks through.
+//! * [`run`]: the driver, optionally with the decoding on its own thread behind a bounded
+//!   channel, producing a [`RunReport`].
+//! * [`OutputFile`]: whole-or-absent output files (temporary name, renamed on success).
+
+mod chunk;
+mod driver;
+mod merge;
+mod output;
+mod report;
+
+pub use chunk::{Chunk, TimeOrder};
+pub use driver::{run, Message, Progress, RunOptions, Sink, Stage};
+pub use merge::{BatchStream, TimeMerge};
+pub use output::OutputFile;
+pub use report::{OutputReport, RunReport, StageDrop, TableCounts};

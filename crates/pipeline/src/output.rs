@@ -1,0 +1,101 @@
+//! Whole-or-absent output files.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use rocpd_model::{Error, Result};
+
+/// A file written under a temporary name in its final directory and renamed into place by
+/// [`OutputFile::commit`]. Dropped without a commit, it removes the temporary file, so a
+/// failed run leaves nothing that looks complete.
+#[derive(Debug)]
+pub struct OutputFile {
+    path: PathBuf,
+    tmp: PathBuf,
+    writer: Option<BufWriter<File>>,
+}
+
+impl OutputFile {
+    /// Creates the temporary file for `path` (creating the directory if needed).
+    pub fn create(path: &Path) -> Result<Self> {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        if let Some(dir) = dir {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::output(dir, format!("cannot create directory: {e}")))?;
+        }
+        let name = path
+            .file_name()
+            .ok_or_else(|| Error::output(path, "not a file name"))?
+            .to_string_lossy();
+        let tmp = path.with_file_name(format!(".{name}.partial-{}", std::process::id()));
+        let file = File::create(&tmp).map_err(|e| Error::output(&tmp, format!("cannot create: {e}")))?;
+        Ok(OutputFile {
+            path: path.to_path_buf(),
+            tmp,
+            writer: Some(BufWriter::with_capacity(1 << 20, file)),
+        })
+    }
+
+    /// The final path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The buffered writer.
+    pub fn writer(&mut self) -> &mut BufWriter<File> {
+        self.writer.as_mut().expect("not committed")
+    }
+
+    /// Turns an I/O error into an output error naming this file.
+    pub fn io_error(&self, e: std::io::Error) -> Error {
+        Error::output(&self.path, format!("write failed: {e}"))
+    }
+
+    /// Flushes, syncs and renames the file into place; returns its size in bytes.
+    pub fn commit(mut self) -> Result<u64> {
+        let w = self.writer.take().expect("not committed");
+        let file = w
+            .into_inner()
+            .map_err(|e| Error::output(&self.path, format!("write failed: {}", e.error())))?;
+        file.sync_all().map_err(|e| self.io_error(e))?;
+        let size = file.metadata().map_err(|e| self.io_error(e))?.len();
+        drop(file);
+        std::fs::rename(&self.tmp, &self.path)
+            .map_err(|e| Error::output(&self.path, format!("cannot rename into place: {e}")))?;
+        self.tmp = PathBuf::new();
+        Ok(size)
+    }
+}
+
+impl Drop for OutputFile {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            self.writer.take();
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn uncommitted_output_leaves_nothing_and_committed_output_is_whole() {
+        let dir = std::env::temp_dir().join(format!("rocpd-output-test-{}", std::process::id()));
+        let path = dir.join("a.bin");
+        {
+            let mut f = OutputFile::create(&path).unwrap();
+            f.writer().write_all(b"partial").unwrap();
+        }
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        let mut f = OutputFile::create(&path).unwrap();
+        f.writer().write_all(b"whole").unwrap();
+        assert_eq!(f.commit().unwrap(), 5);
+        assert_eq!(std::fs::read(&path).unwrap(), b"whole");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

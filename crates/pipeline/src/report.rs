@@ -1,0 +1,86 @@
+//! The run report: events in, dropped by stages, and written, per table and per output.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use rocpd_model::Table;
+use serde::Serialize;
+
+/// Row counts per table name.
+pub type TableCounts = BTreeMap<&'static str, u64>;
+
+/// Rows a stage removed on purpose (filter, window, ...).
+#[derive(Debug, Clone, Serialize)]
+pub struct StageDrop {
+    /// The stage.
+    pub stage: String,
+    /// Rows removed, per table.
+    pub rows: TableCounts,
+}
+
+/// What one output file received.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct OutputReport {
+    /// The file (or directory) written.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Rows written, per table.
+    pub rows: TableCounts,
+    /// Rows the writer could not represent, per reason; each is also explained in `notes`.
+    pub skipped: BTreeMap<String, u64>,
+    /// Things the user should know about this output (e.g. slices moved to extra lanes).
+    pub notes: Vec<String>,
+}
+
+impl OutputReport {
+    /// Counts `n` rows of `table` as written.
+    pub fn add(&mut self, table: Table, n: u64) {
+        *self.rows.entry(table.name()).or_default() += n;
+    }
+}
+
+/// The report of one run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunReport {
+    /// Rows read, per table.
+    pub rows_in: TableCounts,
+    /// Rows removed by stages.
+    pub dropped: Vec<StageDrop>,
+    /// Every output written.
+    pub outputs: Vec<OutputReport>,
+    /// Wall time of the run in seconds.
+    pub seconds: f64,
+}
+
+impl RunReport {
+    /// A short human-readable summary.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let total: u64 = self.rows_in.values().sum();
+        s.push_str(&format!("read {total} events in {:.2} s", self.seconds));
+        for (t, n) in &self.rows_in {
+            s.push_str(&format!("\n  {t:<18} {n:>12}"));
+        }
+        for d in &self.dropped {
+            for (t, n) in &d.rows {
+                s.push_str(&format!("\n  dropped by {}: {t} {n}", d.stage));
+            }
+        }
+        for o in &self.outputs {
+            let written: u64 = o.rows.values().sum();
+            s.push_str(&format!(
+                "\nwrote {} ({} bytes, {written} events)",
+                o.path.display(),
+                o.bytes
+            ));
+            for (reason, n) in &o.skipped {
+                s.push_str(&format!("\n  not written: {n} ({reason})"));
+            }
+            for note in &o.notes {
+                s.push_str(&format!("\n  note: {note}"));
+            }
+        }
+        s
+    }
+}

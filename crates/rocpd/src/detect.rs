@@ -1,0 +1,194 @@
+//! Recognising RocPD v3 databases, and refusing everything else with a useful message.
+
+use std::io::Read;
+use std::path::Path;
+
+use rocpd_model::{Error, Result};
+use rusqlite::Connection;
+
+use crate::{quote_ident, TableSet};
+
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+const METADATA_PREFIX: &str = "rocpd_metadata_";
+
+/// Whether the first bytes of a file are the SQLite header.
+pub fn looks_like_sqlite(head: &[u8]) -> bool {
+    head.len() >= 16 && &head[..16] == SQLITE_MAGIC
+}
+
+/// Checks the file exists, is SQLite, and is not shorter than its header says.
+pub(crate) fn check_file(path: &Path) -> Result<()> {
+    let err = |place: &str, msg: String| Error::input(path, place, msg);
+    let mut f = std::fs::File::open(path).map_err(|e| err("open", e.to_string()))?;
+    let len = f.metadata().map_err(|e| err("open", e.to_string()))?.len();
+    let mut head = [0u8; 100];
+    let n = read_up_to(&mut f, &mut head).map_err(|e| err("header", e.to_string()))?;
+    let head = &head[..n];
+    if !looks_like_sqlite(head) {
+        let what = if head.starts_with(&[0x1f, 0x8b]) {
+            "a gzip-compressed file (decompress it first)".to_string()
+        } else if n == 0 {
+            "an empty file".to_string()
+        } else {
+            format!("a file starting with {:?}", String::from_utf8_lossy(&head[..n.min(16)]))
+        };
+        return Err(err(
+            "byte 0",
+            format!("not a SQLite database: expected the header \"SQLite format 3\", found {what}"),
+        ));
+    }
+    if n < 100 {
+        return Err(err("header", format!("truncated SQLite header ({n} of 100 bytes)")));
+    }
+    // Header fields: page size at 16 (1 means 65536), change counter at 24, page count at
+    // 28, valid only if "version-valid-for" at 92 equals the change counter.
+    let be32 = |o: usize| u32::from_be_bytes([head[o], head[o + 1], head[o + 2], head[o + 3]]);
+    let page_size = match u16::from_be_bytes([head[16], head[17]]) {
+        1 => 65536u64,
+        p => p as u64,
+    };
+    let pages = be32(28) as u64;
+    if be32(92) == be32(24) && pages > 0 && len < page_size * pages {
+        return Err(err(
+            "header",
+            format!(
+                "truncated database: the header declares {pages} pages of {page_size} bytes \
+                 ({} bytes) but the file has {len} bytes",
+                pages * page_size
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn read_up_to(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// Finds the RocPD v3 table sets, or explains what the database is instead.
+pub(crate) fn table_sets(conn: &Connection, path: &Path) -> Result<Vec<TableSet>> {
+    let sql_err = |place: &str, e: rusqlite::Error| Error::input(path, place, e.to_string());
+    let mut names: Vec<String> = {
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .map_err(|e| sql_err("schema", e))?;
+        let rows = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| sql_err("schema", e))?;
+        rows.collect::<rusqlite::Result<_>>()
+            .map_err(|e| sql_err("schema", e))?
+    };
+    names.sort();
+    let mut sets = Vec::new();
+    for name in &names {
+        let Some(rest) = name.strip_prefix(METADATA_PREFIX) else {
+            continue;
+        };
+        if rest.is_empty() || !rest.chars().all(|c| c.is_ascii_hexdigit() || c == '_') {
+            continue;
+        }
+        let suffix = format!("_{rest}");
+        let place = format!("table {name}");
+        let mut stmt = conn
+            .prepare(&format!("SELECT tag, value FROM {}", quote_ident(name)))
+            .map_err(|e| sql_err(&place, e))?;
+        let tags: Vec<(String, String)> = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, value_text(r.get_ref(1)?))))
+            .and_then(|rows| rows.collect())
+            .map_err(|e| sql_err(&place, e))?;
+        let tag = |k: &str| tags.iter().find(|(t, _)| t == k).map(|(_, v)| v.clone());
+        let version = tag("schema_version").ok_or_else(|| {
+            Error::input(path, &place, "no schema_version tag: not a RocPD database")
+        })?;
+        if version.trim() != rocpd_schema::SCHEMA_VERSION {
+            return Err(Error::input(
+                path,
+                &place,
+                format!(
+                    "RocPD schema_version {version:?} is not supported (this tool reads schema version {})",
+                    rocpd_schema::SCHEMA_VERSION
+                ),
+            ));
+        }
+        let tables = names
+            .iter()
+            .filter_map(|t| t.strip_suffix(suffix.as_str()))
+            .filter(|base| base.starts_with("rocpd_"))
+            .map(str::to_string)
+            .collect();
+        sets.push(TableSet {
+            guid: tag("guid").unwrap_or_else(|| rest.replace('_', "-")),
+            uuid: tag("uuid").unwrap_or_else(|| suffix.clone()),
+            schema_version: version,
+            suffix,
+            tables,
+        });
+    }
+    if sets.is_empty() {
+        return Err(Error::input(path, "schema", describe_foreign(conn, &names)));
+    }
+    Ok(sets)
+}
+
+fn value_text(v: rusqlite::types::ValueRef<'_>) -> String {
+    use rusqlite::types::ValueRef;
+    match v {
+        ValueRef::Null => String::new(),
+        ValueRef::Integer(i) => i.to_string(),
+        ValueRef::Real(f) => f.to_string(),
+        ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
+    }
+}
+
+/// Names what a SQLite file without RocPD v3 tables looks like.
+fn describe_foreign(conn: &Connection, names: &[String]) -> String {
+    let has = |t: &str| names.iter().any(|n| n.eq_ignore_ascii_case(t));
+    let listed = {
+        let mut l: Vec<&str> = names.iter().take(8).map(String::as_str).collect();
+        if names.len() > 8 {
+            l.push("...");
+        }
+        if l.is_empty() {
+            "no tables".to_string()
+        } else {
+            format!("tables {}", l.join(", "))
+        }
+    };
+    if has("rocpd_api") || has("rocpd_op") {
+        let version: Option<String> = if has("rocpd_metadata") {
+            conn.query_row(
+                "SELECT value FROM rocpd_metadata WHERE tag = 'schema_version'",
+                [],
+                |r| r.get::<_, String>(0),
+            )
+            .ok()
+        } else {
+            None
+        };
+        return format!(
+            "this is a legacy rocmProfileData (.rpd) database (unsuffixed rocpd_api/rocpd_op tables, schema_version {}), not a RocPD schema-v3 database; convert it with the rocmProfileData tools ({listed})",
+            version.as_deref().unwrap_or("unknown")
+        );
+    }
+    if has("KERN") || (has("HIP") && has("OPS")) || has("COPY") {
+        return format!(
+            "this is a rocprof v1 results.db (HIP/OPS/KERN tables), not a RocPD schema-v3 database ({listed})"
+        );
+    }
+    if names.iter().any(|n| n.starts_with("compute_")) {
+        return format!("this is a rocprof-compute analysis database, not a RocPD trace ({listed})");
+    }
+    if names.iter().any(|n| n.starts_with("rocpd_metadata")) {
+        return format!(
+            "rocpd_metadata tables without a UUID suffix of the form rocpd_metadata_<uuid> ({listed}): not a RocPD schema-v3 database"
+        );
+    }
+    format!("a SQLite database without RocPD tables (no rocpd_metadata_<uuid> table; found {listed})")
+}

@@ -1,0 +1,149 @@
+//! Reader of RocPD SQLite databases (schema version 3, as rocprofv3 and
+//! rocprofiler-systems write them).
+//!
+//! A database file holds one or more *table sets*: tables named `rocpd_<name>_<uuid>`,
+//! one set per profiled process (a merged database holds several). Each set becomes one
+//! source in the [`Catalog`](rocpd_model::Catalog). Databases are opened read-only; each
+//! set's own tables are read directly (never through cross-database views), one streaming
+//! prepared statement per canonical table, ordered by start time (SQLite sorts with
+//! bounded memory, spilling to temporary files).
+
+mod catalog;
+mod detect;
+mod query;
+mod value;
+
+use std::path::{Path, PathBuf};
+
+use rocpd_model::{Catalog, Result, SourceInfo, Table};
+use rusqlite::{Connection, OpenFlags};
+
+pub use detect::looks_like_sqlite;
+pub use query::{RowStream, TableQuery};
+
+/// One set of suffixed tables inside a database.
+#[derive(Debug, Clone)]
+pub struct TableSet {
+    /// The table-name suffix, including its leading `_`.
+    pub suffix: String,
+    /// `guid` from the metadata table.
+    pub guid: String,
+    /// `uuid` from the metadata table.
+    pub uuid: String,
+    /// `schema_version` from the metadata table.
+    pub schema_version: String,
+    /// Base names (`rocpd_region`, ...) of the tables present in this set.
+    pub tables: Vec<String>,
+}
+
+impl TableSet {
+    /// The quoted full name of base table `base` (`"rocpd_region_<uuid>"`), if present.
+    pub fn table(&self, base: &str) -> Option<String> {
+        self.tables
+            .iter()
+            .any(|t| t == base)
+            .then(|| quote_ident(&format!("{base}{}", self.suffix)))
+    }
+}
+
+/// An open RocPD database.
+pub struct Database {
+    path: PathBuf,
+    conn: Connection,
+    sets: Vec<TableSet>,
+}
+
+/// Quotes an SQL identifier taken from `sqlite_master`.
+pub(crate) fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+impl Database {
+    /// Opens `path` read-only and checks that it is a RocPD schema-v3 database; anything
+    /// else is refused with a message naming what was found.
+    pub fn open(path: &Path) -> Result<Database> {
+        detect::check_file(path)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)
+            .map_err(|e| rocpd_model::Error::input(path, "open", e.to_string()))?;
+        conn.execute_batch("PRAGMA query_only = ON; PRAGMA temp_store = FILE;")
+            .map_err(|e| rocpd_model::Error::input(path, "open", e.to_string()))?;
+        let sets = detect::table_sets(&conn, path)?;
+        Ok(Database {
+            path: path.to_path_buf(),
+            conn,
+            sets,
+        })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The table sets (one per source), in table-name order.
+    pub fn table_sets(&self) -> &[TableSet] {
+        &self.sets
+    }
+
+    /// Reads the dimension data of every table set; set `i` becomes source
+    /// `first_source + i`.
+    pub fn catalog(&self, first_source: u32) -> Result<Catalog> {
+        let mut cat = Catalog::default();
+        for (i, set) in self.sets.iter().enumerate() {
+            let source = first_source + i as u32;
+            cat.sources.push(SourceInfo {
+                path: self.path.clone(),
+                format: "rocpd".into(),
+                guid: set.guid.clone(),
+                uuid: set.uuid.clone(),
+                schema_version: set.schema_version.clone(),
+            });
+            catalog::read_set(&self.conn, &self.path, set, source, &mut cat)?;
+        }
+        Ok(cat)
+    }
+
+    /// Prepares one query per (table set, canonical table) that has rows to read.
+    pub fn queries(&self, first_source: u32, batch_rows: usize) -> Result<Vec<TableQuery<'_>>> {
+        let mut out = Vec::new();
+        for (i, set) in self.sets.iter().enumerate() {
+            for table in Table::ALL {
+                if let Some(q) = TableQuery::prepare(
+                    &self.conn,
+                    &self.path,
+                    set,
+                    table,
+                    first_source + i as u32,
+                    batch_rows,
+                )? {
+                    out.push(q);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Rows per canonical table over all sets (a full count; used by `info` and tests).
+    pub fn count_rows(&self) -> Result<Vec<(Table, u64)>> {
+        let mut out = Vec::new();
+        for table in Table::ALL {
+            let mut n = 0;
+            for set in &self.sets {
+                n += query::count(&self.conn, &self.path, set, table)?;
+            }
+            out.push((table, n));
+        }
+        Ok(out)
+    }
+
+    /// PMC rows that cannot be placed in time (no kernel dispatch or sample carries their
+    /// event): they are not streamed, and the driver reports them.
+    pub fn untimed_pmc_rows(&self) -> Result<u64> {
+        let mut n = 0;
+        for set in &self.sets {
+            n += query::count_untimed_pmc(&self.conn, &self.path, set)?;
+        }
+        Ok(n)
+    }
+}
