@@ -31,7 +31,9 @@ impl ColumnBuilder {
             ColumnKind::I64 => ColumnBuilder::I64(Int64Builder::with_capacity(capacity)),
             ColumnKind::F64 => ColumnBuilder::F64(Float64Builder::with_capacity(capacity)),
             ColumnKind::Bool => ColumnBuilder::Bool(BooleanBuilder::with_capacity(capacity)),
-            ColumnKind::Str => ColumnBuilder::Str(StringBuilder::with_capacity(capacity, capacity * 16)),
+            ColumnKind::Str => {
+                ColumnBuilder::Str(StringBuilder::with_capacity(capacity, capacity * 16))
+            }
         }
     }
 

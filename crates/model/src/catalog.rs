@@ -142,7 +142,9 @@ impl Agent {
             AgentIndexMode::Absolute => ("Agent".into(), self.absolute_index.unwrap_or(self.id)),
             AgentIndexMode::Relative => (
                 "Agent".into(),
-                self.logical_index.or(self.absolute_index).unwrap_or(self.id),
+                self.logical_index
+                    .or(self.absolute_index)
+                    .unwrap_or(self.id),
             ),
             AgentIndexMode::TypeRelative => (
                 self.agent_type.clone(),
@@ -265,8 +267,16 @@ impl Catalog {
 
     /// Earliest process start and latest process end over all processes, if known.
     pub fn time_span(&self) -> Option<(i64, i64)> {
-        let lo = self.processes.iter().filter_map(|p| p.start.or(p.init)).min()?;
-        let hi = self.processes.iter().filter_map(|p| p.end.or(p.fini)).max()?;
+        let lo = self
+            .processes
+            .iter()
+            .filter_map(|p| p.start.or(p.init))
+            .min()?;
+        let hi = self
+            .processes
+            .iter()
+            .filter_map(|p| p.end.or(p.fini))
+            .max()?;
         Some((lo, hi.max(lo)))
     }
 }

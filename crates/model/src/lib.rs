@@ -10,13 +10,14 @@
 mod builder;
 mod catalog;
 mod error;
+pub mod naming;
 mod table;
 
+pub use builder::{BatchBuilder, ColumnBuilder};
 pub use catalog::{
-    AgentIndexMode, Agent, Catalog, CatalogIndex, CodeObject, KernelSymbol, Node, Pmc, Process,
+    Agent, AgentIndexMode, Catalog, CatalogIndex, CodeObject, KernelSymbol, Node, Pmc, Process,
     Queue, SourceInfo, Stream, Thread,
 };
-pub use builder::{BatchBuilder, ColumnBuilder};
 pub use error::{Error, Result};
 pub use table::{ColumnKind, ColumnSpec, EventBatch, Table, COMMON_COLUMNS, MODEL_VERSION};
 

@@ -79,14 +79,44 @@ pub const COMMON_COLUMNS: &[ColumnSpec] = &[
 /// Columns describing the shared event metadata (RocPD `rocpd_event`) and the row's own
 /// `extdata`; every table ends with them.
 const EVENT_COLUMNS: &[ColumnSpec] = &[
-    c("category", Str, true, "event category as the profiler names it (HIP_RUNTIME_API_EXT, KERNEL_DISPATCH, ...)"),
+    c(
+        "category",
+        Str,
+        true,
+        "event category as the profiler names it (HIP_RUNTIME_API_EXT, KERNEL_DISPATCH, ...)",
+    ),
     c("event_id", I64, true, "rocpd_event.id"),
-    c("stack_id", I64, true, "internal correlation id (rocpd_event.stack_id)"),
-    c("parent_stack_id", I64, true, "ancestor correlation id (rocpd_event.parent_stack_id)"),
-    c("correlation_id", I64, true, "external correlation id (rocpd_event.correlation_id)"),
-    c("call_stack", Str, true, "rocpd_event.call_stack (JSON text)"),
+    c(
+        "stack_id",
+        I64,
+        true,
+        "internal correlation id (rocpd_event.stack_id)",
+    ),
+    c(
+        "parent_stack_id",
+        I64,
+        true,
+        "ancestor correlation id (rocpd_event.parent_stack_id)",
+    ),
+    c(
+        "correlation_id",
+        I64,
+        true,
+        "external correlation id (rocpd_event.correlation_id)",
+    ),
+    c(
+        "call_stack",
+        Str,
+        true,
+        "rocpd_event.call_stack (JSON text)",
+    ),
     c("line_info", Str, true, "rocpd_event.line_info (JSON text)"),
-    c("event_extdata", Str, true, "rocpd_event.extdata (JSON text)"),
+    c(
+        "event_extdata",
+        Str,
+        true,
+        "rocpd_event.extdata (JSON text)",
+    ),
     c("extdata", Str, true, "the row's own extdata (JSON text)"),
 ];
 
@@ -100,7 +130,12 @@ const REGION_COLUMNS: &[ColumnSpec] = &[
 const SAMPLE_COLUMNS: &[ColumnSpec] = &[
     c("track_id", I64, true, "rocpd_track.id"),
     c("name", Str, false, "track name"),
-    c("message", Str, true, "ROCTx message (event extdata `message`), if any"),
+    c(
+        "message",
+        Str,
+        true,
+        "ROCTx message (event extdata `message`), if any",
+    ),
 ];
 
 const KERNEL_COLUMNS: &[ColumnSpec] = &[
@@ -123,7 +158,12 @@ const KERNEL_COLUMNS: &[ColumnSpec] = &[
 ];
 
 const COPY_COLUMNS: &[ColumnSpec] = &[
-    c("name", Str, false, "copy operation (MEMORY_COPY_HOST_TO_DEVICE, ...)"),
+    c(
+        "name",
+        Str,
+        false,
+        "copy operation (MEMORY_COPY_HOST_TO_DEVICE, ...)",
+    ),
     c("dst_agent_id", I64, true, "destination agent id"),
     c("dst_address", I64, true, "destination address"),
     c("src_agent_id", I64, true, "source agent id"),
@@ -132,7 +172,12 @@ const COPY_COLUMNS: &[ColumnSpec] = &[
     c("queue_id", I64, true, "queue handle"),
     c("stream_id", I64, true, "stream handle"),
     c("region_name", Str, true, "enclosing ROCTx range name"),
-    c("has_launcher", Bool, true, "whether an API call with the same internal correlation id exists; null when unknown"),
+    c(
+        "has_launcher",
+        Bool,
+        true,
+        "whether an API call with the same internal correlation id exists; null when unknown",
+    ),
 ];
 
 const ALLOC_COLUMNS: &[ColumnSpec] = &[
@@ -148,9 +193,19 @@ const ALLOC_COLUMNS: &[ColumnSpec] = &[
 const PMC_COLUMNS: &[ColumnSpec] = &[
     c("pmc_id", I64, false, "counter id (rocpd_info_pmc.id)"),
     c("counter_name", Str, true, "counter name (resolved)"),
-    c("value", F64, true, "counter value (one record; dimension instances are not summed)"),
+    c(
+        "value",
+        F64,
+        true,
+        "counter value (one record; dimension instances are not summed)",
+    ),
     c("agent_id", I64, true, "agent of the counter"),
-    c("dispatch_id", I64, true, "kernel dispatch the value belongs to, if any"),
+    c(
+        "dispatch_id",
+        I64,
+        true,
+        "kernel dispatch the value belongs to, if any",
+    ),
 ];
 
 /// The canonical event tables.

@@ -48,8 +48,16 @@ impl Chunk {
             .iter()
             .map(|b| {
                 (
-                    b.batch.column(col::START).as_primitive::<Int64Type>().values().clone(),
-                    b.batch.column(col::END).as_primitive::<Int64Type>().values().clone(),
+                    b.batch
+                        .column(col::START)
+                        .as_primitive::<Int64Type>()
+                        .values()
+                        .clone(),
+                    b.batch
+                        .column(col::END)
+                        .as_primitive::<Int64Type>()
+                        .values()
+                        .clone(),
                 )
             })
             .collect();
@@ -82,7 +90,8 @@ impl Iterator for TimeOrder<'_> {
         let Reverse((_, _, b, r)) = self.heap.pop()?;
         let (s, e) = &self.columns[b];
         if r + 1 < s.len() {
-            self.heap.push(Reverse((s[r + 1], Reverse(e[r + 1]), b, r + 1)));
+            self.heap
+                .push(Reverse((s[r + 1], Reverse(e[r + 1]), b, r + 1)));
         }
         Some((b, r))
     }

@@ -15,6 +15,9 @@ pub enum Message {
     Catalog(Arc<Catalog>),
     /// The next time slab of events.
     Chunk(Chunk),
+    /// Rows a reader read but cannot place in the stream (e.g. counter values without a
+    /// timestamp), for the report.
+    Dropped(StageDrop),
 }
 
 /// A transformation of chunks (filter, window, ...). Rows it removes must be counted and
@@ -111,6 +114,7 @@ impl Consumer<'_> {
                 }
                 (self.on_progress)(&self.progress);
             }
+            Message::Dropped(d) => self.report.dropped.push(d),
         }
         Ok(())
     }
@@ -172,9 +176,9 @@ where
                 }
             }
             drop(rx);
-            let produced = producer
-                .join()
-                .unwrap_or_else(|_| Err(Error::Usage("internal: the decode thread panicked".into())));
+            let produced = producer.join().unwrap_or_else(|_| {
+                Err(Error::Usage("internal: the decode thread panicked".into()))
+            });
             consumed?;
             produced
         })?;

@@ -29,7 +29,8 @@ impl OutputFile {
             .ok_or_else(|| Error::output(path, "not a file name"))?
             .to_string_lossy();
         let tmp = path.with_file_name(format!(".{name}.partial-{}", std::process::id()));
-        let file = File::create(&tmp).map_err(|e| Error::output(&tmp, format!("cannot create: {e}")))?;
+        let file =
+            File::create(&tmp).map_err(|e| Error::output(&tmp, format!("cannot create: {e}")))?;
         Ok(OutputFile {
             path: path.to_path_buf(),
             tmp,

@@ -48,7 +48,11 @@ fn read_info<T>(
             }
         })
         .collect();
-    let sql = format!("SELECT {} FROM {} ORDER BY 1", list.join(", "), quote_ident(&full));
+    let sql = format!(
+        "SELECT {} FROM {} ORDER BY 1",
+        list.join(", "),
+        quote_ident(&full)
+    );
     let place = format!("table {full}");
     let mut stmt = conn
         .prepare(&sql)
@@ -75,7 +79,10 @@ struct Fields<'r, 's> {
 
 impl Fields<'_, '_> {
     fn at(&self, name: &str) -> usize {
-        self.cols.iter().position(|c| *c == name).expect("listed column")
+        self.cols
+            .iter()
+            .position(|c| *c == name)
+            .expect("listed column")
     }
     fn i64(&self, name: &str) -> Result<Option<i64>, String> {
         let v = self.row.get_ref(self.at(name)).map_err(|e| e.to_string())?;
@@ -104,7 +111,17 @@ pub(crate) fn read_set(
         path,
         set,
         "rocpd_info_node",
-        &["id", "hash", "machine_id", "system_name", "hostname", "release", "version", "hardware_name", "domain_name"],
+        &[
+            "id",
+            "hash",
+            "machine_id",
+            "system_name",
+            "hostname",
+            "release",
+            "version",
+            "hardware_name",
+            "domain_name",
+        ],
         |f| {
             Ok(Node {
                 source,
@@ -125,7 +142,19 @@ pub(crate) fn read_set(
         path,
         set,
         "rocpd_info_process",
-        &["id", "nid", "ppid", "pid", "init", "fini", "start", "end", "command", "environment", "extdata"],
+        &[
+            "id",
+            "nid",
+            "ppid",
+            "pid",
+            "init",
+            "fini",
+            "start",
+            "end",
+            "command",
+            "environment",
+            "extdata",
+        ],
         |f| {
             let id = f.req("id")?;
             Ok(Process {
@@ -149,7 +178,9 @@ pub(crate) fn read_set(
         path,
         set,
         "rocpd_info_thread",
-        &["id", "nid", "ppid", "pid", "tid", "name", "start", "end", "extdata"],
+        &[
+            "id", "nid", "ppid", "pid", "tid", "name", "start", "end", "extdata",
+        ],
         |f| {
             let id = f.req("id")?;
             Ok(Thread {
@@ -171,7 +202,22 @@ pub(crate) fn read_set(
         path,
         set,
         "rocpd_info_agent",
-        &["id", "nid", "pid", "type", "absolute_index", "logical_index", "type_index", "uuid", "name", "model_name", "vendor_name", "product_name", "user_name", "extdata"],
+        &[
+            "id",
+            "nid",
+            "pid",
+            "type",
+            "absolute_index",
+            "logical_index",
+            "type_index",
+            "uuid",
+            "name",
+            "model_name",
+            "vendor_name",
+            "product_name",
+            "user_name",
+            "extdata",
+        ],
         |f| {
             Ok(Agent {
                 source,
@@ -219,7 +265,23 @@ pub(crate) fn read_set(
         path,
         set,
         "rocpd_info_kernel_symbol",
-        &["id", "nid", "pid", "code_object_id", "kernel_name", "display_name", "kernel_object", "kernarg_segment_size", "kernarg_segment_alignment", "group_segment_size", "private_segment_size", "sgpr_count", "arch_vgpr_count", "accum_vgpr_count", "extdata"],
+        &[
+            "id",
+            "nid",
+            "pid",
+            "code_object_id",
+            "kernel_name",
+            "display_name",
+            "kernel_object",
+            "kernarg_segment_size",
+            "kernarg_segment_alignment",
+            "group_segment_size",
+            "private_segment_size",
+            "sgpr_count",
+            "arch_vgpr_count",
+            "accum_vgpr_count",
+            "extdata",
+        ],
         |f| {
             Ok(KernelSymbol {
                 source,
@@ -246,7 +308,18 @@ pub(crate) fn read_set(
         path,
         set,
         "rocpd_info_code_object",
-        &["id", "nid", "pid", "agent_id", "uri", "load_base", "load_size", "load_delta", "storage_type", "extdata"],
+        &[
+            "id",
+            "nid",
+            "pid",
+            "agent_id",
+            "uri",
+            "load_base",
+            "load_size",
+            "load_delta",
+            "storage_type",
+            "extdata",
+        ],
         |f| {
             Ok(CodeObject {
                 source,
@@ -268,7 +341,27 @@ pub(crate) fn read_set(
         path,
         set,
         "rocpd_info_pmc",
-        &["id", "nid", "pid", "agent_id", "target_arch", "event_code", "instance_id", "name", "symbol", "description", "long_description", "component", "units", "value_type", "block", "expression", "is_constant", "is_derived", "extdata"],
+        &[
+            "id",
+            "nid",
+            "pid",
+            "agent_id",
+            "target_arch",
+            "event_code",
+            "instance_id",
+            "name",
+            "symbol",
+            "description",
+            "long_description",
+            "component",
+            "units",
+            "value_type",
+            "block",
+            "expression",
+            "is_constant",
+            "is_derived",
+            "extdata",
+        ],
         |f| {
             Ok(Pmc {
                 source,

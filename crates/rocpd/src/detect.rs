@@ -30,7 +30,10 @@ pub(crate) fn check_file(path: &Path) -> Result<()> {
         } else if n == 0 {
             "an empty file".to_string()
         } else {
-            format!("a file starting with {:?}", String::from_utf8_lossy(&head[..n.min(16)]))
+            format!(
+                "a file starting with {:?}",
+                String::from_utf8_lossy(&head[..n.min(16)])
+            )
         };
         return Err(err(
             "byte 0",
@@ -38,7 +41,10 @@ pub(crate) fn check_file(path: &Path) -> Result<()> {
         ));
     }
     if n < 100 {
-        return Err(err("header", format!("truncated SQLite header ({n} of 100 bytes)")));
+        return Err(err(
+            "header",
+            format!("truncated SQLite header ({n} of 100 bytes)"),
+        ));
     }
     // Header fields: page size at 16 (1 means 65536), change counter at 24, page count at
     // 28, valid only if "version-valid-for" at 92 equals the change counter.
@@ -100,7 +106,9 @@ pub(crate) fn table_sets(conn: &Connection, path: &Path) -> Result<Vec<TableSet>
             .prepare(&format!("SELECT tag, value FROM {}", quote_ident(name)))
             .map_err(|e| sql_err(&place, e))?;
         let tags: Vec<(String, String)> = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, value_text(r.get_ref(1)?))))
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, value_text(r.get_ref(1)?)))
+            })
             .and_then(|rows| rows.collect())
             .map_err(|e| sql_err(&place, e))?;
         let tag = |k: &str| tags.iter().find(|(t, _)| t == k).map(|(_, v)| v.clone());
@@ -183,12 +191,16 @@ fn describe_foreign(conn: &Connection, names: &[String]) -> String {
         );
     }
     if names.iter().any(|n| n.starts_with("compute_")) {
-        return format!("this is a rocprof-compute analysis database, not a RocPD trace ({listed})");
+        return format!(
+            "this is a rocprof-compute analysis database, not a RocPD trace ({listed})"
+        );
     }
     if names.iter().any(|n| n.starts_with("rocpd_metadata")) {
         return format!(
             "rocpd_metadata tables without a UUID suffix of the form rocpd_metadata_<uuid> ({listed}): not a RocPD schema-v3 database"
         );
     }
-    format!("a SQLite database without RocPD tables (no rocpd_metadata_<uuid> table; found {listed})")
+    format!(
+        "a SQLite database without RocPD tables (no rocpd_metadata_<uuid> table; found {listed})"
+    )
 }

@@ -147,3 +147,35 @@ impl Database {
         Ok(n)
     }
 }
+
+impl Database {
+    /// Earliest start and latest end over every event table, if there are events.
+    pub fn event_span(&self) -> Result<Option<(i64, i64)>> {
+        let mut span: Option<(i64, i64)> = None;
+        for set in &self.sets {
+            for (base, lo, hi) in [
+                ("rocpd_region", "start", "\"end\""),
+                ("rocpd_kernel_dispatch", "start", "\"end\""),
+                ("rocpd_memory_copy", "start", "\"end\""),
+                ("rocpd_memory_allocate", "start", "\"end\""),
+                ("rocpd_sample", "timestamp", "timestamp"),
+            ] {
+                let Some(t) = set.table(base) else { continue };
+                let sql = format!("SELECT MIN({lo}), MAX({hi}) FROM {t}");
+                let r: (Option<i64>, Option<i64>) = self
+                    .conn
+                    .query_row(&sql, [], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .map_err(|e| {
+                        rocpd_model::Error::input(&self.path, format!("table {t}"), e.to_string())
+                    })?;
+                if let (Some(a), Some(b)) = r {
+                    span = Some(match span {
+                        Some((x, y)) => (x.min(a), y.max(b)),
+                        None => (a, b),
+                    });
+                }
+            }
+        }
+        Ok(span)
+    }
+}

@@ -219,13 +219,20 @@ fn build(set: &TableSet, table: Table) -> Option<Sql> {
             )
         }
     };
-    let where_ = filter.as_deref().map(|f| format!(" WHERE {f}")).unwrap_or_default();
+    let where_ = filter
+        .as_deref()
+        .map(|f| format!(" WHERE {f}"))
+        .unwrap_or_default();
     let order = if table == Table::PmcValue {
         "ORDER BY 5, 6 DESC, X.event_id, X.pmc_id, 1"
     } else {
         order
     };
-    let count_from = if filter.is_some() { count_joins } else { String::new() };
+    let count_from = if filter.is_some() {
+        count_joins
+    } else {
+        String::new()
+    };
     let main_name = main.trim_matches('"').replace("\"\"", "\"");
     Some(Sql {
         select: format!("SELECT {columns} FROM {main} X{joins}{where_} {order}"),
@@ -396,11 +403,17 @@ mod tests {
             tables: rocpd_schema::TABLES.iter().map(|s| s.to_string()).collect(),
         };
         let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(&rocpd_schema::create_tables_sql("x")).unwrap();
+        conn.execute_batch(&rocpd_schema::create_tables_sql("x"))
+            .unwrap();
         for table in Table::ALL {
             let sql = build(&set, table).unwrap();
             let stmt = conn.prepare(&sql.select).unwrap();
-            assert_eq!(stmt.column_count() + 1, table.columns().len(), "{}", table.name());
+            assert_eq!(
+                stmt.column_count() + 1,
+                table.columns().len(),
+                "{}",
+                table.name()
+            );
             conn.prepare(&sql.count).unwrap();
         }
     }

@@ -20,7 +20,10 @@ pub(crate) fn to_i64(v: ValueRef<'_>) -> Result<Option<i64>, String> {
             }
             let parsed = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
                 Some(hex) => u64::from_str_radix(hex, 16).ok().map(|u| u as i64),
-                None => s.parse::<i64>().ok().or_else(|| s.parse::<u64>().ok().map(|u| u as i64)),
+                None => s
+                    .parse::<i64>()
+                    .ok()
+                    .or_else(|| s.parse::<u64>().ok().map(|u| u as i64)),
             };
             parsed
                 .map(Some)

@@ -1,0 +1,90 @@
+//! Expanding `-i` arguments (files, globs, directories) into input files, and recognising
+//! their format by content, not by name.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// Input formats this build reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputFormat {
+    /// A SQLite file (RocPD is checked when opened).
+    Sqlite,
+}
+
+/// Reads the first bytes of `path` and names its format, if it is one we read.
+pub fn sniff(path: &Path) -> Result<Option<InputFormat>> {
+    let mut head = [0u8; 16];
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let mut n = 0;
+    while n < head.len() {
+        match f.read(&mut head[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(rocpd_db::looks_like_sqlite(&head[..n]).then_some(InputFormat::Sqlite))
+}
+
+fn has_glob(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+/// Walks `dir` (sorted, recursively) collecting files whose content we recognise.
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot read directory", dir.display()))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()?;
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            walk(&p, out)?;
+        } else if p.is_file() && sniff(&p)?.is_some() {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// Expands the `-i` arguments. Files named explicitly are kept whatever their content
+/// (the reader explains what is wrong with them); directories contribute the files whose
+/// content is recognised. The same file named twice is read once.
+pub fn expand(args: &[String]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for a in args {
+        let p = Path::new(a);
+        if p.is_dir() {
+            let before = out.len();
+            walk(p, &mut out)?;
+            if out.len() == before {
+                bail!("{a}: directory holds no profiling database");
+            }
+        } else if p.exists() {
+            out.push(p.to_path_buf());
+        } else if has_glob(a) {
+            let mut matched: Vec<PathBuf> = glob::glob(a)
+                .with_context(|| format!("{a}: bad pattern"))?
+                .filter_map(|r| r.ok())
+                .collect();
+            if matched.is_empty() {
+                bail!("{a}: no file matches this pattern");
+            }
+            matched.sort();
+            for m in matched {
+                if m.is_dir() {
+                    walk(&m, &mut out)?;
+                } else {
+                    out.push(m);
+                }
+            }
+        } else {
+            bail!("{a}: no such file or directory");
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
+    Ok(out)
+}

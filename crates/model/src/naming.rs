@@ -1,0 +1,76 @@
+//! Names users of AMD's `rocpd` tools know: the short category names its Perfetto and
+//! OTF2 outputs use, and the names of memory-allocation operations.
+
+/// The output category of a profiler category string: `HIP_RUNTIME_API_EXT` →
+/// `hip_api`, `MARKER_CORE_RANGE_API` → `marker_api`, ... (`none` when unknown).
+pub fn output_category(raw: &str) -> &'static str {
+    let up = raw.trim();
+    let starts = |p: &str| up.starts_with(p);
+    if starts("HIP_") || up == "HIP" {
+        "hip_api"
+    } else if starts("HSA_") {
+        "hsa_api"
+    } else if starts("MARKER_") {
+        "marker_api"
+    } else if starts("RCCL_") {
+        "rccl_api"
+    } else if starts("ROCDECODE_") {
+        "rocdecode_api"
+    } else if starts("ROCJPEG_") {
+        "rocjpeg_api"
+    } else if starts("KFD_") {
+        "kfd_events"
+    } else if up == "OMPT" || starts("OMPT_") {
+        "openmp"
+    } else if up == "SCRATCH_MEMORY" {
+        "scratch_memory"
+    } else if up == "KERNEL_DISPATCH" {
+        "kernel_dispatch"
+    } else if up == "MEMORY_COPY" {
+        "memory_copy"
+    } else if up == "MEMORY_ALLOCATION" {
+        "memory_allocation"
+    } else if starts("COUNTER_COLLECTION") {
+        "counter_collection"
+    } else {
+        "none"
+    }
+}
+
+/// The operation name of a memory-allocation row (`type` ALLOC/FREE/..., `level`
+/// REAL/VIRTUAL/SCRATCH), as rocprofv3 names the records.
+pub fn allocation_operation(kind: &str, level: Option<&str>) -> String {
+    match (level.unwrap_or("REAL"), kind) {
+        ("SCRATCH", "ALLOC") => "SCRATCH_MEMORY_ALLOC".into(),
+        ("SCRATCH", "FREE") => "SCRATCH_MEMORY_FREE".into(),
+        ("SCRATCH", k) => format!("SCRATCH_MEMORY_{k}"),
+        ("VIRTUAL", "ALLOC") => "MEMORY_ALLOCATION_VMEM_ALLOCATE".into(),
+        ("VIRTUAL", "FREE") => "MEMORY_ALLOCATION_VMEM_FREE".into(),
+        (_, "ALLOC") => "MEMORY_ALLOCATION_ALLOCATE".into(),
+        (_, "FREE") => "MEMORY_ALLOCATION_FREE".into(),
+        (l, k) => format!("MEMORY_ALLOCATION_{l}_{k}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn categories_map_like_rocpd() {
+        assert_eq!(output_category("HIP_RUNTIME_API_EXT"), "hip_api");
+        assert_eq!(output_category("HSA_AMD_EXT_API"), "hsa_api");
+        assert_eq!(output_category("MARKER_CORE_RANGE_API"), "marker_api");
+        assert_eq!(output_category("ROCDECODE_API_EXT"), "rocdecode_api");
+        assert_eq!(output_category("KFD_EVENT_PAGE_MIGRATE"), "kfd_events");
+        assert_eq!(output_category("SOMETHING"), "none");
+        assert_eq!(
+            allocation_operation("FREE", Some("SCRATCH")),
+            "SCRATCH_MEMORY_FREE"
+        );
+        assert_eq!(
+            allocation_operation("ALLOC", None),
+            "MEMORY_ALLOCATION_ALLOCATE"
+        );
+    }
+}

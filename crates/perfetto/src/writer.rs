@@ -1,0 +1,834 @@
+//! Turning the event stream into Perfetto tracks, slices, instants, counters and flows.
+//!
+//! Rows arrive in global start order. Every slice end is kept in a min-heap of pending
+//! ends (with the counter decrements of in-flight copies); before anything at time `t` is
+//! written, every pending end at or before `t` is written first, so the file is in
+//! non-decreasing time order and slices on a track nest by construction. A slice that
+//! overlaps an open slice on its track without nesting in it goes to an extra *lane*
+//! (a sibling track named `... (overlap N)`), never into broken nesting.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::io::{self, Write};
+use std::sync::Arc;
+
+use arrow_array::{Array, RecordBatch};
+use rocpd_model::naming::{allocation_operation, output_category};
+use rocpd_model::{AgentIndexMode, Catalog, CatalogIndex, EventBatch, Table};
+use rocpd_pipeline::{Chunk, OutputReport};
+
+use crate::access::{bools, f64s, i64s, oi, os, strs, Common};
+use crate::encoder::{CounterValue, Encoder, Value};
+use crate::proto::{
+    event_type, unit, CounterDescriptor, ProcessDescriptor, ThreadDescriptor, TrackDescriptor,
+};
+
+/// What the Perfetto output contains.
+#[derive(Debug, Clone)]
+pub struct PerfettoOptions {
+    /// Kernels on per-agent HSA-queue tracks and copies on per-(agent, thread) tracks,
+    /// instead of per-HIP-stream tracks.
+    pub group_by_queue: bool,
+    /// Name kernels after their enclosing ROCTx range when there is one.
+    pub kernel_rename: bool,
+    /// How agents are numbered in names.
+    pub agent_index: AgentIndexMode,
+    /// Write debug annotations (begin_ns, corr_id, ...); off makes files smaller.
+    pub annotations: bool,
+    /// Add API arguments as an `args` annotation.
+    pub annotate_args: bool,
+    /// Bytes of interned strings kept before the interning state is cleared.
+    pub intern_limit_bytes: usize,
+}
+
+impl Default for PerfettoOptions {
+    fn default() -> Self {
+        PerfettoOptions {
+            group_by_queue: false,
+            kernel_rename: false,
+            agent_index: AgentIndexMode::Relative,
+            annotations: true,
+            annotate_args: false,
+            intern_limit_bytes: 32 << 20,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum TrackKey {
+    Thread(u32, i64, i64),
+    Stream(u32, i64, i64),
+    Queue(u32, i64, i64, i64),
+    CopyTo(u32, i64, i64, i64),
+    Allocations(u32, i64),
+    Samples(u32, i64, i64),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum CounterKey {
+    CopyBytes(u32, i64, i64),
+    AllocBytes(u32, i64, i64),
+    Pmc(u32, i64, i64, i64),
+}
+
+struct Lane {
+    uuid: u64,
+    open: Vec<i64>,
+}
+
+struct CounterTrack {
+    uuid: u64,
+    value: i64,
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Action {
+    End(usize),
+    Delta(usize, i64),
+}
+
+struct PmcPoint {
+    source: u32,
+    event: Option<i64>,
+    ts: i64,
+    sum: f64,
+}
+
+/// FNV-1a over `bytes`, never 0 (0 is not a valid track uuid).
+fn fnv(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h.max(1)
+}
+
+/// The state of one Perfetto output.
+pub(crate) struct Writer {
+    cat: Arc<Catalog>,
+    idx: CatalogIndex,
+    opts: PerfettoOptions,
+    enc: Encoder,
+    described: HashSet<u64>,
+    groups: HashMap<TrackKey, Vec<usize>>,
+    lanes: Vec<Lane>,
+    heap: BinaryHeap<Reverse<(i64, Reverse<u64>, Action)>>,
+    seq: u64,
+    counter_ids: HashMap<CounterKey, usize>,
+    counters: Vec<CounterTrack>,
+    live_allocs: HashMap<(u32, i64, i64), (usize, i64)>,
+    pmc_pending: HashMap<usize, PmcPoint>,
+    queue_numbers: HashMap<(u32, i64, i64), HashMap<i64, usize>>,
+    thread_numbers: HashMap<(u32, i64), usize>,
+    pub report: OutputReport,
+    extra_lane_slices: u64,
+    negative_durations: u64,
+}
+
+impl Writer {
+    pub fn new(cat: Arc<Catalog>, opts: PerfettoOptions) -> Self {
+        let idx = CatalogIndex::new(&cat);
+        // rocpd numbers the non-main threads of a process 1, 2, ... in thread order.
+        let mut thread_numbers = HashMap::new();
+        let mut per_process: HashMap<(u32, i64), Vec<i64>> = HashMap::new();
+        for t in &cat.threads {
+            if t.tid != t.pid {
+                per_process
+                    .entry((t.source, t.pid))
+                    .or_default()
+                    .push(t.tid);
+            }
+        }
+        for ((source, _), mut tids) in per_process {
+            tids.sort_unstable();
+            for (i, tid) in tids.into_iter().enumerate() {
+                thread_numbers.insert((source, tid), i + 1);
+            }
+        }
+        Writer {
+            enc: Encoder::new(opts.intern_limit_bytes),
+            cat,
+            idx,
+            opts,
+            described: HashSet::new(),
+            groups: HashMap::new(),
+            lanes: Vec::new(),
+            heap: BinaryHeap::new(),
+            seq: 0,
+            counter_ids: HashMap::new(),
+            counters: Vec::new(),
+            live_allocs: HashMap::new(),
+            pmc_pending: HashMap::new(),
+            queue_numbers: HashMap::new(),
+            thread_numbers,
+            report: OutputReport::default(),
+            extra_lane_slices: 0,
+            negative_durations: 0,
+        }
+    }
+
+    fn guid(&self, source: u32) -> &str {
+        self.cat
+            .sources
+            .get(source as usize)
+            .map_or("", |s| s.guid.as_str())
+    }
+
+    fn agent_label(&self, source: u32, agent: Option<i64>) -> (String, i64, String) {
+        match agent.and_then(|a| self.idx.agent(source, a)) {
+            Some(i) => {
+                let a = &self.cat.agents[i];
+                let (label, n) = a.label(self.opts.agent_index);
+                (label, n, a.agent_type.clone())
+            }
+            None => ("Agent".into(), agent.unwrap_or(-1), "UNK".into()),
+        }
+    }
+
+    fn agent_arg(&self, source: u32, agent: Option<i64>) -> String {
+        let (label, n, _) = self.agent_label(source, agent);
+        format!("{label}-{n}")
+    }
+
+    fn describe(&mut self, out: &mut impl Write, d: TrackDescriptor) -> io::Result<()> {
+        let uuid = d.uuid.expect("uuid");
+        if self.described.insert(uuid) {
+            self.enc.descriptor(out, d)?;
+        }
+        Ok(())
+    }
+
+    /// The process track (described on first use).
+    fn process_track(&mut self, out: &mut impl Write, source: u32, pid: i64) -> io::Result<u64> {
+        let uuid = fnv(format!("process/{}/{pid}", self.guid(source)).as_bytes());
+        if !self.described.contains(&uuid) {
+            let p = self
+                .idx
+                .process(source, pid)
+                .map(|i| &self.cat.processes[i]);
+            let d = TrackDescriptor {
+                uuid: Some(uuid),
+                process: Some(ProcessDescriptor {
+                    pid: Some(pid as i32),
+                    cmdline: p.map(|p| p.cmdline()).unwrap_or_default(),
+                    process_name: Some(p.map_or_else(|| format!("pid {pid}"), |p| p.program())),
+                    start_timestamp_ns: p.and_then(|p| p.init.or(p.start)),
+                }),
+                ..Default::default()
+            };
+            self.describe(out, d)?;
+        }
+        Ok(uuid)
+    }
+
+    fn thread_name(&self, source: u32, pid: i64, tid: i64) -> String {
+        if let Some(name) = self
+            .idx
+            .thread(source, tid)
+            .and_then(|i| self.cat.threads[i].name.as_deref())
+            .filter(|n| !n.is_empty())
+        {
+            return name.to_string();
+        }
+        if tid == pid {
+            return self.idx.process(source, pid).map_or_else(
+                || format!("pid {pid}"),
+                |i| self.cat.processes[i].program_basename(),
+            );
+        }
+        match self.thread_numbers.get(&(source, tid)) {
+            Some(n) => format!("THREAD {n}"),
+            None => format!("THREAD tid {tid}"),
+        }
+    }
+
+    fn thread_index(&self, source: u32, pid: i64, tid: i64) -> usize {
+        if tid == pid {
+            0
+        } else {
+            self.thread_numbers
+                .get(&(source, tid))
+                .copied()
+                .unwrap_or(0)
+        }
+    }
+
+    fn base_name(&mut self, key: &TrackKey, hint: &str) -> String {
+        match *key {
+            TrackKey::Thread(s, pid, tid) => {
+                if tid < 0 {
+                    "THREAD (unknown)".into()
+                } else {
+                    self.thread_name(s, pid, tid)
+                }
+            }
+            TrackKey::Stream(_, _, id) => format!("STREAM [{id}]"),
+            TrackKey::Queue(s, pid, agent, queue) => {
+                let (label, n, ty) = self.agent_label(s, Some(agent));
+                let numbers = self.queue_numbers.entry((s, pid, agent)).or_default();
+                let next = numbers.len();
+                let k = *numbers.entry(queue).or_insert(next);
+                format!("COMPUTE {label} [{n}] QUEUE [{k}] {ty}")
+            }
+            TrackKey::CopyTo(s, pid, agent, tid) => {
+                let (_, n, ty) = self.agent_label(s, Some(agent));
+                let t = self.thread_index(s, pid, tid);
+                format!("COPY to AGENT [{n}] THREAD [{t}] ({ty})")
+            }
+            TrackKey::Allocations(..) => "MEMORY ALLOCATIONS".into(),
+            TrackKey::Samples(..) => hint.to_string(),
+        }
+    }
+
+    fn key_process(key: &TrackKey) -> (u32, i64) {
+        match *key {
+            TrackKey::Thread(s, p, _)
+            | TrackKey::Stream(s, p, _)
+            | TrackKey::Queue(s, p, _, _)
+            | TrackKey::CopyTo(s, p, _, _)
+            | TrackKey::Samples(s, p, _)
+            | TrackKey::Allocations(s, p) => (s, p),
+        }
+    }
+
+    /// Creates lane `n` of `key`'s group and describes its track.
+    fn new_lane(&mut self, out: &mut impl Write, key: &TrackKey, hint: &str) -> io::Result<usize> {
+        let (source, pid) = Self::key_process(key);
+        let parent = self.process_track(out, source, pid)?;
+        let n = self.groups.get(key).map_or(0, Vec::len);
+        let uuid = fnv(format!("{key:?}/{}/lane{n}", self.guid(source)).as_bytes());
+        let name = self.base_name(key, hint);
+        let d = match (key, n) {
+            (TrackKey::Thread(_, pid, tid), 0) if *tid >= 0 => TrackDescriptor {
+                uuid: Some(uuid),
+                parent_uuid: Some(parent),
+                thread: Some(ThreadDescriptor {
+                    pid: Some(*pid as i32),
+                    tid: Some(*tid as i32),
+                    thread_name: Some(name),
+                }),
+                ..Default::default()
+            },
+            (_, 0) => TrackDescriptor {
+                uuid: Some(uuid),
+                parent_uuid: Some(parent),
+                name: Some(name),
+                ..Default::default()
+            },
+            _ => TrackDescriptor {
+                uuid: Some(uuid),
+                parent_uuid: Some(parent),
+                name: Some(format!("{name} (overlap {n})")),
+                ..Default::default()
+            },
+        };
+        self.describe(out, d)?;
+        self.lanes.push(Lane {
+            uuid,
+            open: Vec::new(),
+        });
+        let lane = self.lanes.len() - 1;
+        self.groups.entry(key.clone()).or_default().push(lane);
+        Ok(lane)
+    }
+
+    fn first_lane(
+        &mut self,
+        out: &mut impl Write,
+        key: &TrackKey,
+        hint: &str,
+    ) -> io::Result<usize> {
+        match self.groups.get(key).and_then(|g| g.first()) {
+            Some(&l) => Ok(l),
+            None => self.new_lane(out, key, hint),
+        }
+    }
+
+    /// The first lane of `key` on which a slice ending at `end` nests.
+    fn lane_for(
+        &mut self,
+        out: &mut impl Write,
+        key: &TrackKey,
+        hint: &str,
+        end: i64,
+    ) -> io::Result<usize> {
+        if let Some(group) = self.groups.get(key) {
+            for (n, &l) in group.iter().enumerate() {
+                if self.lanes[l].open.last().is_none_or(|&top| top >= end) {
+                    if n > 0 {
+                        self.extra_lane_slices += 1;
+                    }
+                    return Ok(l);
+                }
+            }
+            self.extra_lane_slices += 1;
+        }
+        self.new_lane(out, key, hint)
+    }
+
+    fn push_pending(&mut self, ts: i64, action: Action) {
+        self.seq += 1;
+        self.heap.push(Reverse((ts, Reverse(self.seq), action)));
+    }
+
+    /// Writes every pending end and counter change at or before `ts`.
+    fn advance(&mut self, out: &mut impl Write, ts: i64) -> io::Result<()> {
+        while let Some(Reverse((t, _, _))) = self.heap.peek() {
+            if *t > ts {
+                break;
+            }
+            let Reverse((t, _, action)) = self.heap.pop().expect("peeked");
+            match action {
+                Action::End(l) => {
+                    self.lanes[l].open.pop();
+                    let uuid = self.lanes[l].uuid;
+                    self.enc
+                        .event(out, t, uuid, event_type::SLICE_END, None, None, &[], None)?;
+                }
+                Action::Delta(c, d) => {
+                    self.counters[c].value += d;
+                    let (uuid, v) = (self.counters[c].uuid, self.counters[c].value);
+                    self.enc.counter(out, t, uuid, CounterValue::Int(v))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn slice(
+        &mut self,
+        out: &mut impl Write,
+        key: &TrackKey,
+        hint: &str,
+        start: i64,
+        end: i64,
+        name: &str,
+        category: &str,
+        ann: &[(&str, Value<'_>)],
+        flow: Option<u64>,
+    ) -> io::Result<()> {
+        self.advance(out, start)?;
+        let end = if end < start {
+            self.negative_durations += 1;
+            start
+        } else {
+            end
+        };
+        let lane = self.lane_for(out, key, hint, end)?;
+        self.lanes[lane].open.push(end);
+        let uuid = self.lanes[lane].uuid;
+        self.enc.event(
+            out,
+            start,
+            uuid,
+            event_type::SLICE_BEGIN,
+            Some(name),
+            Some(category),
+            ann,
+            flow,
+        )?;
+        self.push_pending(end, Action::End(lane));
+        Ok(())
+    }
+
+    fn counter_track(
+        &mut self,
+        out: &mut impl Write,
+        key: CounterKey,
+        pmc_name: &str,
+    ) -> io::Result<usize> {
+        if let Some(&c) = self.counter_ids.get(&key) {
+            return Ok(c);
+        }
+        let (source, pid, agent, unit, name) = match key {
+            CounterKey::CopyBytes(s, p, a) => {
+                let (l, n, t) = self.agent_label(s, Some(a));
+                (
+                    s,
+                    p,
+                    a,
+                    unit::SIZE_BYTES,
+                    format!("COPY BYTES to {l} [{n}] ({t})"),
+                )
+            }
+            CounterKey::AllocBytes(s, p, a) => {
+                let (l, n, t) = self.agent_label(s, Some(a));
+                (
+                    s,
+                    p,
+                    a,
+                    unit::SIZE_BYTES,
+                    format!("ALLOCATE BYTES on {l} [{n}] ({t})"),
+                )
+            }
+            CounterKey::Pmc(s, p, a, _) => {
+                let (l, n, _) = self.agent_label(s, Some(a));
+                (s, p, a, unit::COUNT, format!("{l} [{n}] PMC {pmc_name}"))
+            }
+        };
+        let _ = agent;
+        let parent = self.process_track(out, source, pid)?;
+        let uuid = fnv(format!("{key:?}/{}", self.guid(source)).as_bytes());
+        self.describe(
+            out,
+            TrackDescriptor {
+                uuid: Some(uuid),
+                parent_uuid: Some(parent),
+                name: Some(name),
+                counter: Some(CounterDescriptor { unit: Some(unit) }),
+                ..Default::default()
+            },
+        )?;
+        self.counters.push(CounterTrack { uuid, value: 0 });
+        self.counter_ids.insert(key, self.counters.len() - 1);
+        Ok(self.counters.len() - 1)
+    }
+
+    fn add_to_counter(
+        &mut self,
+        out: &mut impl Write,
+        c: usize,
+        ts: i64,
+        delta: i64,
+    ) -> io::Result<()> {
+        self.counters[c].value += delta;
+        let (uuid, v) = (self.counters[c].uuid, self.counters[c].value);
+        self.enc.counter(out, ts, uuid, CounterValue::Int(v))
+    }
+
+    fn flow_id(&self, source: u32, stack_id: i64) -> u64 {
+        fnv(format!("flow/{}/{stack_id}", self.guid(source)).as_bytes())
+    }
+
+    /// Writes every row of `chunk`, in time order.
+    pub fn write_chunk(&mut self, out: &mut impl Write, chunk: &Chunk) -> io::Result<()> {
+        for (b, r) in chunk.time_order() {
+            let EventBatch { table, batch } = &chunk.batches[b];
+            self.row(out, *table, batch, r)?;
+        }
+        for (t, n) in chunk.rows_per_table() {
+            self.report.add(t, n as u64);
+        }
+        Ok(())
+    }
+
+    fn row(
+        &mut self,
+        out: &mut impl Write,
+        table: Table,
+        b: &RecordBatch,
+        r: usize,
+    ) -> io::Result<()> {
+        let c = Common::new(b, table);
+        let source = c.source.value(r);
+        let pid = oi(c.pid, r).unwrap_or(-1);
+        let tid = oi(c.tid, r);
+        let (start, end) = (c.start.value(r), c.end.value(r));
+        let raw_cat = os(c.category, r).unwrap_or("");
+        let stack_id = oi(c.stack_id, r);
+        let annotate = self.opts.annotations;
+        let mut ann: Vec<(&str, Value<'_>)> = Vec::new();
+        if annotate {
+            ann.push(("begin_ns", Value::U(start as u64)));
+            ann.push(("end_ns", Value::U(end as u64)));
+            ann.push(("delta_ns", Value::I(end - start)));
+        }
+        match table {
+            Table::Region | Table::Marker | Table::Sample => {
+                let name = os(strs(b, table, "name"), r).unwrap_or("");
+                let message = os(strs(b, table, "message"), r).filter(|m| !m.is_empty());
+                let shown = message.unwrap_or(name);
+                let category = output_category(raw_cat);
+                if annotate {
+                    ann.push(("tid", Value::I(tid.unwrap_or(-1))));
+                    ann.push(("kind", Value::S(raw_cat)));
+                    ann.push(("operation", Value::S(name)));
+                    if let Some(s) = stack_id {
+                        ann.push(("corr_id", Value::I(s)));
+                    }
+                    if let Some(p) = oi(c.parent_stack_id, r) {
+                        ann.push(("ancestor_id", Value::I(p)));
+                    }
+                }
+                if table == Table::Sample {
+                    let key = match tid {
+                        Some(t) => TrackKey::Thread(source, pid, t),
+                        None => TrackKey::Samples(
+                            source,
+                            pid,
+                            oi(i64s(b, table, "track_id"), r).unwrap_or(-1),
+                        ),
+                    };
+                    self.advance(out, start)?;
+                    let lane = self.first_lane(out, &key, name)?;
+                    let uuid = self.lanes[lane].uuid;
+                    return self.enc.event(
+                        out,
+                        start,
+                        uuid,
+                        event_type::INSTANT,
+                        Some(shown),
+                        Some(category),
+                        &ann,
+                        None,
+                    );
+                }
+                if self.opts.annotate_args {
+                    if let Some(args) = os(strs(b, table, "args"), r) {
+                        ann.push(("args", Value::S(args)));
+                    }
+                }
+                let launched = oi(i64s(b, table, "launched"), r).unwrap_or(0);
+                let flow = stack_id
+                    .filter(|_| launched > 0)
+                    .map(|s| self.flow_id(source, s));
+                let key = TrackKey::Thread(source, pid, tid.unwrap_or(-1));
+                self.slice(out, &key, "", start, end, shown, category, &ann, flow)
+            }
+            Table::KernelDispatch => {
+                let agent = oi(i64s(b, table, "agent_id"), r);
+                let queue = oi(i64s(b, table, "queue_id"), r).unwrap_or(0);
+                let stream = oi(i64s(b, table, "stream_id"), r).unwrap_or(0);
+                let kernel = os(strs(b, table, "kernel_name"), r).unwrap_or("");
+                let region = os(strs(b, table, "region_name"), r).filter(|s| !s.is_empty());
+                let name = match region {
+                    Some(rn) if self.opts.kernel_rename => rn,
+                    _ => kernel,
+                };
+                if annotate {
+                    ann.push(("kind", Value::S(raw_cat)));
+                    ann.push(("agent", Value::Owned(self.agent_arg(source, agent))));
+                    if let Some(s) = stack_id {
+                        ann.push(("corr_id", Value::I(s)));
+                    }
+                    ann.push(("queue", Value::I(queue)));
+                    ann.push(("tid", Value::I(tid.unwrap_or(-1))));
+                    ann.push((
+                        "kernel_id",
+                        Value::I(oi(i64s(b, table, "kernel_id"), r).unwrap_or(-1)),
+                    ));
+                    ann.push((
+                        "dispatch_id",
+                        Value::I(oi(i64s(b, table, "dispatch_id"), r).unwrap_or(-1)),
+                    ));
+                    let size = |n: &str| oi(i64s(b, table, n), r).unwrap_or(0);
+                    ann.push(("Scratch_Size", Value::I(size("private_segment_size"))));
+                    ann.push(("LDS_Block_Size", Value::I(size("group_segment_size"))));
+                    let dims = |p: &str| {
+                        let (x, y, z) = (
+                            size(&format!("{p}_x")),
+                            size(&format!("{p}_y")),
+                            size(&format!("{p}_z")),
+                        );
+                        format!("{} (x={x}, y={y}, z={z})", x * y * z)
+                    };
+                    ann.push(("workgroup_size", Value::Owned(dims("workgroup"))));
+                    ann.push(("grid_size", Value::Owned(dims("grid"))));
+                    ann.push(("stream_id", Value::I(stream)));
+                }
+                let launcher = bools(b, table, "has_launcher");
+                let flow = stack_id
+                    .filter(|_| launcher.is_valid(r) && launcher.value(r))
+                    .map(|s| self.flow_id(source, s));
+                let key = if self.opts.group_by_queue {
+                    TrackKey::Queue(source, pid, agent.unwrap_or(-1), queue)
+                } else {
+                    TrackKey::Stream(source, pid, stream)
+                };
+                self.slice(
+                    out,
+                    &key,
+                    "",
+                    start,
+                    end,
+                    name,
+                    "kernel_dispatch",
+                    &ann,
+                    flow,
+                )
+            }
+            Table::MemoryCopy => {
+                let name = os(strs(b, table, "name"), r).unwrap_or("");
+                let dst = oi(i64s(b, table, "dst_agent_id"), r);
+                let src_agent = oi(i64s(b, table, "src_agent_id"), r);
+                let size = oi(i64s(b, table, "size"), r).unwrap_or(0);
+                let stream = oi(i64s(b, table, "stream_id"), r).unwrap_or(0);
+                if annotate {
+                    ann.push(("kind", Value::S(raw_cat)));
+                    ann.push(("operation", Value::S(name)));
+                    ann.push(("src_agent", Value::Owned(self.agent_arg(source, src_agent))));
+                    ann.push(("dst_agent", Value::Owned(self.agent_arg(source, dst))));
+                    ann.push(("copy_bytes", Value::I(size)));
+                    if let Some(s) = stack_id {
+                        ann.push(("corr_id", Value::I(s)));
+                    }
+                    ann.push(("tid", Value::I(tid.unwrap_or(-1))));
+                    ann.push(("stream_id", Value::I(stream)));
+                }
+                let launcher = bools(b, table, "has_launcher");
+                let flow = stack_id
+                    .filter(|_| launcher.is_valid(r) && launcher.value(r))
+                    .map(|s| self.flow_id(source, s));
+                let key = if self.opts.group_by_queue {
+                    TrackKey::CopyTo(source, pid, dst.unwrap_or(-1), tid.unwrap_or(-1))
+                } else {
+                    TrackKey::Stream(source, pid, stream)
+                };
+                self.slice(out, &key, "", start, end, name, "memory_copy", &ann, flow)?;
+                // In-flight bytes towards the destination agent.
+                let c = self.counter_track(
+                    out,
+                    CounterKey::CopyBytes(source, pid, dst.unwrap_or(-1)),
+                    "",
+                )?;
+                self.add_to_counter(out, c, start, size)?;
+                self.push_pending(end.max(start), Action::Delta(c, -size));
+                Ok(())
+            }
+            Table::MemoryAllocation => {
+                let kind = os(strs(b, table, "type"), r).unwrap_or("");
+                let level = os(strs(b, table, "level"), r);
+                let agent = oi(i64s(b, table, "agent_id"), r);
+                let address = oi(i64s(b, table, "address"), r);
+                let size = oi(i64s(b, table, "size"), r).unwrap_or(0);
+                let op = allocation_operation(kind, level);
+                let category = if level == Some("SCRATCH") {
+                    "scratch_memory"
+                } else {
+                    "memory_allocation"
+                };
+                if annotate {
+                    ann.push(("kind", Value::S(raw_cat)));
+                    ann.push(("operation", Value::S(&op)));
+                    if agent.is_some() {
+                        ann.push(("agent", Value::Owned(self.agent_arg(source, agent))));
+                    }
+                    if let Some(a) = address {
+                        ann.push(("address", Value::Owned(format!("0x{:016x}", a as u64))));
+                    }
+                    ann.push(("size", Value::I(size)));
+                    if let Some(s) = stack_id {
+                        ann.push(("corr_id", Value::I(s)));
+                    }
+                    ann.push(("tid", Value::I(tid.unwrap_or(-1))));
+                }
+                let key = TrackKey::Allocations(source, pid);
+                self.slice(out, &key, "", start, end, &op, category, &ann, None)?;
+                if level != Some("SCRATCH") {
+                    self.track_allocated_bytes(
+                        out, source, pid, kind, agent, address, size, start,
+                    )?;
+                }
+                Ok(())
+            }
+            Table::PmcValue => {
+                let agent = oi(i64s(b, table, "agent_id"), r).unwrap_or(-1);
+                let pmc = oi(i64s(b, table, "pmc_id"), r).unwrap_or(-1);
+                let name = os(strs(b, table, "counter_name"), r).unwrap_or("");
+                let values = f64s(b, table, "value");
+                let value = if values.is_valid(r) {
+                    values.value(r)
+                } else {
+                    0.0
+                };
+                let event = oi(i64s(b, table, "event_id"), r);
+                let c = self.counter_track(out, CounterKey::Pmc(source, pid, agent, pmc), name)?;
+                // Dimension instances of one (event, counter) arrive together: sum them
+                // into one point at the dispatch start.
+                match self.pmc_pending.get_mut(&c) {
+                    Some(p) if p.source == source && p.event == event && event.is_some() => {
+                        p.sum += value;
+                        Ok(())
+                    }
+                    _ => {
+                        let prev = self.pmc_pending.insert(
+                            c,
+                            PmcPoint {
+                                source,
+                                event,
+                                ts: start,
+                                sum: value,
+                            },
+                        );
+                        match prev {
+                            Some(p) => self.enc.counter(
+                                out,
+                                p.ts,
+                                self.counters[c].uuid,
+                                CounterValue::Double(p.sum),
+                            ),
+                            None => Ok(()),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn track_allocated_bytes(
+        &mut self,
+        out: &mut impl Write,
+        source: u32,
+        pid: i64,
+        kind: &str,
+        agent: Option<i64>,
+        address: Option<i64>,
+        size: i64,
+        ts: i64,
+    ) -> io::Result<()> {
+        let Some(address) = address else {
+            return Ok(());
+        };
+        match kind {
+            "ALLOC" => {
+                let Some(agent) = agent else { return Ok(()) };
+                let c = self.counter_track(out, CounterKey::AllocBytes(source, pid, agent), "")?;
+                if let Some((old_c, old_size)) =
+                    self.live_allocs.insert((source, pid, address), (c, size))
+                {
+                    // Reused address without a free: the old block is gone.
+                    self.add_to_counter(out, old_c, ts, -old_size)?;
+                }
+                self.add_to_counter(out, c, ts, size)
+            }
+            "FREE" => match self.live_allocs.remove(&(source, pid, address)) {
+                Some((c, sz)) => self.add_to_counter(out, c, ts, -sz),
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes everything still pending.
+    pub fn finish(&mut self, out: &mut impl Write) -> io::Result<()> {
+        self.advance(out, i64::MAX)?;
+        let mut points: Vec<(usize, PmcPoint)> = self.pmc_pending.drain().collect();
+        points.sort_by_key(|(c, p)| (p.ts, *c));
+        for (c, p) in points {
+            self.enc.counter(
+                out,
+                p.ts,
+                self.counters[c].uuid,
+                CounterValue::Double(p.sum),
+            )?;
+        }
+        if self.extra_lane_slices > 0 {
+            let lanes = self.lanes.len() - self.groups.len();
+            self.report.notes.push(format!(
+                "{} slices overlapped a slice on their track without nesting in it; they were put on {lanes} extra \"(overlap N)\" tracks",
+                self.extra_lane_slices
+            ));
+        }
+        if self.negative_durations > 0 {
+            self.report.notes.push(format!(
+                "{} events ended before they started; they are drawn with zero duration",
+                self.negative_durations
+            ));
+        }
+        self.report.bytes = self.enc.written;
+        Ok(())
+    }
+}
