@@ -1,0 +1,887 @@
+//! Writing one process database: opening the SQLite file with bulk-load
+//! pragmas, creating the schema-v3 tables and views, and a [`Writer`] that
+//! holds one prepared `INSERT` per table for the whole transaction.
+//!
+//! Rows always carry their `id` explicitly (ids are pids, tids, handles,
+//! correlation ids… never SQLite's choice); the `guid` column is left to its
+//! default.
+
+use anyhow::{Context, Result};
+use rocpd_schema::{create_tables_sql, create_views_sql, metadata_rows, table_name};
+use rusqlite::types::Value;
+use rusqlite::{params_from_iter, Connection, Statement};
+use std::path::Path;
+
+/// Open a new database file for bulk loading and create the schema.
+///
+/// Foreign keys are not enforced while loading (rows of one table may be
+/// written before the rows they reference, e.g. strings last); the tests
+/// check `PRAGMA foreign_key_check` on the result instead.
+pub fn create(path: &Path, guid: &str) -> Result<Connection> {
+    let conn = Connection::open(path).with_context(|| format!("creating {}", path.display()))?;
+    conn.execute_batch(
+        "PRAGMA page_size = 4096;
+         PRAGMA foreign_keys = OFF;
+         PRAGMA journal_mode = OFF;
+         PRAGMA synchronous = OFF;
+         PRAGMA locking_mode = EXCLUSIVE;
+         PRAGMA temp_store = MEMORY;
+         PRAGMA cache_size = -32768;",
+    )?;
+    conn.execute_batch(&create_tables_sql(guid))?;
+    conn.execute_batch(&create_views_sql(guid))?;
+    Ok(conn)
+}
+
+/// Build `INSERT INTO "<table>" ("c1", …) VALUES (?, …), …` for `rows` rows.
+fn insert_sql(base: &str, guid: &str, cols: &[&str], rows: usize) -> String {
+    let names: Vec<String> = cols.iter().map(|c| format!("\"{c}\"")).collect();
+    let one = format!("({})", vec!["?"; cols.len()].join(", "));
+    format!(
+        "INSERT INTO \"{}\" ({}) VALUES {}",
+        table_name(base, guid),
+        names.join(", "),
+        vec![one; rows].join(", ")
+    )
+}
+
+/// One buffered insert per table, valid for the life of the connection's
+/// open transaction. Call [`Writer::finish`] before committing.
+pub struct Writer<'c> {
+    metadata: Inserter<'c>,
+    string: Inserter<'c>,
+    node: Inserter<'c>,
+    process: Inserter<'c>,
+    thread: Inserter<'c>,
+    agent: Inserter<'c>,
+    queue: Inserter<'c>,
+    stream: Inserter<'c>,
+    pmc: Inserter<'c>,
+    code_object: Inserter<'c>,
+    kernel_symbol: Inserter<'c>,
+    track: Inserter<'c>,
+    event: Inserter<'c>,
+    arg: Inserter<'c>,
+    pmc_event: Inserter<'c>,
+    region: Inserter<'c>,
+    sample: Inserter<'c>,
+    dispatch: Inserter<'c>,
+    copy: Inserter<'c>,
+    alloc: Inserter<'c>,
+}
+
+/// A nullable integer parameter.
+pub type OptI = Option<i64>;
+
+/// Rows per multi-row `INSERT`: amortises statement overhead (including
+/// the `sqlite_sequence` update AUTOINCREMENT tables do per statement).
+const BATCH: usize = 64;
+
+/// Buffered inserts into one table: rows accumulate and are written
+/// `BATCH` at a time by a multi-row statement; [`Inserter::flush`] writes
+/// the remainder one row at a time.
+struct Inserter<'c> {
+    one: Statement<'c>,
+    many: Statement<'c>,
+    ncols: usize,
+    buf: Vec<Value>,
+}
+
+impl<'c> Inserter<'c> {
+    fn new(conn: &'c Connection, base: &str, guid: &str, cols: &[&str]) -> Result<Self> {
+        Ok(Inserter {
+            one: conn.prepare(&insert_sql(base, guid, cols, 1))?,
+            many: conn.prepare(&insert_sql(base, guid, cols, BATCH))?,
+            ncols: cols.len(),
+            buf: Vec::with_capacity(cols.len() * BATCH),
+        })
+    }
+
+    fn maybe_flush(&mut self) -> Result<()> {
+        if self.buf.len() >= self.ncols * BATCH {
+            self.many.execute(params_from_iter(self.buf.drain(..)))?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        for row in self.buf.chunks(self.ncols) {
+            self.one.execute(params_from_iter(row.iter()))?;
+        }
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+/// Conversion of the generator's column values into SQLite values.
+trait IntoValue {
+    fn value(self) -> Value;
+}
+
+impl IntoValue for &i64 {
+    fn value(self) -> Value {
+        Value::Integer(*self)
+    }
+}
+
+impl IntoValue for &f64 {
+    fn value(self) -> Value {
+        Value::Real(*self)
+    }
+}
+
+impl IntoValue for &&str {
+    fn value(self) -> Value {
+        Value::Text((*self).to_string())
+    }
+}
+
+impl IntoValue for &String {
+    fn value(self) -> Value {
+        Value::Text(self.clone())
+    }
+}
+
+impl IntoValue for &Option<i64> {
+    fn value(self) -> Value {
+        self.map_or(Value::Null, Value::Integer)
+    }
+}
+
+impl IntoValue for &Option<&str> {
+    fn value(self) -> Value {
+        self.map_or(Value::Null, |s| Value::Text(s.to_string()))
+    }
+}
+
+impl IntoValue for &Option<String> {
+    fn value(self) -> Value {
+        self.as_ref()
+            .map_or(Value::Null, |s| Value::Text(s.clone()))
+    }
+}
+
+macro_rules! ins {
+    ($ins:expr, $($v:expr),+ $(,)?) => {{
+        let ins = &mut $ins;
+        ins.buf.extend([$(IntoValue::value(&$v)),+]);
+        ins.maybe_flush()
+    }};
+}
+
+impl<'c> Writer<'c> {
+    /// Prepare all inserts for the database with this guid.
+    pub fn new(conn: &'c Connection, guid: &str) -> Result<Self> {
+        let p = |base: &str, cols: &[&str]| Inserter::new(conn, base, guid, cols);
+        Ok(Writer {
+            metadata: p("rocpd_metadata", &["tag", "value"])?,
+            string: p("rocpd_string", &["id", "string"])?,
+            node: p(
+                "rocpd_info_node",
+                &[
+                    "id",
+                    "hash",
+                    "machine_id",
+                    "system_name",
+                    "hostname",
+                    "release",
+                    "version",
+                    "hardware_name",
+                    "domain_name",
+                ],
+            )?,
+            process: p(
+                "rocpd_info_process",
+                &[
+                    "id",
+                    "nid",
+                    "ppid",
+                    "pid",
+                    "init",
+                    "fini",
+                    "start",
+                    "end",
+                    "command",
+                    "environment",
+                    "extdata",
+                ],
+            )?,
+            thread: p(
+                "rocpd_info_thread",
+                &[
+                    "id", "nid", "ppid", "pid", "tid", "name", "start", "end", "extdata",
+                ],
+            )?,
+            agent: p(
+                "rocpd_info_agent",
+                &[
+                    "id",
+                    "nid",
+                    "pid",
+                    "type",
+                    "absolute_index",
+                    "logical_index",
+                    "type_index",
+                    "uuid",
+                    "name",
+                    "model_name",
+                    "vendor_name",
+                    "product_name",
+                    "user_name",
+                    "extdata",
+                ],
+            )?,
+            queue: p("rocpd_info_queue", &["id", "nid", "pid", "name", "extdata"])?,
+            stream: p(
+                "rocpd_info_stream",
+                &["id", "nid", "pid", "name", "extdata"],
+            )?,
+            pmc: p(
+                "rocpd_info_pmc",
+                &[
+                    "id",
+                    "nid",
+                    "pid",
+                    "agent_id",
+                    "target_arch",
+                    "event_code",
+                    "instance_id",
+                    "name",
+                    "symbol",
+                    "description",
+                    "long_description",
+                    "component",
+                    "units",
+                    "value_type",
+                    "block",
+                    "expression",
+                    "is_constant",
+                    "is_derived",
+                    "extdata",
+                ],
+            )?,
+            code_object: p(
+                "rocpd_info_code_object",
+                &[
+                    "id",
+                    "nid",
+                    "pid",
+                    "agent_id",
+                    "uri",
+                    "load_base",
+                    "load_size",
+                    "load_delta",
+                    "storage_type",
+                    "extdata",
+                ],
+            )?,
+            kernel_symbol: p(
+                "rocpd_info_kernel_symbol",
+                &[
+                    "id",
+                    "nid",
+                    "pid",
+                    "code_object_id",
+                    "kernel_name",
+                    "display_name",
+                    "kernel_object",
+                    "kernarg_segment_size",
+                    "kernarg_segment_alignment",
+                    "group_segment_size",
+                    "private_segment_size",
+                    "sgpr_count",
+                    "arch_vgpr_count",
+                    "accum_vgpr_count",
+                    "extdata",
+                ],
+            )?,
+            track: p(
+                "rocpd_track",
+                &["id", "nid", "pid", "tid", "name_id", "extdata"],
+            )?,
+            event: p(
+                "rocpd_event",
+                &[
+                    "id",
+                    "category_id",
+                    "stack_id",
+                    "parent_stack_id",
+                    "correlation_id",
+                    "call_stack",
+                    "line_info",
+                    "extdata",
+                ],
+            )?,
+            arg: p(
+                "rocpd_arg",
+                &[
+                    "id", "event_id", "position", "type", "name", "value", "extdata",
+                ],
+            )?,
+            pmc_event: p(
+                "rocpd_pmc_event",
+                &["id", "event_id", "pmc_id", "value", "extdata"],
+            )?,
+            region: p(
+                "rocpd_region",
+                &[
+                    "id", "nid", "pid", "tid", "start", "end", "name_id", "event_id", "extdata",
+                ],
+            )?,
+            sample: p(
+                "rocpd_sample",
+                &["id", "track_id", "timestamp", "event_id", "extdata"],
+            )?,
+            dispatch: p(
+                "rocpd_kernel_dispatch",
+                &[
+                    "id",
+                    "nid",
+                    "pid",
+                    "tid",
+                    "agent_id",
+                    "kernel_id",
+                    "dispatch_id",
+                    "queue_id",
+                    "stream_id",
+                    "start",
+                    "end",
+                    "private_segment_size",
+                    "group_segment_size",
+                    "workgroup_size_x",
+                    "workgroup_size_y",
+                    "workgroup_size_z",
+                    "grid_size_x",
+                    "grid_size_y",
+                    "grid_size_z",
+                    "region_name_id",
+                    "event_id",
+                    "extdata",
+                ],
+            )?,
+            copy: p(
+                "rocpd_memory_copy",
+                &[
+                    "id",
+                    "nid",
+                    "pid",
+                    "tid",
+                    "start",
+                    "end",
+                    "name_id",
+                    "dst_agent_id",
+                    "dst_address",
+                    "src_agent_id",
+                    "src_address",
+                    "size",
+                    "queue_id",
+                    "stream_id",
+                    "region_name_id",
+                    "event_id",
+                    "extdata",
+                ],
+            )?,
+            alloc: p(
+                "rocpd_memory_allocate",
+                &[
+                    "id",
+                    "nid",
+                    "pid",
+                    "tid",
+                    "agent_id",
+                    "type",
+                    "level",
+                    "start",
+                    "end",
+                    "address",
+                    "size",
+                    "queue_id",
+                    "stream_id",
+                    "event_id",
+                    "extdata",
+                ],
+            )?,
+        })
+    }
+
+    /// Write all buffered rows. Must be called before committing.
+    pub fn finish(&mut self) -> Result<()> {
+        for ins in [
+            &mut self.metadata,
+            &mut self.string,
+            &mut self.node,
+            &mut self.process,
+            &mut self.thread,
+            &mut self.agent,
+            &mut self.queue,
+            &mut self.stream,
+            &mut self.pmc,
+            &mut self.code_object,
+            &mut self.kernel_symbol,
+            &mut self.track,
+            &mut self.event,
+            &mut self.arg,
+            &mut self.pmc_event,
+            &mut self.region,
+            &mut self.sample,
+            &mut self.dispatch,
+            &mut self.copy,
+            &mut self.alloc,
+        ] {
+            ins.flush()?;
+        }
+        Ok(())
+    }
+
+    /// The three `rocpd_metadata` rows.
+    pub fn metadata(&mut self, guid: &str) -> Result<()> {
+        for (tag, value) in metadata_rows(guid) {
+            ins!(self.metadata, tag, value)?;
+        }
+        Ok(())
+    }
+
+    /// One `rocpd_string` row.
+    pub fn string(&mut self, id: i64, s: &str) -> Result<()> {
+        ins!(self.string, id, s)
+    }
+
+    /// The `rocpd_info_node` row.
+    pub fn node(&mut self, n: &crate::layout::NodeInfo) -> Result<()> {
+        ins!(
+            self.node,
+            n.id,
+            n.hash,
+            n.machine_id,
+            "Linux",
+            n.hostname,
+            n.release,
+            n.version,
+            "x86_64",
+            "(none)"
+        )
+    }
+
+    /// The `rocpd_info_process` row.
+    #[allow(clippy::too_many_arguments)]
+    pub fn process(
+        &mut self,
+        nid: i64,
+        ppid: i64,
+        pid: i64,
+        times: [i64; 4],
+        command: &str,
+        environment: &str,
+    ) -> Result<()> {
+        let [init, fini, start, end] = times;
+        ins!(
+            self.process,
+            pid,
+            nid,
+            ppid,
+            pid,
+            init,
+            fini,
+            start,
+            end,
+            command,
+            environment,
+            "{}"
+        )
+    }
+
+    /// One `rocpd_info_thread` row (name, start and end NULL as rocprofv3
+    /// writes them).
+    pub fn thread(&mut self, nid: i64, ppid: i64, pid: i64, tid: i64) -> Result<()> {
+        let null: OptI = None;
+        ins!(
+            self.thread,
+            tid,
+            nid,
+            ppid,
+            pid,
+            tid,
+            None::<String>,
+            null,
+            null,
+            "{}"
+        )
+    }
+
+    /// One `rocpd_info_agent` row.
+    #[allow(clippy::too_many_arguments)]
+    pub fn agent(
+        &mut self,
+        id: i64,
+        nid: i64,
+        pid: i64,
+        kind: &str,
+        indices: [i64; 3],
+        uuid: i64,
+        names: [&str; 5],
+        extdata: &str,
+    ) -> Result<()> {
+        let [abs, log, typ] = indices;
+        let [name, model, vendor, product, user] = names;
+        ins!(
+            self.agent, id, nid, pid, kind, abs, log, typ, uuid, name, model, vendor, product,
+            user, extdata
+        )
+    }
+
+    /// One `rocpd_info_queue` row.
+    pub fn queue(&mut self, id: i64, nid: i64, pid: i64, name: &str) -> Result<()> {
+        ins!(self.queue, id, nid, pid, name, "{}")
+    }
+
+    /// One `rocpd_info_stream` row.
+    pub fn stream(&mut self, id: i64, nid: i64, pid: i64, name: &str) -> Result<()> {
+        ins!(self.stream, id, nid, pid, name, "{}")
+    }
+
+    /// One `rocpd_info_pmc` row.
+    pub fn pmc(&mut self, nid: i64, pid: i64, c: &PmcDef<'_>) -> Result<()> {
+        ins!(
+            self.pmc,
+            c.id,
+            nid,
+            pid,
+            c.agent_id,
+            c.target_arch,
+            c.event_code,
+            0i64,
+            c.name,
+            c.symbol,
+            c.description,
+            "",
+            c.component,
+            c.units,
+            "ABS",
+            c.block,
+            c.expression,
+            0i64,
+            i64::from(c.is_derived),
+            "{}"
+        )
+    }
+
+    /// One `rocpd_info_code_object` row.
+    #[allow(clippy::too_many_arguments)]
+    pub fn code_object(
+        &mut self,
+        id: i64,
+        nid: i64,
+        pid: i64,
+        agent_id: i64,
+        uri: &str,
+        load: [i64; 3],
+        storage: &str,
+    ) -> Result<()> {
+        let [base, size, delta] = load;
+        ins!(
+            self.code_object,
+            id,
+            nid,
+            pid,
+            agent_id,
+            uri,
+            base,
+            size,
+            delta,
+            storage,
+            "{}"
+        )
+    }
+
+    /// One `rocpd_info_kernel_symbol` row.
+    #[allow(clippy::too_many_arguments)]
+    pub fn kernel_symbol(
+        &mut self,
+        id: i64,
+        nid: i64,
+        pid: i64,
+        code_object_id: i64,
+        t: &crate::names::KernelTemplate,
+        kernel_object: i64,
+        kernarg_size: i64,
+        extdata: &str,
+    ) -> Result<()> {
+        ins!(
+            self.kernel_symbol,
+            id,
+            nid,
+            pid,
+            code_object_id,
+            t.kernel_name,
+            t.display_name,
+            kernel_object,
+            kernarg_size,
+            8i64,
+            t.group_segment,
+            t.private_segment,
+            t.sgpr,
+            t.vgpr,
+            t.accum_vgpr,
+            extdata
+        )
+    }
+
+    /// One `rocpd_track` row.
+    pub fn track(&mut self, id: i64, nid: i64, pid: i64, tid: OptI, name_id: i64) -> Result<()> {
+        ins!(self.track, id, nid, pid, tid, name_id, "{}")
+    }
+
+    /// One `rocpd_event` row.
+    pub fn event(&mut self, e: &EventRow<'_>) -> Result<()> {
+        ins!(
+            self.event,
+            e.id,
+            e.category_id,
+            e.stack_id,
+            e.parent_stack_id,
+            e.correlation_id,
+            e.call_stack,
+            e.line_info,
+            e.extdata
+        )
+    }
+
+    /// One `rocpd_arg` row.
+    #[allow(clippy::too_many_arguments)]
+    pub fn arg(
+        &mut self,
+        id: i64,
+        event_id: i64,
+        position: i64,
+        ty: &str,
+        name: &str,
+        value: &str,
+        extdata: &str,
+    ) -> Result<()> {
+        ins!(self.arg, id, event_id, position, ty, name, value, extdata)
+    }
+
+    /// One `rocpd_pmc_event` row.
+    pub fn pmc_event(&mut self, id: i64, event_id: i64, pmc_id: i64, value: f64) -> Result<()> {
+        ins!(self.pmc_event, id, event_id, pmc_id, value, "{}")
+    }
+
+    /// One `rocpd_region` row.
+    #[allow(clippy::too_many_arguments)]
+    pub fn region(
+        &mut self,
+        id: i64,
+        nid: i64,
+        pid: i64,
+        tid: i64,
+        start: i64,
+        end: i64,
+        name_id: i64,
+        event_id: i64,
+    ) -> Result<()> {
+        ins!(
+            self.region,
+            id,
+            nid,
+            pid,
+            tid,
+            start,
+            end,
+            name_id,
+            event_id,
+            "{}"
+        )
+    }
+
+    /// One `rocpd_sample` row.
+    pub fn sample(&mut self, id: i64, track_id: i64, timestamp: i64, event_id: i64) -> Result<()> {
+        ins!(self.sample, id, track_id, timestamp, event_id, "{}")
+    }
+
+    /// One `rocpd_kernel_dispatch` row.
+    pub fn dispatch(&mut self, d: &DispatchRow) -> Result<()> {
+        ins!(
+            self.dispatch,
+            d.dispatch_id,
+            d.nid,
+            d.pid,
+            d.tid,
+            d.agent_id,
+            d.kernel_id,
+            d.dispatch_id,
+            d.queue_id,
+            d.stream_id,
+            d.start,
+            d.end,
+            d.private_segment,
+            d.group_segment,
+            d.workgroup[0],
+            d.workgroup[1],
+            d.workgroup[2],
+            d.grid[0],
+            d.grid[1],
+            d.grid[2],
+            d.region_name_id,
+            d.event_id,
+            "{}"
+        )
+    }
+
+    /// One `rocpd_memory_copy` row.
+    pub fn copy(&mut self, c: &CopyRow) -> Result<()> {
+        ins!(
+            self.copy,
+            c.id,
+            c.nid,
+            c.pid,
+            c.tid,
+            c.start,
+            c.end,
+            c.name_id,
+            c.dst_agent,
+            c.dst_address,
+            c.src_agent,
+            c.src_address,
+            c.size,
+            c.queue_id,
+            c.stream_id,
+            c.region_name_id,
+            c.event_id,
+            "{}"
+        )
+    }
+
+    /// One `rocpd_memory_allocate` row.
+    pub fn alloc(&mut self, a: &AllocRow) -> Result<()> {
+        ins!(
+            self.alloc,
+            a.id,
+            a.nid,
+            a.pid,
+            a.tid,
+            a.agent_id,
+            a.kind,
+            a.level,
+            a.start,
+            a.end,
+            a.address,
+            a.size,
+            a.queue_id,
+            a.stream_id,
+            a.event_id,
+            a.extdata
+        )
+    }
+}
+
+/// A `rocpd_info_pmc` definition.
+#[derive(Debug, Clone)]
+pub struct PmcDef<'a> {
+    /// Counter handle (row id).
+    pub id: i64,
+    /// Agent the counter belongs to.
+    pub agent_id: i64,
+    /// `CPU` or `GPU`.
+    pub target_arch: &'a str,
+    /// Hardware event code (NULL for derived counters).
+    pub event_code: OptI,
+    /// Counter name.
+    pub name: &'a str,
+    /// Counter symbol.
+    pub symbol: &'a str,
+    /// Description.
+    pub description: &'a str,
+    /// Source component (`rocm`, …).
+    pub component: &'a str,
+    /// Units (`""` for rocprofv3 counters).
+    pub units: &'a str,
+    /// Hardware block.
+    pub block: &'a str,
+    /// Derived-counter expression (`""` for base counters).
+    pub expression: &'a str,
+    /// Derived counter?
+    pub is_derived: bool,
+}
+
+/// A `rocpd_event` row.
+#[derive(Debug, Clone)]
+pub struct EventRow<'a> {
+    /// Row id.
+    pub id: i64,
+    /// Category string id.
+    pub category_id: i64,
+    /// Internal correlation id.
+    pub stack_id: i64,
+    /// Ancestor correlation id.
+    pub parent_stack_id: i64,
+    /// External correlation id.
+    pub correlation_id: i64,
+    /// `NULL` or `'{}'`.
+    pub call_stack: Option<&'a str>,
+    /// `NULL` or `'{}'`.
+    pub line_info: Option<&'a str>,
+    /// `'{}'` or `{"message": …}`.
+    pub extdata: &'a str,
+}
+
+/// A `rocpd_kernel_dispatch` row (id = dispatch_id).
+#[derive(Debug, Clone)]
+pub struct DispatchRow {
+    pub nid: i64,
+    pub pid: i64,
+    pub tid: i64,
+    pub agent_id: i64,
+    pub kernel_id: i64,
+    pub dispatch_id: i64,
+    pub queue_id: i64,
+    pub stream_id: i64,
+    pub start: i64,
+    pub end: i64,
+    pub private_segment: i64,
+    pub group_segment: i64,
+    pub workgroup: [i64; 3],
+    pub grid: [i64; 3],
+    pub region_name_id: OptI,
+    pub event_id: i64,
+}
+
+/// A `rocpd_memory_copy` row.
+#[derive(Debug, Clone)]
+pub struct CopyRow {
+    pub id: i64,
+    pub nid: i64,
+    pub pid: i64,
+    pub tid: i64,
+    pub start: i64,
+    pub end: i64,
+    pub name_id: i64,
+    pub dst_agent: i64,
+    pub dst_address: i64,
+    pub src_agent: i64,
+    pub src_address: i64,
+    pub size: i64,
+    pub queue_id: OptI,
+    pub stream_id: OptI,
+    pub region_name_id: OptI,
+    pub event_id: i64,
+}
+
+/// A `rocpd_memory_allocate` row.
+#[derive(Debug, Clone)]
+pub struct AllocRow {
+    pub id: i64,
+    pub nid: i64,
+    pub pid: i64,
+    pub tid: i64,
+    pub agent_id: OptI,
+    pub kind: &'static str,
+    pub level: &'static str,
+    pub start: i64,
+    pub end: i64,
+    pub address: OptI,
+    pub size: i64,
+    pub queue_id: OptI,
+    pub stream_id: OptI,
+    pub event_id: i64,
+    pub extdata: &'static str,
+}
