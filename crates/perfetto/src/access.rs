@@ -32,7 +32,7 @@ pub(crate) fn get<A: Array, T>(a: &A, r: usize, f: impl Fn(&A, usize) -> T) -> O
 pub(crate) fn oi(a: &Int64Array, r: usize) -> Option<i64> {
     get(a, r, |a, r| a.value(r))
 }
-pub(crate) fn os<'a>(a: &'a StringArray, r: usize) -> Option<&'a str> {
+pub(crate) fn os(a: &StringArray, r: usize) -> Option<&str> {
     a.is_valid(r).then(|| a.value(r))
 }
 

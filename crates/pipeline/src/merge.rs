@@ -106,3 +106,115 @@ impl<'a> TimeMerge<'a> {
         Ok(Some(chunk))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Int64Array;
+    use rocpd_model::BatchBuilder;
+    use rocpd_model::ColumnBuilder;
+
+    /// A stream of `table` rows with the given (start, end) pairs, in batches of `per`.
+    struct VecStream {
+        table: Table,
+        rows: Vec<(i64, i64)>,
+        per: usize,
+    }
+
+    impl BatchStream for VecStream {
+        fn table(&self) -> Table {
+            self.table
+        }
+        fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+            if self.rows.is_empty() {
+                return Ok(None);
+            }
+            let take: Vec<_> = self.rows.drain(..self.per.min(self.rows.len())).collect();
+            let mut b = BatchBuilder::new(self.table, take.len());
+            for (i, (s, e)) in take.iter().enumerate() {
+                for (c, spec) in self.table.columns().iter().enumerate() {
+                    let v = match spec.name {
+                        "start" => Some(*s),
+                        "end" => Some(*e),
+                        "id" => Some(i as i64),
+                        _ => None,
+                    };
+                    match b.column(c) {
+                        ColumnBuilder::U32(x) => x.append_value(0),
+                        ColumnBuilder::I64(x) => match (v, spec.nullable) {
+                            (Some(v), _) => x.append_value(v),
+                            (None, false) => x.append_value(0),
+                            (None, true) => x.append_null(),
+                        },
+                        ColumnBuilder::Str(x) if !spec.nullable => x.append_value("x"),
+                        other => other.push_null(),
+                    }
+                }
+                b.end_row();
+            }
+            b.finish().map(Some)
+        }
+    }
+
+    fn lcg(seed: &mut u64) -> i64 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (*seed >> 33) as i64
+    }
+
+    #[test]
+    fn merged_chunks_are_time_ordered_and_complete() {
+        let mut seed = 42;
+        let mut total = 0;
+        let mut streams: Vec<Box<dyn BatchStream>> = Vec::new();
+        for (k, table) in [
+            Table::Region,
+            Table::KernelDispatch,
+            Table::Sample,
+            Table::Region,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut rows: Vec<(i64, i64)> = (0..500 + 300 * k)
+                .map(|_| {
+                    let s = lcg(&mut seed) % 100_000;
+                    (s, s + lcg(&mut seed) % 50)
+                })
+                .collect();
+            rows.sort_by_key(|&(s, e)| (s, std::cmp::Reverse(e)));
+            total += rows.len();
+            streams.push(Box::new(VecStream {
+                table,
+                rows,
+                per: 37 + 50 * k,
+            }));
+        }
+        let mut merge = TimeMerge::new(streams);
+        let mut last = i64::MIN;
+        let mut seen = 0;
+        while let Some(chunk) = merge.next_chunk().unwrap() {
+            assert!(chunk.rows() > 0);
+            let mut prev = (i64::MIN, i64::MAX);
+            for (b, r) in chunk.time_order() {
+                let batch = &chunk.batches[b].batch;
+                let col = |c: usize| {
+                    batch
+                        .column(c)
+                        .as_any()
+                        .downcast_ref::<Int64Array>()
+                        .unwrap()
+                        .value(r)
+                };
+                let (s, e) = (col(col::START), col(col::END));
+                assert!(s >= last, "chunks overlap in time");
+                assert!((s, std::cmp::Reverse(e)) >= (prev.0, std::cmp::Reverse(prev.1)));
+                prev = (s, e);
+                seen += 1;
+            }
+            last = chunk.max_start().unwrap();
+        }
+        assert_eq!(seen, total);
+    }
+}

@@ -1,0 +1,335 @@
+//! Helpers shared by the CLI integration tests: generating inputs, running the binary,
+//! decoding Perfetto output with the official schema (the `perfetto_protos` crate, not our
+//! own message definitions) and computing expected counts with plain SQL on the inputs.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use perfetto_protos::trace::Trace;
+use perfetto_protos::track_event::track_event::Type;
+use protobuf::Message;
+
+pub fn rocpd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rocpd"))
+        .args(args)
+        .output()
+        .expect("run rocpd")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn generate(dir: &Path, seed: u64, processes: u32, iterations: u32) -> Vec<PathBuf> {
+    let cfg = rocpd_gen::GenConfig {
+        seed,
+        nodes: 2.min(processes),
+        processes,
+        gpus_per_node: 2,
+        threads_per_process: 3,
+        iterations,
+        odd_names: true,
+    };
+    rocpd_gen::generate(&cfg, dir).expect("generate")
+}
+
+/// Converts `inputs` to `<out>/t_results.pftrace` and returns its path.
+pub fn convert(inputs: &[PathBuf], out: &Path, extra: &[&str]) -> PathBuf {
+    let mut args: Vec<String> = vec!["convert".into(), "-q".into(), "-i".into()];
+    args.extend(inputs.iter().map(|p| p.display().to_string()));
+    args.extend(["-f", "pftrace", "-o", "t", "-d"].map(String::from));
+    args.push(out.display().to_string());
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = rocpd(&refs);
+    assert!(o.status.success(), "rocpd failed: {}", stderr(&o));
+    out.join("t_results.pftrace")
+}
+
+#[derive(Debug, Default)]
+pub struct Decoded {
+    pub slices_by_category: BTreeMap<String, u64>,
+    pub instants_by_category: BTreeMap<String, u64>,
+    pub names_by_category: BTreeMap<String, BTreeSet<String>>,
+    pub counter_samples: u64,
+    pub track_names: BTreeSet<String>,
+    pub counter_track_names: BTreeSet<String>,
+    pub processes: BTreeMap<i32, String>,
+    pub threads: BTreeSet<(i32, i32, String)>,
+    pub flows: u64,
+    pub annotation_names: BTreeSet<String>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Process,
+    Thread,
+    Counter,
+    Plain,
+}
+
+/// Decodes a trace and checks the invariants Perfetto's importer relies on; panics with
+/// the first violation.
+pub fn decode(path: &Path) -> Decoded {
+    let bytes = std::fs::read(path).expect("read trace");
+    let trace = Trace::parse_from_bytes(&bytes).expect("a valid Trace message");
+    let mut d = Decoded::default();
+    let mut names: HashMap<u64, String> = HashMap::new();
+    let mut cats: HashMap<u64, String> = HashMap::new();
+    let mut ann_names: HashMap<u64, String> = HashMap::new();
+    let mut tracks: HashMap<u64, Kind> = HashMap::new();
+    let mut open: HashMap<u64, Vec<u64>> = HashMap::new();
+    let mut last_ts: HashMap<u64, u64> = HashMap::new();
+    let mut flows: HashMap<u64, u32> = HashMap::new();
+    let mut cleared = false;
+    for (i, p) in trace.packet.iter().enumerate() {
+        let seq = p.trusted_packet_sequence_id();
+        assert_ne!(seq, 0, "packet {i} has no sequence id");
+        let flags = p.sequence_flags();
+        if flags & 1 != 0 {
+            cleared = true;
+            names.clear();
+            cats.clear();
+            ann_names.clear();
+        }
+        assert!(
+            cleared,
+            "packet {i} comes before the incremental state was cleared"
+        );
+        if let Some(data) = p.interned_data.as_ref() {
+            for n in &data.event_names {
+                names.insert(n.iid(), n.name().to_string());
+            }
+            for n in &data.event_categories {
+                cats.insert(n.iid(), n.name().to_string());
+            }
+            for n in &data.debug_annotation_names {
+                ann_names.insert(n.iid(), n.name().to_string());
+            }
+        }
+        if p.has_track_descriptor() {
+            let t = p.track_descriptor();
+            let kind = if t.process.is_some() {
+                let pd = &t.process;
+                d.processes.insert(pd.pid(), pd.process_name().to_string());
+                Kind::Process
+            } else if t.thread.is_some() {
+                let th = &t.thread;
+                d.threads
+                    .insert((th.pid(), th.tid(), th.thread_name().to_string()));
+                d.track_names.insert(th.thread_name().to_string());
+                Kind::Thread
+            } else if t.counter.is_some() {
+                d.counter_track_names.insert(t.name().to_string());
+                Kind::Counter
+            } else {
+                d.track_names.insert(t.name().to_string());
+                Kind::Plain
+            };
+            if t.has_parent_uuid() {
+                assert!(
+                    tracks.contains_key(&t.parent_uuid()),
+                    "parent described after child"
+                );
+            }
+            let prev = tracks.insert(t.uuid(), kind);
+            assert!(
+                prev.is_none_or(|k| k == kind),
+                "track {} described twice differently",
+                t.uuid()
+            );
+        }
+        if p.has_track_event() {
+            let e = p.track_event();
+            let uuid = e.track_uuid();
+            let kind = *tracks
+                .get(&uuid)
+                .unwrap_or_else(|| panic!("packet {i}: track {uuid} used before it is described"));
+            let ts = p.timestamp();
+            let last = last_ts.entry(uuid).or_insert(0);
+            assert!(ts >= *last, "packet {i}: time goes back on track {uuid}");
+            *last = ts;
+            if e.type_() != Type::TYPE_SLICE_END && e.type_() != Type::TYPE_COUNTER {
+                assert!(
+                    flags & 2 != 0,
+                    "packet {i} uses interned ids without SEQ_NEEDS_INCREMENTAL_STATE"
+                );
+            }
+            let cat = e
+                .category_iids
+                .first()
+                .map(|c| {
+                    cats.get(c)
+                        .unwrap_or_else(|| panic!("packet {i}: undefined category iid"))
+                        .clone()
+                })
+                .unwrap_or_default();
+            let name = if e.has_name_iid() {
+                names
+                    .get(&e.name_iid())
+                    .unwrap_or_else(|| panic!("packet {i}: undefined name iid"))
+                    .clone()
+            } else {
+                String::new()
+            };
+            for a in &e.debug_annotations {
+                let n = ann_names
+                    .get(&a.name_iid())
+                    .unwrap_or_else(|| panic!("packet {i}: undefined annotation name iid"));
+                d.annotation_names.insert(n.clone());
+            }
+            for f in &e.flow_ids {
+                *flows.entry(*f).or_default() += 1;
+            }
+            match e.type_() {
+                Type::TYPE_SLICE_BEGIN => {
+                    assert!(kind != Kind::Counter, "slice on a counter track");
+                    open.entry(uuid).or_default().push(ts);
+                    *d.slices_by_category.entry(cat.clone()).or_default() += 1;
+                    d.names_by_category.entry(cat).or_default().insert(name);
+                }
+                Type::TYPE_SLICE_END => {
+                    let begin = open
+                        .get_mut(&uuid)
+                        .and_then(|s| s.pop())
+                        .unwrap_or_else(|| panic!("packet {i}: slice end without a begin"));
+                    assert!(begin <= ts);
+                }
+                Type::TYPE_INSTANT => {
+                    assert!(kind != Kind::Counter, "instant on a counter track");
+                    *d.instants_by_category.entry(cat.clone()).or_default() += 1;
+                    d.names_by_category.entry(cat).or_default().insert(name);
+                }
+                Type::TYPE_COUNTER => {
+                    assert!(
+                        kind == Kind::Counter,
+                        "counter value on a non-counter track"
+                    );
+                    d.counter_samples += 1;
+                }
+                other => panic!("packet {i}: unexpected event type {other:?}"),
+            }
+        }
+    }
+    for (uuid, stack) in open {
+        assert!(stack.is_empty(), "track {uuid} has unterminated slices");
+    }
+    for (id, n) in &flows {
+        assert!(*n >= 2, "flow {id} has only one end");
+    }
+    d.flows = flows.len() as u64;
+    d
+}
+
+/// The suffixed name of `base` in a RocPD database (first table set).
+fn table(conn: &rusqlite::Connection, base: &str) -> String {
+    let suffix: String = conn
+        .query_row(
+            "SELECT substr(name, 16) FROM sqlite_master WHERE name LIKE 'rocpd\\_metadata\\_%' ESCAPE '\\'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("metadata table");
+    format!("\"{base}_{suffix}\"")
+}
+
+/// Category group as AMD's rocpd names it (written here independently of the crate's).
+fn group(category: &str) -> &'static str {
+    for (prefix, name) in [
+        ("HIP_", "hip_api"),
+        ("HSA_", "hsa_api"),
+        ("MARKER_", "marker_api"),
+        ("RCCL_", "rccl_api"),
+        ("ROCDECODE_", "rocdecode_api"),
+        ("ROCJPEG_", "rocjpeg_api"),
+        ("KFD_", "kfd_events"),
+    ] {
+        if category.starts_with(prefix) {
+            return name;
+        }
+    }
+    "none"
+}
+
+/// Expected Perfetto slices and instants per category, by SQL on the inputs.
+pub fn expected(inputs: &[PathBuf]) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
+    let mut slices: BTreeMap<String, u64> = BTreeMap::new();
+    let mut instants: BTreeMap<String, u64> = BTreeMap::new();
+    for p in inputs {
+        let conn =
+            rusqlite::Connection::open_with_flags(p, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .unwrap();
+        let q = |sql: String| -> Vec<(String, u64)> {
+            let mut st = conn.prepare(&sql).unwrap();
+            st.query_map([], |r| {
+                Ok((
+                    r.get::<_, Option<String>>(0)?.unwrap_or_default(),
+                    r.get::<_, i64>(1)? as u64,
+                ))
+            })
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect()
+        };
+        let (ev, st) = (table(&conn, "rocpd_event"), table(&conn, "rocpd_string"));
+        for (cat, n) in q(format!(
+            "SELECT S.string, COUNT(*) FROM {} R LEFT JOIN {ev} E ON E.id = R.event_id LEFT JOIN {st} S ON S.id = E.category_id GROUP BY 1",
+            table(&conn, "rocpd_region")
+        )) {
+            *slices.entry(group(&cat).into()).or_default() += n;
+        }
+        for (cat, n) in q(format!(
+            "SELECT S.string, COUNT(*) FROM {} X LEFT JOIN {ev} E ON E.id = X.event_id LEFT JOIN {st} S ON S.id = E.category_id GROUP BY 1",
+            table(&conn, "rocpd_sample")
+        )) {
+            *instants.entry(group(&cat).into()).or_default() += n;
+        }
+        for (name, base) in [
+            ("kernel_dispatch", "rocpd_kernel_dispatch"),
+            ("memory_copy", "rocpd_memory_copy"),
+        ] {
+            for (_, n) in q(format!("SELECT '', COUNT(*) FROM {}", table(&conn, base))) {
+                *slices.entry(name.into()).or_default() += n;
+            }
+        }
+        for (level, n) in q(format!(
+            "SELECT level, COUNT(*) FROM {} GROUP BY 1",
+            table(&conn, "rocpd_memory_allocate")
+        )) {
+            let cat = if level == "SCRATCH" {
+                "scratch_memory"
+            } else {
+                "memory_allocation"
+            };
+            *slices.entry(cat.into()).or_default() += n;
+        }
+    }
+    slices.retain(|_, n| *n > 0);
+    instants.retain(|_, n| *n > 0);
+    (slices, instants)
+}
+
+/// Number of distinct (database, internal correlation id) pairs linking an API call to at
+/// least one kernel or copy: the number of flows expected.
+pub fn expected_flows(inputs: &[PathBuf]) -> u64 {
+    let mut total = 0;
+    for p in inputs {
+        let conn =
+            rusqlite::Connection::open_with_flags(p, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .unwrap();
+        let ev = table(&conn, "rocpd_event");
+        let sql = format!(
+            "SELECT COUNT(DISTINCT E.stack_id) FROM (SELECT event_id FROM {k} UNION ALL SELECT event_id FROM {c}) T \
+             JOIN {ev} E ON E.id = T.event_id \
+             WHERE E.stack_id IN (SELECT E2.stack_id FROM {r} R JOIN {ev} E2 ON E2.id = R.event_id)",
+            k = table(&conn, "rocpd_kernel_dispatch"),
+            c = table(&conn, "rocpd_memory_copy"),
+            r = table(&conn, "rocpd_region"),
+        );
+        total += conn.query_row(&sql, [], |r| r.get::<_, i64>(0)).unwrap() as u64;
+    }
+    total
+}

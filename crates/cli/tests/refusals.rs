@@ -1,0 +1,193 @@
+//! Bad inputs: each gets a clear error naming the file and what was found, exit code 1,
+//! and no output file.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+/// Runs a conversion expected to fail; returns stderr after checking the exit code and
+/// that the output directory holds no file.
+fn refused(inputs: &[&Path], out: &Path) -> String {
+    let mut args: Vec<String> = vec!["convert".into(), "-i".into()];
+    args.extend(inputs.iter().map(|p| p.display().to_string()));
+    args.extend(["-f", "pftrace", "-d"].map(String::from));
+    args.push(out.display().to_string());
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = rocpd(&refs);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "expected failure, got {:?}: {}",
+        o.status,
+        stderr(&o)
+    );
+    if out.exists() {
+        let left: Vec<_> = std::fs::read_dir(out).unwrap().collect();
+        assert!(left.is_empty(), "output left behind: {left:?}");
+    }
+    stderr(&o)
+}
+
+fn one_db(dir: &Path) -> PathBuf {
+    generate(dir, 3, 1, 4).remove(0)
+}
+
+#[test]
+fn a_text_file_is_not_a_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("kernel_trace.db");
+    std::fs::write(&f, "\"Kind\",\"Agent_Id\"\n").unwrap();
+    let e = refused(&[&f], &tmp.path().join("out"));
+    assert!(
+        e.contains("kernel_trace.db") && e.contains("not a SQLite database"),
+        "{e}"
+    );
+}
+
+#[test]
+fn gzip_and_empty_files_are_named_as_such() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gz = tmp.path().join("x.db");
+    std::fs::write(&gz, [0x1f, 0x8b, 8, 0, 0, 0, 0, 0]).unwrap();
+    let e = refused(&[&gz], &tmp.path().join("out"));
+    assert!(e.contains("gzip"), "{e}");
+    let empty = tmp.path().join("empty.db");
+    std::fs::write(&empty, "").unwrap();
+    let e = refused(&[&empty], &tmp.path().join("out"));
+    assert!(e.contains("empty.db") && e.contains("empty file"), "{e}");
+}
+
+#[test]
+fn a_legacy_rpd_database_is_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = refused(
+        &[Path::new("../../fixtures/rpd-legacy/matmul_result.rpd")],
+        &tmp.path().join("out"),
+    );
+    assert!(
+        e.contains("matmul_result.rpd")
+            && e.contains("legacy rocmProfileData")
+            && e.contains("schema_version 2"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_rocprof_v1_results_db_is_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("results.db");
+    let c = rusqlite::Connection::open(&f).unwrap();
+    c.execute_batch(
+        "CREATE TABLE HIP (BeginNs INTEGER, EndNs INTEGER, Name TEXT);
+         CREATE TABLE OPS (BeginNs INTEGER, EndNs INTEGER);
+         CREATE TABLE KERN (BeginNs INTEGER, EndNs INTEGER, KernelName TEXT);",
+    )
+    .unwrap();
+    drop(c);
+    let e = refused(&[&f], &tmp.path().join("out"));
+    assert!(e.contains("results.db") && e.contains("rocprof v1"), "{e}");
+}
+
+#[test]
+fn an_unrelated_sqlite_database_lists_what_it_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("other.db");
+    rusqlite::Connection::open(&f)
+        .unwrap()
+        .execute_batch("CREATE TABLE customers (id INTEGER);")
+        .unwrap();
+    let e = refused(&[&f], &tmp.path().join("out"));
+    assert!(
+        e.contains("other.db") && e.contains("without RocPD tables") && e.contains("customers"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_unknown_schema_version_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = one_db(&tmp.path().join("in"));
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let meta: String = c
+        .query_row(
+            "SELECT name FROM sqlite_master WHERE name LIKE 'rocpd_metadata_%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    c.execute(
+        &format!("UPDATE \"{meta}\" SET value = '4' WHERE tag = 'schema_version'"),
+        [],
+    )
+    .unwrap();
+    drop(c);
+    let e = refused(&[&db], &tmp.path().join("out"));
+    assert!(
+        e.contains("schema_version \"4\" is not supported") && e.contains(&meta),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_truncated_database_is_refused_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = one_db(&tmp.path().join("in"));
+    let bytes = std::fs::read(&db).unwrap();
+    let cut = tmp.path().join("cut.db");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let e = refused(&[&cut], &tmp.path().join("out"));
+    assert!(e.contains("cut.db") && e.contains("truncated"), "{e}");
+}
+
+#[test]
+fn a_corrupt_database_fails_with_the_file_and_table_and_leaves_no_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = one_db(&tmp.path().join("in"));
+    let mut bytes = std::fs::read(&db).unwrap();
+    let page = u16::from_be_bytes([bytes[16], bytes[17]]) as usize;
+    // Scribble over every page but the first (the schema) and keep the header valid.
+    for p in (page..bytes.len()).step_by(page) {
+        for b in &mut bytes[p..p + 64.min(page)] {
+            *b = 0xA5;
+        }
+    }
+    let bad = tmp.path().join("bad.db");
+    std::fs::write(&bad, &bytes).unwrap();
+    let e = refused(&[&bad], &tmp.path().join("out"));
+    assert!(
+        e.contains("bad.db") && (e.contains("malformed") || e.contains("corrupt")),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_same_process_twice_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = one_db(&tmp.path().join("in"));
+    let copy = tmp.path().join("copy.db");
+    std::fs::copy(&db, &copy).unwrap();
+    let e = refused(&[&db, &copy], &tmp.path().join("out"));
+    assert!(e.contains("same process"), "{e}");
+}
+
+#[test]
+fn missing_inputs_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = refused(&[&tmp.path().join("nope.db")], &tmp.path().join("out"));
+    assert!(e.contains("nope.db") && e.contains("no such file"), "{e}");
+    let e = refused(&[&tmp.path().join("*.db")], &tmp.path().join("out"));
+    assert!(e.contains("no file matches"), "{e}");
+    std::fs::create_dir(tmp.path().join("empty")).unwrap();
+    let e = refused(&[&tmp.path().join("empty")], &tmp.path().join("out"));
+    assert!(e.contains("holds no profiling database"), "{e}");
+}
+
+#[test]
+fn usage_errors_exit_with_2() {
+    let o = rocpd(&["convert", "-i", "x.db", "-f", "nosuchformat"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = rocpd(&["convert", "-f", "pftrace"]);
+    assert_eq!(o.status.code(), Some(2));
+}
