@@ -1,1 +1,188 @@
-fn main() {}
+//! `rocpd-bench`: throughput and peak memory of `rocpd convert` on generated traces.
+//!
+//! Generates RocPD databases with `rocpd-gen` (cached under `target/bench-data/`), runs
+//! the release `rocpd` binary on them as a child process, and prints events/s and the
+//! child's peak resident set size (from `wait4`'s rusage). Sizes 10x apart show whether
+//! memory stays flat while time grows linearly.
+//!
+//! Usage (from the workspace root):
+//!   cargo build --release -p rocpd-cli -p rocpd-bench && target/release/rocpd-bench [--quick]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+struct Case {
+    name: &'static str,
+    processes: u32,
+    iterations: u32,
+}
+
+struct Measured {
+    events: u64,
+    input_bytes: u64,
+    output_bytes: u64,
+    seconds: f64,
+    peak_rss_kib: i64,
+}
+
+/// Runs `cmd`, returning (wall seconds, peak RSS in KiB of the child).
+#[allow(unsafe_code)]
+fn run_measured(cmd: &mut Command) -> Result<(f64, i64)> {
+    let started = Instant::now();
+    let child = cmd.spawn().context("spawn rocpd")?;
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data that wait4 fills in; the pid is our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let seconds = started.elapsed().as_secs_f64();
+    if r != pid {
+        bail!("wait4 failed");
+    }
+    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        bail!("rocpd failed with status {status}");
+    }
+    std::mem::forget(child);
+    Ok((seconds, usage.ru_maxrss))
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| {
+                    let p = e.path();
+                    if p.is_dir() {
+                        dir_size(&p)
+                    } else {
+                        e.metadata().map(|m| m.len()).unwrap_or(0)
+                    }
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn inputs_for(case: &Case, root: &Path) -> Result<PathBuf> {
+    let dir = root.join(format!(
+        "{}-p{}-i{}",
+        case.name, case.processes, case.iterations
+    ));
+    if !dir.join("done").exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = rocpd_gen::GenConfig {
+            seed: 42,
+            nodes: case.processes.div_ceil(4),
+            processes: case.processes,
+            gpus_per_node: 4,
+            threads_per_process: 4,
+            iterations: case.iterations,
+            odd_names: true,
+        };
+        eprintln!("generating {} ...", dir.display());
+        rocpd_gen::generate(&cfg, &dir.join("db"))?;
+        std::fs::write(dir.join("done"), "")?;
+    }
+    Ok(dir)
+}
+
+fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Measured> {
+    let dir = inputs_for(case, root)?;
+    let out = dir.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    let report = dir.join("report.json");
+    let mut cmd = Command::new(rocpd);
+    cmd.args(["convert", "-q", "-f", "pftrace", "-o", "bench", "-i"])
+        .arg(dir.join("db"))
+        .arg("-d")
+        .arg(&out)
+        .arg("--report")
+        .arg(&report)
+        .args(extra);
+    let (seconds, peak_rss_kib) = run_measured(&mut cmd)?;
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&report)?)?;
+    let events = v["rows_in"]
+        .as_object()
+        .map(|m| m.values().filter_map(|n| n.as_u64()).sum())
+        .unwrap_or(0);
+    Ok(Measured {
+        events,
+        input_bytes: dir_size(&dir.join("db")),
+        output_bytes: dir_size(&out),
+        seconds,
+        peak_rss_kib,
+    })
+}
+
+fn main() -> Result<()> {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let exe = std::env::current_exe()?;
+    let rocpd = exe.with_file_name("rocpd");
+    if !rocpd.exists() {
+        bail!(
+            "{} not found: run `cargo build --release -p rocpd-cli -p rocpd-bench` first",
+            rocpd.display()
+        );
+    }
+    let root = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|t| t.join("bench-data"))
+        .context("target dir")?;
+    let scale = if quick { 10 } else { 1 };
+    let cases = [
+        Case {
+            name: "single-small",
+            processes: 1,
+            iterations: 1000 / scale,
+        },
+        Case {
+            name: "single-large",
+            processes: 1,
+            iterations: 10000 / scale,
+        },
+        Case {
+            name: "multi-small",
+            processes: 8,
+            iterations: 125 / scale,
+        },
+        Case {
+            name: "multi-large",
+            processes: 8,
+            iterations: 1250 / scale,
+        },
+    ];
+    println!(
+        "{:<14} {:>5} {:>11} {:>9} {:>9} {:>8} {:>12} {:>10}",
+        "case", "dbs", "events", "in MiB", "out MiB", "seconds", "events/s", "peak MiB"
+    );
+    let mut results = Vec::new();
+    for case in &cases {
+        let m = measure(&rocpd, case, &root, &[])?;
+        println!(
+            "{:<14} {:>5} {:>11} {:>9.1} {:>9.1} {:>8.2} {:>12.0} {:>10.1}",
+            case.name,
+            case.processes,
+            m.events,
+            m.input_bytes as f64 / 1048576.0,
+            m.output_bytes as f64 / 1048576.0,
+            m.seconds,
+            m.events as f64 / m.seconds,
+            m.peak_rss_kib as f64 / 1024.0
+        );
+        results.push(m);
+    }
+    for (small, large, label) in [(0, 1, "single"), (2, 3, "multi")] {
+        let (a, b) = (&results[small], &results[large]);
+        println!(
+            "{label}: {:.1}x the events cost {:.1}x the time and {:.2}x the peak memory",
+            b.events as f64 / a.events as f64,
+            b.seconds / a.seconds,
+            b.peak_rss_kib as f64 / a.peak_rss_kib as f64
+        );
+    }
+    Ok(())
+}
