@@ -11,7 +11,7 @@ use rocpd_pipeline::{
 };
 
 /// Rows buffered over all input streams at once; each stream's batch size follows from it.
-const ROW_BUDGET: usize = 1 << 18;
+const ROW_BUDGET: usize = 1 << 16;
 
 /// Batch size per stream for `streams` concurrent streams.
 pub fn batch_rows(streams: usize) -> usize {
@@ -50,6 +50,7 @@ pub fn catalog_of(dbs: &[Database]) -> Result<Catalog> {
 /// Streams every table of every database, merged in time order, into `emit`.
 fn produce(
     dbs: Vec<Database>,
+    with_args: bool,
     emit: &mut dyn FnMut(Message) -> rocpd_model::Result<()>,
 ) -> rocpd_model::Result<()> {
     let catalog = {
@@ -73,13 +74,13 @@ fn produce(
     // Count the streams first, to size their batches.
     let mut n_streams = 0;
     for db in &dbs {
-        n_streams += db.queries(0, 1)?.len();
+        n_streams += db.queries(0, 1, false)?.len();
     }
     let rows = batch_rows(n_streams);
     let mut queries = Vec::new();
     let mut first_source = 0u32;
     for db in &dbs {
-        queries.extend(db.queries(first_source, rows)?);
+        queries.extend(db.queries(first_source, rows, with_args)?);
         first_source += db.table_sets().len() as u32;
     }
     let mut streams: Vec<Box<dyn BatchStream + '_>> = Vec::with_capacity(queries.len());
@@ -96,12 +97,13 @@ fn produce(
 /// Runs the conversion of `dbs` into `sinks`.
 pub fn convert(
     dbs: Vec<Database>,
+    with_args: bool,
     sinks: Vec<Box<dyn Sink>>,
     options: &RunOptions,
     on_progress: &mut dyn FnMut(&rocpd_pipeline::Progress),
 ) -> Result<RunReport> {
     let report = run(
-        move |emit| produce(dbs, emit),
+        move |emit| produce(dbs, with_args, emit),
         Vec::new(),
         sinks,
         options,

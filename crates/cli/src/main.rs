@@ -150,7 +150,7 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
         decode_thread: args.threads > 1,
         ..Default::default()
     };
-    let report = convert::convert(dbs, sinks, &options, &mut |p| {
+    let report = convert::convert(dbs, args.annotate_args, sinks, &options, &mut |p| {
         if let (Some((lo, hi)), Some(t)) = (p.span, p.time) {
             let done = ((t - lo) as f64 / (hi - lo).max(1) as f64).clamp(0.0, 1.0);
             bar.set_position((done * 1000.0) as u64);

@@ -59,7 +59,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             decode_thread: true,
-            channel_capacity: 4,
+            channel_capacity: 2,
         }
     }
 }

@@ -51,6 +51,7 @@ pub struct Database {
     path: PathBuf,
     conn: Connection,
     sets: Vec<TableSet>,
+    helpers_built: std::cell::Cell<bool>,
 }
 
 /// Quotes an SQL identifier taken from `sqlite_master`.
@@ -66,14 +67,28 @@ impl Database {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)
             .map_err(|e| rocpd_model::Error::input(path, "open", e.to_string()))?;
-        conn.execute_batch("PRAGMA query_only = ON; PRAGMA temp_store = FILE;")
-            .map_err(|e| rocpd_model::Error::input(path, "open", e.to_string()))?;
+        conn.execute_batch(
+            "PRAGMA temp_store = FILE; PRAGMA cache_size = -1024; PRAGMA temp.cache_size = -1024;",
+        )
+        .map_err(|e| rocpd_model::Error::input(path, "open", e.to_string()))?;
         let sets = detect::table_sets(&conn, path)?;
         Ok(Database {
             path: path.to_path_buf(),
             conn,
             sets,
+            helpers_built: std::cell::Cell::new(false),
         })
+    }
+
+    /// Builds the per-set helper tables (once) that the event queries join.
+    fn helpers(&self) -> Result<()> {
+        if !self.helpers_built.get() {
+            for set in &self.sets {
+                query::build_helpers(&self.conn, &self.path, set)?;
+            }
+            self.helpers_built.set(true);
+        }
+        Ok(())
     }
 
     /// The file.
@@ -105,7 +120,15 @@ impl Database {
     }
 
     /// Prepares one query per (table set, canonical table) that has rows to read.
-    pub fn queries(&self, first_source: u32, batch_rows: usize) -> Result<Vec<TableQuery<'_>>> {
+    /// `with_args` fills the regions' `args` column (an extra aggregation over
+    /// `rocpd_arg`; left NULL otherwise, since most outputs do not use it).
+    pub fn queries(
+        &self,
+        first_source: u32,
+        batch_rows: usize,
+        with_args: bool,
+    ) -> Result<Vec<TableQuery<'_>>> {
+        self.helpers()?;
         let mut out = Vec::new();
         for (i, set) in self.sets.iter().enumerate() {
             for table in Table::ALL {
@@ -116,6 +139,7 @@ impl Database {
                     table,
                     first_source + i as u32,
                     batch_rows,
+                    with_args,
                 )? {
                     out.push(q);
                 }
@@ -126,6 +150,7 @@ impl Database {
 
     /// Rows per canonical table over all sets (a full count; used by `info` and tests).
     pub fn count_rows(&self) -> Result<Vec<(Table, u64)>> {
+        self.helpers()?;
         let mut out = Vec::new();
         for table in Table::ALL {
             let mut n = 0;
@@ -140,6 +165,7 @@ impl Database {
     /// PMC rows that cannot be placed in time (no kernel dispatch or sample carries their
     /// event): they are not streamed, and the driver reports them.
     pub fn untimed_pmc_rows(&self) -> Result<u64> {
+        self.helpers()?;
         let mut n = 0;
         for set in &self.sets {
             n += query::count_untimed_pmc(&self.conn, &self.path, set)?;

@@ -21,7 +21,7 @@ struct Sql {
     count: String,
 }
 
-fn build(set: &TableSet, table: Table) -> Option<Sql> {
+fn build(set: &TableSet, table: Table, with_args: bool) -> Option<Sql> {
     let t = |base: &str| set.table(base);
     let base = match table {
         Table::Region | Table::Marker => "rocpd_region",
@@ -52,38 +52,29 @@ fn build(set: &TableSet, table: Table) -> Option<Sql> {
     let tail = "CS.string, X.event_id, E.stack_id, E.parent_stack_id, E.correlation_id, \
                 E.call_stack, E.line_info, E.extdata, X.extdata";
 
-    // Number of kernels and copies per internal correlation id (flow targets).
-    let launched = |joins: &mut String| -> &'static str {
-        let targets: Vec<String> = ["rocpd_kernel_dispatch", "rocpd_memory_copy"]
-            .iter()
-            .filter_map(|b| t(b))
-            .map(|tb| format!("SELECT event_id FROM {tb}"))
-            .collect();
-        match (&events, targets.is_empty()) {
-            (Some(e), false) => {
-                joins.push_str(&format!(
-                    " LEFT JOIN (SELECT E2.stack_id AS sid, COUNT(*) AS n FROM ({}) T \
-                     JOIN {e} E2 ON E2.id = T.event_id GROUP BY E2.stack_id) L ON L.sid = E.stack_id",
-                    targets.join(" UNION ALL ")
-                ));
-                "COALESCE(L.n, 0)"
-            }
-            (Some(_), true) => "0",
-            (None, _) => "NULL",
+    // Flow links, precomputed per table set by `build_helpers`.
+    let links = |joins: &mut String| -> bool {
+        if events.is_none() {
+            return false;
+        }
+        joins.push_str(&format!(
+            " LEFT JOIN {} F ON F.stack_id = E.stack_id",
+            helper_table(LINKS, &set.suffix)
+        ));
+        true
+    };
+    let launched = |joins: &mut String| {
+        if links(joins) {
+            "COALESCE(F.targets, 0)"
+        } else {
+            "NULL"
         }
     };
-    // Whether an API call with the same internal correlation id exists (flow source).
-    let has_launcher = |joins: &mut String| -> &'static str {
-        match (&events, t("rocpd_region")) {
-            (Some(e), Some(r)) => {
-                joins.push_str(&format!(
-                    " LEFT JOIN (SELECT DISTINCT E3.stack_id AS sid FROM {r} R3 \
-                     JOIN {e} E3 ON E3.id = R3.event_id) H ON H.sid = E.stack_id"
-                ));
-                "H.sid IS NOT NULL"
-            }
-            (Some(_), None) => "0",
-            (None, _) => "NULL",
+    let has_launcher = |joins: &mut String| {
+        if links(joins) {
+            "COALESCE(F.sources, 0) > 0"
+        } else {
+            "NULL"
         }
     };
 
@@ -94,7 +85,7 @@ fn build(set: &TableSet, table: Table) -> Option<Sql> {
         Table::Region | Table::Marker => {
             let count_joins = joins.clone();
             joins.push_str(&str_join("NS", "X.name_id"));
-            let args = match t("rocpd_arg") {
+            let args = match t("rocpd_arg").filter(|_| with_args) {
                 Some(a) => {
                     joins.push_str(&format!(
                         " LEFT JOIN (SELECT event_id, json_group_array(json_object('position', position, \
@@ -186,35 +177,17 @@ fn build(set: &TableSet, table: Table) -> Option<Sql> {
                     " LEFT JOIN (SELECT NULL AS id, NULL AS nid, NULL AS pid, NULL AS name, NULL AS agent_id) PI ON 0",
                 ),
             }
-            let (k_cols, s_cols) = (
-                t("rocpd_kernel_dispatch").map(|k| {
-                    timing.push_str(&format!(" LEFT JOIN {k} K ON K.event_id = X.event_id"));
-                }),
-                t("rocpd_sample").map(|s| {
-                    timing.push_str(&format!(" LEFT JOIN {s} S ON S.event_id = X.event_id"));
-                }),
-            );
-            let k = |c: &str| if k_cols.is_some() { format!("K.{c}") } else { "NULL".into() };
-            let ts = match (k_cols.is_some(), s_cols.is_some()) {
-                (true, true) => ("COALESCE(K.start, S.timestamp)", "COALESCE(K.\"end\", S.timestamp)"),
-                (true, false) => ("K.start", "K.\"end\""),
-                (false, true) => ("S.timestamp", "S.timestamp"),
-                (false, false) => ("NULL", "NULL"),
-            };
+            timing.push_str(&format!(
+                " LEFT JOIN {} K ON K.event_id = X.event_id",
+                helper_table(EVENT_TIMES, &set.suffix)
+            ));
             joins.push_str(&timing);
             (
-                format!(
-                    "X.id, COALESCE({}, PI.nid), COALESCE({}, PI.pid), {}, {}, {}, X.pmc_id, PI.name, X.value, \
-                     COALESCE({}, PI.agent_id), {}, {tail}",
-                    k("nid"),
-                    k("pid"),
-                    k("tid"),
-                    ts.0,
-                    ts.1,
-                    k("agent_id"),
-                    k("dispatch_id"),
-                ),
-                Some(format!("{} IS NOT NULL", ts.0)),
+                "X.id, COALESCE(K.nid, PI.nid), COALESCE(K.pid, PI.pid), K.tid, K.start, K.\"end\", X.pmc_id, \
+                 PI.name, X.value, COALESCE(K.agent_id, PI.agent_id), K.dispatch_id, "
+                    .to_string()
+                    + tail,
+                Some("K.start IS NOT NULL".to_string()),
                 timing,
             )
         }
@@ -241,13 +214,86 @@ fn build(set: &TableSet, table: Table) -> Option<Sql> {
     })
 }
 
+const LINKS: &str = "rocpd_rs_links";
+const EVENT_TIMES: &str = "rocpd_rs_event_times";
+
+/// The quoted name of a helper table of the table set with `suffix`.
+fn helper_table(base: &str, suffix: &str) -> String {
+    format!("temp.{}", crate::quote_ident(&format!("{base}{suffix}")))
+}
+
+/// Builds the set's helper tables in the connection's TEMP database (temporary files,
+/// never beside the input): per internal correlation id, how many kernels and copies
+/// it launched and how many API calls carry it (flow ends); per event, the time and
+/// place of the kernel dispatch or sample it belongs to (PMC values). One sorted pass
+/// each, instead of a materialisation inside every query that needs them.
+pub(crate) fn build_helpers(conn: &Connection, path: &Path, set: &TableSet) -> Result<()> {
+    let t = |base: &str| set.table(base);
+    let links = helper_table(LINKS, &set.suffix);
+    let times = helper_table(EVENT_TIMES, &set.suffix);
+    let mut sql = format!(
+        "CREATE TEMP TABLE IF NOT EXISTS {} (stack_id INTEGER PRIMARY KEY, targets INTEGER NOT NULL, sources INTEGER NOT NULL);
+         CREATE TEMP TABLE IF NOT EXISTS {} (event_id INTEGER PRIMARY KEY, nid, pid, tid, start, \"end\", agent_id, dispatch_id);",
+        crate::quote_ident(&format!("{LINKS}{}", set.suffix)),
+        crate::quote_ident(&format!("{EVENT_TIMES}{}", set.suffix)),
+    );
+    if let Some(e) = t("rocpd_event") {
+        let mut parts = Vec::new();
+        for (base, target, source) in [
+            ("rocpd_kernel_dispatch", 1, 0),
+            ("rocpd_memory_copy", 1, 0),
+            ("rocpd_region", 0, 1),
+        ] {
+            if let Some(tb) = t(base) {
+                parts.push(format!(
+                    "SELECT CAST(E.stack_id AS INTEGER) AS sid, {target} AS t, {source} AS s FROM {tb} X JOIN {e} E ON E.id = X.event_id"
+                ));
+            }
+        }
+        if !parts.is_empty() {
+            sql.push_str(&format!(
+                "INSERT OR REPLACE INTO {links} SELECT sid, SUM(t), SUM(s) FROM ({}) WHERE sid IS NOT NULL GROUP BY sid;",
+                parts.join(" UNION ALL ")
+            ));
+        }
+    }
+    if t("rocpd_pmc_event").is_some() {
+        if let Some(k) = t("rocpd_kernel_dispatch") {
+            sql.push_str(&format!(
+                "INSERT OR IGNORE INTO {times} SELECT event_id, nid, pid, tid, start, \"end\", agent_id, dispatch_id \
+                 FROM {k} WHERE event_id IS NOT NULL;"
+            ));
+        }
+        if let Some(s) = t("rocpd_sample") {
+            let track = match t("rocpd_track") {
+                Some(tr) => format!("LEFT JOIN {tr} T ON T.id = S.track_id"),
+                None => {
+                    "LEFT JOIN (SELECT NULL AS id, NULL AS nid, NULL AS pid, NULL AS tid) T ON 0"
+                        .into()
+                }
+            };
+            sql.push_str(&format!(
+                "INSERT OR IGNORE INTO {times} SELECT S.event_id, T.nid, T.pid, T.tid, S.timestamp, S.timestamp, NULL, NULL \
+                 FROM {s} S {track} WHERE S.event_id IS NOT NULL;"
+            ));
+        }
+    }
+    conn.execute_batch(&sql).map_err(|e| {
+        Error::input(
+            path,
+            format!("tables with suffix {}", set.suffix),
+            e.to_string(),
+        )
+    })
+}
+
 fn query_error(path: &Path, main: &str, e: rusqlite::Error) -> Error {
     Error::input(path, format!("table {main}"), e.to_string())
 }
 
 /// Rows of `table` in `set` (the rows the stream will yield).
 pub(crate) fn count(conn: &Connection, path: &Path, set: &TableSet, table: Table) -> Result<u64> {
-    let Some(sql) = build(set, table) else {
+    let Some(sql) = build(set, table, false) else {
         return Ok(0);
     };
     conn.query_row(&sql.count, [], |r| r.get::<_, i64>(0))
@@ -284,8 +330,9 @@ impl<'c> TableQuery<'c> {
         table: Table,
         source: u32,
         batch_rows: usize,
+        with_args: bool,
     ) -> Result<Option<Self>> {
-        let Some(sql) = build(set, table) else {
+        let Some(sql) = build(set, table, with_args) else {
             return Ok(None);
         };
         let stmt = conn
@@ -405,8 +452,9 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(&rocpd_schema::create_tables_sql("x"))
             .unwrap();
+        build_helpers(&conn, Path::new("mem"), &set).unwrap();
         for table in Table::ALL {
-            let sql = build(&set, table).unwrap();
+            let sql = build(&set, table, true).unwrap();
             let stmt = conn.prepare(&sql.select).unwrap();
             assert_eq!(
                 stmt.column_count() + 1,
