@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Converts the fixtures and a generated multi-process trace with the release binary and
+# checks every output with independent readers: the Perfetto checker built on the
+# official Perfetto protos (check_pftrace.py). Slice counts per category reported by the
+# checker must equal the row counts `rocpd info` reports for the inputs.
+#   usage: scripts/validate.sh TOOLS_DIR   (TOOLS_DIR holds setup.sh and check_pftrace.py)
+set -euo pipefail
+tools=$(cd "$1" && pwd)
+cd "$(dirname "$0")/.."
+venv=target/validators
+if [ ! -x "$venv/bin/python" ]; then
+  bash "$tools/setup.sh" "$venv"
+fi
+py=$venv/bin/python
+cargo build --release -p rocpd-cli -p rocpd-gen
+bin=target/release
+work=target/validate
+rm -rf "$work" && mkdir -p "$work"
+
+"$bin/rocpd-gen" --out "$work/gen" --seed 11 --nodes 2 --processes 4 --gpus 4 --threads 4 --iterations 300 >/dev/null
+
+check() { # name, input, then further convert options
+  local name=$1 input=$2; shift 2
+  "$bin/rocpd" convert -q -i "$input" "$@" -f pftrace -o "$name" -d "$work/out"
+  local trace="$work/out/${name}_results.pftrace"
+  "$py" "$tools/check_pftrace.py" "$trace" --json "$work/$name.check.json" | tail -n 1
+  "$bin/rocpd" info --json -i "$input" > "$work/$name.info.json"
+  "$py" - "$work/$name.check.json" "$work/$name.info.json" <<'PY'
+import json, sys
+check = json.load(open(sys.argv[1])); info = json.load(open(sys.argv[2]))
+rows = info["rows"]
+slices = check["slices_by_category"]
+api = sum(v for k, v in slices.items() if k.endswith("_api") and k != "marker_api") + slices.get("none", 0)
+expect = {
+    "kernel_dispatch": rows.get("kernel_dispatch", 0),
+    "memory_copy": rows.get("memory_copy", 0),
+    "memory_allocation+scratch_memory": rows.get("memory_allocation", 0),
+    "marker_api": rows.get("marker", 0),
+    "api (non-marker regions)": rows.get("region", 0),
+    "instants": rows.get("sample", 0),
+}
+got = {
+    "kernel_dispatch": slices.get("kernel_dispatch", 0),
+    "memory_copy": slices.get("memory_copy", 0),
+    "memory_allocation+scratch_memory": slices.get("memory_allocation", 0) + slices.get("scratch_memory", 0),
+    "marker_api": slices.get("marker_api", 0),
+    "api (non-marker regions)": api,
+    "instants": check["instants"],
+}
+bad = {k: (got[k], expect[k]) for k in expect if got[k] != expect[k]}
+if bad:
+    sys.exit("count mismatch (output, input): %s" % bad)
+print("  counts per category equal the input rows:", got)
+PY
+}
+
+check fixture fixtures/generated
+check fixture_by_queue fixtures/generated --group-by-queue --kernel-rename --agent-index-value type-relative
+check generated "$work/gen"
+check generated_lean "$work/gen" --no-annotations --threads 1
+echo "validators: all outputs passed"
