@@ -133,37 +133,48 @@ fn main() -> Result<()> {
         .map(|t| t.join("bench-data"))
         .context("target dir")?;
     let scale = if quick { 10 } else { 1 };
+    // Three sizes per layout: 0.1M, 1M and 3M events (10x and 30x the smallest).
     let cases = [
         Case {
-            name: "single-small",
+            name: "single-0.1M",
             processes: 1,
             iterations: 1000 / scale,
         },
         Case {
-            name: "single-large",
+            name: "single-1M",
             processes: 1,
             iterations: 10000 / scale,
         },
         Case {
-            name: "multi-small",
+            name: "single-3M",
+            processes: 1,
+            iterations: 30000 / scale,
+        },
+        Case {
+            name: "multi-0.1M",
             processes: 8,
             iterations: 125 / scale,
         },
         Case {
-            name: "multi-large",
+            name: "multi-1M",
             processes: 8,
             iterations: 1250 / scale,
         },
+        Case {
+            name: "multi-3M",
+            processes: 8,
+            iterations: 3750 / scale,
+        },
     ];
     println!(
-        "{:<14} {:>5} {:>11} {:>9} {:>9} {:>8} {:>12} {:>10}",
+        "{:<12} {:>4} {:>10} {:>8} {:>8} {:>8} {:>10} {:>9}",
         "case", "dbs", "events", "in MiB", "out MiB", "seconds", "events/s", "peak MiB"
     );
     let mut results = Vec::new();
     for case in &cases {
         let m = measure(&rocpd, case, &root, &[])?;
         println!(
-            "{:<14} {:>5} {:>11} {:>9.1} {:>9.1} {:>8.2} {:>12.0} {:>10.1}",
+            "{:<12} {:>4} {:>10} {:>8.1} {:>8.1} {:>8.2} {:>10.0} {:>9.1}",
             case.name,
             case.processes,
             m.events,
@@ -175,14 +186,16 @@ fn main() -> Result<()> {
         );
         results.push(m);
     }
-    for (small, large, label) in [(0, 1, "single"), (2, 3, "multi")] {
-        let (a, b) = (&results[small], &results[large]);
-        println!(
-            "{label}: {:.1}x the events cost {:.1}x the time and {:.2}x the peak memory",
-            b.events as f64 / a.events as f64,
-            b.seconds / a.seconds,
-            b.peak_rss_kib as f64 / a.peak_rss_kib as f64
-        );
+    for (first, label) in [(0, "single"), (3, "multi")] {
+        let base = &results[first];
+        for m in &results[first + 1..first + 3] {
+            println!(
+                "{label}: {:.1}x the events cost {:.1}x the time and {:.2}x the peak memory",
+                m.events as f64 / base.events as f64,
+                m.seconds / base.seconds,
+                m.peak_rss_kib as f64 / base.peak_rss_kib as f64
+            );
+        }
     }
     Ok(())
 }

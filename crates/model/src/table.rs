@@ -265,11 +265,25 @@ impl Table {
     }
 
     /// All columns of the table, in schema order.
-    pub fn columns(self) -> Vec<ColumnSpec> {
-        let mut v = COMMON_COLUMNS.to_vec();
-        v.extend_from_slice(self.specific_columns());
-        v.extend_from_slice(EVENT_COLUMNS);
-        v
+    pub fn columns(self) -> &'static [ColumnSpec] {
+        static COLUMNS: OnceLock<Vec<Vec<ColumnSpec>>> = OnceLock::new();
+        let all = COLUMNS.get_or_init(|| {
+            Table::ALL
+                .iter()
+                .map(|t| {
+                    let mut v = COMMON_COLUMNS.to_vec();
+                    v.extend_from_slice(t.specific_columns());
+                    v.extend_from_slice(EVENT_COLUMNS);
+                    v
+                })
+                .collect()
+        });
+        &all[self as usize]
+    }
+
+    /// Position of a column by name, if the table has it.
+    pub fn column_position(self, name: &str) -> Option<usize> {
+        self.columns().iter().position(|c| c.name == name)
     }
 
     /// Position of a column by name. Panics on an unknown name: column names are fixed

@@ -12,12 +12,12 @@ use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use arrow_array::{Array, RecordBatch};
+use arrow_array::{Array, Int64Array};
 use rocpd_model::naming::{allocation_operation, output_category};
 use rocpd_model::{AgentIndexMode, Catalog, CatalogIndex, EventBatch, Table};
 use rocpd_pipeline::{Chunk, OutputReport};
 
-use crate::access::{bools, f64s, i64s, oi, os, strs, Common};
+use crate::access::{gi, gs, oi, os, Cols};
 use crate::encoder::{CounterValue, Encoder, Value};
 use crate::proto::{
     event_type, unit, CounterDescriptor, ProcessDescriptor, ThreadDescriptor, TrackDescriptor,
@@ -504,9 +504,13 @@ impl Writer {
 
     /// Writes every row of `chunk`, in time order.
     pub fn write_chunk(&mut self, out: &mut impl Write, chunk: &Chunk) -> io::Result<()> {
+        let cols: Vec<Cols<'_>> = chunk
+            .batches
+            .iter()
+            .map(|EventBatch { table, batch }| Cols::new(batch, *table))
+            .collect();
         for (b, r) in chunk.time_order() {
-            let EventBatch { table, batch } = &chunk.batches[b];
-            self.row(out, *table, batch, r)?;
+            self.row(out, chunk.batches[b].table, &cols[b], r)?;
         }
         for (t, n) in chunk.rows_per_table() {
             self.report.add(t, n as u64);
@@ -518,10 +522,9 @@ impl Writer {
         &mut self,
         out: &mut impl Write,
         table: Table,
-        b: &RecordBatch,
+        c: &Cols<'_>,
         r: usize,
     ) -> io::Result<()> {
-        let c = Common::new(b, table);
         let source = c.source.value(r);
         let pid = oi(c.pid, r).unwrap_or(-1);
         let tid = oi(c.tid, r);
@@ -537,8 +540,8 @@ impl Writer {
         }
         match table {
             Table::Region | Table::Marker | Table::Sample => {
-                let name = os(strs(b, table, "name"), r).unwrap_or("");
-                let message = os(strs(b, table, "message"), r).filter(|m| !m.is_empty());
+                let name = gs(c.name, r).unwrap_or("");
+                let message = gs(c.message, r).filter(|m| !m.is_empty());
                 let shown = message.unwrap_or(name);
                 let category = output_category(raw_cat);
                 if annotate {
@@ -555,11 +558,7 @@ impl Writer {
                 if table == Table::Sample {
                     let key = match tid {
                         Some(t) => TrackKey::Thread(source, pid, t),
-                        None => TrackKey::Samples(
-                            source,
-                            pid,
-                            oi(i64s(b, table, "track_id"), r).unwrap_or(-1),
-                        ),
+                        None => TrackKey::Samples(source, pid, gi(c.track_id, r).unwrap_or(-1)),
                     };
                     self.advance(out, start)?;
                     let lane = self.first_lane(out, &key, name)?;
@@ -576,11 +575,11 @@ impl Writer {
                     );
                 }
                 if self.opts.annotate_args {
-                    if let Some(args) = os(strs(b, table, "args"), r) {
+                    if let Some(args) = gs(c.args, r) {
                         ann.push(("args", Value::S(args)));
                     }
                 }
-                let launched = oi(i64s(b, table, "launched"), r).unwrap_or(0);
+                let launched = gi(c.launched, r).unwrap_or(0);
                 let flow = stack_id
                     .filter(|_| launched > 0)
                     .map(|s| self.flow_id(source, s));
@@ -588,11 +587,11 @@ impl Writer {
                 self.slice(out, &key, "", start, end, shown, category, &ann, flow)
             }
             Table::KernelDispatch => {
-                let agent = oi(i64s(b, table, "agent_id"), r);
-                let queue = oi(i64s(b, table, "queue_id"), r).unwrap_or(0);
-                let stream = oi(i64s(b, table, "stream_id"), r).unwrap_or(0);
-                let kernel = os(strs(b, table, "kernel_name"), r).unwrap_or("");
-                let region = os(strs(b, table, "region_name"), r).filter(|s| !s.is_empty());
+                let agent = gi(c.agent_id, r);
+                let queue = gi(c.queue_id, r).unwrap_or(0);
+                let stream = gi(c.stream_id, r).unwrap_or(0);
+                let kernel = gs(c.kernel_name, r).unwrap_or("");
+                let region = gs(c.region_name, r).filter(|s| !s.is_empty());
                 let name = match region {
                     Some(rn) if self.opts.kernel_rename => rn,
                     _ => kernel,
@@ -605,32 +604,21 @@ impl Writer {
                     }
                     ann.push(("queue", Value::I(queue)));
                     ann.push(("tid", Value::I(tid.unwrap_or(-1))));
-                    ann.push((
-                        "kernel_id",
-                        Value::I(oi(i64s(b, table, "kernel_id"), r).unwrap_or(-1)),
-                    ));
-                    ann.push((
-                        "dispatch_id",
-                        Value::I(oi(i64s(b, table, "dispatch_id"), r).unwrap_or(-1)),
-                    ));
-                    let size = |n: &str| oi(i64s(b, table, n), r).unwrap_or(0);
-                    ann.push(("Scratch_Size", Value::I(size("private_segment_size"))));
-                    ann.push(("LDS_Block_Size", Value::I(size("group_segment_size"))));
-                    let dims = |p: &str| {
-                        let (x, y, z) = (
-                            size(&format!("{p}_x")),
-                            size(&format!("{p}_y")),
-                            size(&format!("{p}_z")),
-                        );
+                    ann.push(("kernel_id", Value::I(gi(c.kernel_id, r).unwrap_or(-1))));
+                    ann.push(("dispatch_id", Value::I(gi(c.dispatch_id, r).unwrap_or(-1))));
+                    let size = |a: Option<&Int64Array>| gi(a, r).unwrap_or(0);
+                    ann.push(("Scratch_Size", Value::I(size(c.private_segment_size))));
+                    ann.push(("LDS_Block_Size", Value::I(size(c.group_segment_size))));
+                    let dims = |d: &[Option<&Int64Array>; 3]| {
+                        let (x, y, z) = (size(d[0]), size(d[1]), size(d[2]));
                         format!("{} (x={x}, y={y}, z={z})", x * y * z)
                     };
-                    ann.push(("workgroup_size", Value::Owned(dims("workgroup"))));
-                    ann.push(("grid_size", Value::Owned(dims("grid"))));
+                    ann.push(("workgroup_size", Value::Owned(dims(&c.workgroup))));
+                    ann.push(("grid_size", Value::Owned(dims(&c.grid))));
                     ann.push(("stream_id", Value::I(stream)));
                 }
-                let launcher = bools(b, table, "has_launcher");
                 let flow = stack_id
-                    .filter(|_| launcher.is_valid(r) && launcher.value(r))
+                    .filter(|_| c.has_launcher.is_some_and(|l| l.is_valid(r) && l.value(r)))
                     .map(|s| self.flow_id(source, s));
                 let key = if self.opts.group_by_queue {
                     TrackKey::Queue(source, pid, agent.unwrap_or(-1), queue)
@@ -650,11 +638,11 @@ impl Writer {
                 )
             }
             Table::MemoryCopy => {
-                let name = os(strs(b, table, "name"), r).unwrap_or("");
-                let dst = oi(i64s(b, table, "dst_agent_id"), r);
-                let src_agent = oi(i64s(b, table, "src_agent_id"), r);
-                let size = oi(i64s(b, table, "size"), r).unwrap_or(0);
-                let stream = oi(i64s(b, table, "stream_id"), r).unwrap_or(0);
+                let name = gs(c.name, r).unwrap_or("");
+                let dst = gi(c.dst_agent_id, r);
+                let src_agent = gi(c.src_agent_id, r);
+                let size = gi(c.size, r).unwrap_or(0);
+                let stream = gi(c.stream_id, r).unwrap_or(0);
                 if annotate {
                     ann.push(("kind", Value::S(raw_cat)));
                     ann.push(("operation", Value::S(name)));
@@ -667,9 +655,8 @@ impl Writer {
                     ann.push(("tid", Value::I(tid.unwrap_or(-1))));
                     ann.push(("stream_id", Value::I(stream)));
                 }
-                let launcher = bools(b, table, "has_launcher");
                 let flow = stack_id
-                    .filter(|_| launcher.is_valid(r) && launcher.value(r))
+                    .filter(|_| c.has_launcher.is_some_and(|l| l.is_valid(r) && l.value(r)))
                     .map(|s| self.flow_id(source, s));
                 let key = if self.opts.group_by_queue {
                     TrackKey::CopyTo(source, pid, dst.unwrap_or(-1), tid.unwrap_or(-1))
@@ -688,11 +675,11 @@ impl Writer {
                 Ok(())
             }
             Table::MemoryAllocation => {
-                let kind = os(strs(b, table, "type"), r).unwrap_or("");
-                let level = os(strs(b, table, "level"), r);
-                let agent = oi(i64s(b, table, "agent_id"), r);
-                let address = oi(i64s(b, table, "address"), r);
-                let size = oi(i64s(b, table, "size"), r).unwrap_or(0);
+                let kind = gs(c.kind, r).unwrap_or("");
+                let level = gs(c.level, r);
+                let agent = gi(c.agent_id, r);
+                let address = gi(c.address, r);
+                let size = gi(c.size, r).unwrap_or(0);
                 let op = allocation_operation(kind, level);
                 let category = if level == Some("SCRATCH") {
                     "scratch_memory"
@@ -724,16 +711,14 @@ impl Writer {
                 Ok(())
             }
             Table::PmcValue => {
-                let agent = oi(i64s(b, table, "agent_id"), r).unwrap_or(-1);
-                let pmc = oi(i64s(b, table, "pmc_id"), r).unwrap_or(-1);
-                let name = os(strs(b, table, "counter_name"), r).unwrap_or("");
-                let values = f64s(b, table, "value");
-                let value = if values.is_valid(r) {
-                    values.value(r)
-                } else {
-                    0.0
+                let agent = gi(c.agent_id, r).unwrap_or(-1);
+                let pmc = gi(c.pmc_id, r).unwrap_or(-1);
+                let name = gs(c.counter_name, r).unwrap_or("");
+                let value = match c.value {
+                    Some(v) if v.is_valid(r) => v.value(r),
+                    _ => 0.0,
                 };
-                let event = oi(i64s(b, table, "event_id"), r);
+                let event = oi(c.event_id, r);
                 let c = self.counter_track(out, CounterKey::Pmc(source, pid, agent, pmc), name)?;
                 // Dimension instances of one (event, counter) arrive together: sum them
                 // into one point at the dispatch start.

@@ -374,7 +374,7 @@ impl<'c> TableQuery<'c> {
 pub struct RowStream<'s> {
     rows: Option<Rows<'s>>,
     builder: BatchBuilder,
-    specs: Vec<ColumnSpec>,
+    specs: &'static [ColumnSpec],
     source: u32,
     path: &'s Path,
     main: &'s str,
