@@ -15,14 +15,11 @@ pub(crate) fn strs<'a>(b: &'a RecordBatch, t: Table, name: &str) -> &'a StringAr
     b.column(t.column_index(name)).as_string::<i32>()
 }
 
-/// The value at `r`, or `None` where null.
-pub(crate) fn get<A: Array, T>(a: &A, r: usize, f: impl Fn(&A, usize) -> T) -> Option<T> {
-    a.is_valid(r).then(|| f(a, r))
-}
-
+/// The integer at `r`, or `None` where null.
 pub(crate) fn oi(a: &Int64Array, r: usize) -> Option<i64> {
-    get(a, r, |a, r| a.value(r))
+    a.is_valid(r).then(|| a.value(r))
 }
+/// The text at `r`, or `None` where null.
 pub(crate) fn os(a: &StringArray, r: usize) -> Option<&str> {
     a.is_valid(r).then(|| a.value(r))
 }
@@ -120,6 +117,6 @@ pub(crate) fn gi(a: Option<&Int64Array>, r: usize) -> Option<i64> {
 }
 
 /// The value of an optional text column at `r`.
-pub(crate) fn gs<'a>(a: Option<&'a StringArray>, r: usize) -> Option<&'a str> {
+pub(crate) fn gs(a: Option<&StringArray>, r: usize) -> Option<&str> {
     a.and_then(|a| os(a, r))
 }
