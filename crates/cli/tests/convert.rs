@@ -253,3 +253,100 @@ fn info_reports_processes_and_row_counts() {
     );
     assert!(v["time_span_ns"]["duration"].as_i64().unwrap() > 0);
 }
+
+/// The suffixed user tables of a RocPD database.
+fn user_tables(conn: &rusqlite::Connection) -> Vec<String> {
+    let mut st = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rocpd\\_%' ESCAPE '\\'")
+        .unwrap();
+    st.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+#[test]
+fn absent_and_empty_tables_are_tolerated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = generate(&tmp.path().join("in"), 12, 1, 5).remove(0);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+    let tables = user_tables(&conn);
+    for t in &tables {
+        // No args, samples, tracks, PMC values or copies at all; no allocations left.
+        if [
+            "rocpd_arg_",
+            "rocpd_sample_",
+            "rocpd_track_",
+            "rocpd_pmc_event_",
+            "rocpd_memory_copy_",
+            "rocpd_info_pmc_",
+        ]
+        .iter()
+        .any(|p| t.starts_with(p))
+        {
+            conn.execute_batch(&format!("DROP TABLE \"{t}\"")).unwrap();
+        }
+        if t.starts_with("rocpd_memory_allocate_") {
+            conn.execute(&format!("DELETE FROM \"{t}\""), []).unwrap();
+        }
+        if t.starts_with("rocpd_info_thread_") {
+            conn.execute(&format!("UPDATE \"{t}\" SET name = NULL"), [])
+                .unwrap();
+        }
+    }
+    drop(conn);
+    let d = decode(&convert(
+        std::slice::from_ref(&db),
+        &tmp.path().join("out"),
+        &[],
+    ));
+    assert!(!d.slices_by_category.contains_key("memory_copy"));
+    assert!(!d.slices_by_category.contains_key("memory_allocation"));
+    assert!(d.instants_by_category.is_empty());
+    assert!(d.slices_by_category["kernel_dispatch"] > 0);
+    assert!(
+        d.threads.iter().any(|(_, _, n)| n == "THREAD 1"),
+        "{:?}",
+        d.threads
+    );
+}
+
+#[test]
+fn a_merged_database_with_several_table_sets_converts_like_its_parts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let parts = generate(&tmp.path().join("in"), 13, 2, 6);
+    let merged = tmp.path().join("merged.db");
+    let conn = rusqlite::Connection::open(&merged).unwrap();
+    for (i, p) in parts.iter().enumerate() {
+        conn.execute(
+            &format!("ATTACH DATABASE ?1 AS p{i}"),
+            [p.to_str().unwrap()],
+        )
+        .unwrap();
+        let names: Vec<String> = {
+            let mut st = conn
+                .prepare(&format!("SELECT name FROM p{i}.sqlite_master WHERE type = 'table' AND name LIKE 'rocpd\\_%' ESCAPE '\\'"))
+                .unwrap();
+            st.query_map([], |r| r.get(0))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect()
+        };
+        for n in names {
+            conn.execute_batch(&format!(
+                "CREATE TABLE main.\"{n}\" AS SELECT * FROM p{i}.\"{n}\""
+            ))
+            .unwrap();
+        }
+        conn.execute_batch(&format!("DETACH DATABASE p{i}"))
+            .unwrap();
+    }
+    drop(conn);
+    let whole = decode(&convert(&[merged], &tmp.path().join("a"), &[]));
+    let split = decode(&convert(&parts, &tmp.path().join("b"), &[]));
+    assert_eq!(whole.slices_by_category, split.slices_by_category);
+    assert_eq!(whole.instants_by_category, split.instants_by_category);
+    assert_eq!(whole.flows, split.flows);
+    assert_eq!(whole.processes, split.processes);
+}
