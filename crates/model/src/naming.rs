@@ -4,7 +4,8 @@
 /// The output category of a profiler category string: `HIP_RUNTIME_API_EXT` →
 /// `hip_api`, `MARKER_CORE_RANGE_API` → `marker_api`, ... (`none` when unknown).
 pub fn output_category(raw: &str) -> &'static str {
-    let up = raw.trim();
+    let upper = raw.trim().to_ascii_uppercase();
+    let up = upper.as_str();
     let starts = |p: &str| up.starts_with(p);
     if starts("HIP_") || up == "HIP" {
         "hip_api"
@@ -64,6 +65,7 @@ mod tests {
         assert_eq!(output_category("ROCDECODE_API_EXT"), "rocdecode_api");
         assert_eq!(output_category("KFD_EVENT_PAGE_MIGRATE"), "kfd_events");
         assert_eq!(output_category("SOMETHING"), "none");
+        assert_eq!(output_category("marker_core_api"), "marker_api");
         assert_eq!(
             allocation_operation("FREE", Some("SCRATCH")),
             "SCRATCH_MEMORY_FREE"

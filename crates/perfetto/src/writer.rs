@@ -574,7 +574,7 @@ impl Writer {
                         None,
                     );
                 }
-                if self.opts.annotate_args {
+                if annotate && self.opts.annotate_args {
                     if let Some(args) = gs(c.args, r) {
                         ann.push(("args", Value::S(args)));
                     }

@@ -60,28 +60,53 @@ pub(crate) fn to_text(v: ValueRef<'_>) -> Option<String> {
     }
 }
 
-/// Appends `v` to `b`; `Err` says why it does not fit.
+/// Appends `v` to `b`; `Err` says why it does not fit. A value that reads as missing
+/// (NULL, or empty text in a numeric column) is refused where the model requires one.
 pub(crate) fn append(b: &mut ColumnBuilder, v: ValueRef<'_>, nullable: bool) -> Result<(), String> {
-    if matches!(v, ValueRef::Null) && !nullable {
-        return Err("is NULL but the model requires a value".into());
+    fn required<T>(x: Option<T>, nullable: bool) -> Result<Option<T>, String> {
+        if x.is_none() && !nullable {
+            return Err("is missing (NULL or empty) but the model requires a value".into());
+        }
+        Ok(x)
     }
     match b {
-        ColumnBuilder::I64(b) => b.append_option(to_i64(v)?),
-        ColumnBuilder::U32(b) => match to_i64(v)? {
+        ColumnBuilder::I64(b) => b.append_option(required(to_i64(v)?, nullable)?),
+        ColumnBuilder::U32(b) => match required(to_i64(v)?, nullable)? {
             Some(i) => b.append_value(
                 u32::try_from(i).map_err(|_| format!("value {i} does not fit 32 bits"))?,
             ),
             None => b.append_null(),
         },
-        ColumnBuilder::F64(b) => b.append_option(to_f64(v)?),
-        ColumnBuilder::Bool(b) => b.append_option(to_i64(v)?.map(|i| i != 0)),
+        ColumnBuilder::F64(b) => b.append_option(required(to_f64(v)?, nullable)?),
+        ColumnBuilder::Bool(b) => b.append_option(required(to_i64(v)?, nullable)?.map(|i| i != 0)),
         ColumnBuilder::Str(b) => match v {
             ValueRef::Text(t) => match std::str::from_utf8(t) {
                 Ok(s) => b.append_value(s),
                 Err(_) => b.append_value(String::from_utf8_lossy(t)),
             },
-            other => b.append_option(to_text(other)),
+            other => b.append_option(required(to_text(other), nullable)?),
         },
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::builder::Int64Builder;
+
+    #[test]
+    fn loose_integers_convert_and_missing_required_values_are_refused() {
+        assert_eq!(to_i64(ValueRef::Text(b"0x10")), Ok(Some(16)));
+        assert_eq!(to_i64(ValueRef::Text(b" 42 ")), Ok(Some(42)));
+        assert_eq!(
+            to_i64(ValueRef::Text(b"18446744073709551615")),
+            Ok(Some(-1))
+        );
+        assert!(to_i64(ValueRef::Text(b"abc")).is_err());
+        let mut b = ColumnBuilder::I64(Int64Builder::new());
+        assert!(append(&mut b, ValueRef::Text(b""), false).is_err());
+        assert!(append(&mut b, ValueRef::Null, false).is_err());
+        assert!(append(&mut b, ValueRef::Null, true).is_ok());
+    }
 }
