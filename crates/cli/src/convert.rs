@@ -1,17 +1,24 @@
-//! `rocpd convert`: inputs → event stream → writers.
+//! `rocpd convert`: inputs → event stream → stages → writers, in one or more passes.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use rocpd_db::Database;
 use rocpd_model::{Catalog, Table};
+use rocpd_perfetto::{PerfettoOptions, PerfettoSink, SizePlanner};
 use rocpd_pipeline::{
-    run, BatchStream, Message, RunOptions, RunReport, Sink, StageDrop, TimeMerge,
+    run, BatchStream, Message, OutputFile, Progress, RunOptions, RunReport, Sink, Stage, StageDrop,
+    TimeMerge,
 };
+use rocpd_stages::time::parse_time;
+use rocpd_stages::{Filter, FilterRule, SplitKey, SplitMode, SplitSink, Window};
 
 /// Rows buffered over all input streams at once; each stream's batch size follows from it.
 const ROW_BUDGET: usize = 1 << 16;
+/// Most time parts a split may have.
+const MAX_PARTS: usize = 100_000;
 
 /// Batch size per stream for `streams` concurrent streams.
 pub fn batch_rows(streams: usize) -> usize {
@@ -26,7 +33,7 @@ pub fn open_all(inputs: &[PathBuf]) -> Result<Vec<Database>> {
         .collect()
 }
 
-/// Reads the catalogs of `dbs`, numbering sources in order.
+/// Reads the catalogs of `dbs`, numbering sources in order; refuses a process given twice.
 pub fn catalog_of(dbs: &[Database]) -> Result<Catalog> {
     let mut cat = Catalog::default();
     let mut seen: std::collections::HashMap<String, PathBuf> = Default::default();
@@ -34,7 +41,7 @@ pub fn catalog_of(dbs: &[Database]) -> Result<Catalog> {
         let c = db.catalog(cat.sources.len() as u32)?;
         for s in &c.sources {
             if let Some(first) = seen.insert(s.guid.clone(), s.path.clone()) {
-                anyhow::bail!(
+                bail!(
                     "{}: holds the same process (guid {}) as {}; give each database once",
                     s.path.display(),
                     s.guid,
@@ -47,19 +54,31 @@ pub fn catalog_of(dbs: &[Database]) -> Result<Catalog> {
     Ok(cat)
 }
 
-/// Streams every table of every database, merged in time order, into `emit`.
+/// Earliest start and latest end of the events of all inputs.
+pub fn event_span(dbs: &[Database]) -> Result<Option<(i64, i64)>> {
+    let mut span: Option<(i64, i64)> = None;
+    for db in dbs {
+        if let Some((a, b)) = db.event_span()? {
+            span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+        }
+    }
+    Ok(span)
+}
+
+/// Opens `paths` and streams every table of every database, merged in time order.
 fn produce(
-    dbs: Vec<Database>,
+    paths: &[PathBuf],
     with_args: bool,
     emit: &mut dyn FnMut(Message) -> rocpd_model::Result<()>,
 ) -> rocpd_model::Result<()> {
-    let catalog = {
-        let mut cat = Catalog::default();
-        for db in &dbs {
-            cat.extend(db.catalog(cat.sources.len() as u32)?);
-        }
-        cat
-    };
+    let dbs: Vec<Database> = paths
+        .iter()
+        .map(|p| Database::open(p))
+        .collect::<rocpd_model::Result<_>>()?;
+    let mut catalog = Catalog::default();
+    for db in &dbs {
+        catalog.extend(db.catalog(catalog.sources.len() as u32)?);
+    }
     emit(Message::Catalog(Arc::new(catalog)))?;
     let mut untimed = 0;
     for db in &dbs {
@@ -71,7 +90,6 @@ fn produce(
             rows: [(Table::PmcValue.name(), untimed)].into_iter().collect(),
         }))?;
     }
-    // Count the streams first, to size their batches.
     let mut n_streams = 0;
     for db in &dbs {
         n_streams += db.queries(0, 1, false)?.len();
@@ -94,22 +112,135 @@ fn produce(
     Ok(())
 }
 
-/// Runs the conversion of `dbs` into `sinks`.
-pub fn convert(
-    dbs: Vec<Database>,
-    with_args: bool,
-    sinks: Vec<Box<dyn Sink>>,
-    options: &RunOptions,
-    on_progress: &mut dyn FnMut(&rocpd_pipeline::Progress),
-) -> Result<RunReport> {
-    let report = run(
-        move |emit| produce(dbs, with_args, emit),
-        Vec::new(),
-        sinks,
-        options,
-        on_progress,
-    )?;
-    Ok(report)
+/// How to split outputs.
+#[derive(Debug, Clone)]
+pub enum Split {
+    /// `--split-by time` with `--split-count`.
+    TimeCount(usize),
+    /// `--split-by time` with `--split-duration` (ns).
+    TimeDuration(i64),
+    /// `--split-by size` with `--max-file-size` (bytes).
+    Size(u64),
+    /// `--split-by process|node|agent`.
+    Keyed(SplitMode),
+}
+
+/// A time window request.
+#[derive(Debug, Clone, Default)]
+pub struct WindowRequest {
+    /// `--start` value.
+    pub start: Option<String>,
+    /// `--end` value.
+    pub end: Option<String>,
+    /// `--start-marker` text.
+    pub start_marker: Option<String>,
+    /// `--end-marker` text.
+    pub end_marker: Option<String>,
+    /// `--inclusive`: keep only events wholly inside.
+    pub fully_inside: bool,
+    /// `--keep-launches`.
+    pub keep_groups: bool,
+}
+
+impl WindowRequest {
+    fn is_set(&self) -> bool {
+        self.start.is_some()
+            || self.end.is_some()
+            || self.start_marker.is_some()
+            || self.end_marker.is_some()
+    }
+}
+
+/// Everything a conversion needs.
+pub struct Plan {
+    /// Input files.
+    pub inputs: Vec<PathBuf>,
+    /// Output directory.
+    pub dir: PathBuf,
+    /// Output name prefix.
+    pub name: String,
+    /// Perfetto options.
+    pub perfetto: PerfettoOptions,
+    /// `--include` / `--exclude` rules.
+    pub rules: Vec<FilterRule>,
+    /// The window.
+    pub window: WindowRequest,
+    /// The split.
+    pub split: Option<Split>,
+    /// Most outputs open at once (keyed splits run in several passes beyond it).
+    pub max_open: usize,
+    /// Driver options.
+    pub run: RunOptions,
+}
+
+fn marker_time(dbs: &[Database], text: &str, end: bool) -> Result<i64> {
+    let mut found = Vec::new();
+    for db in dbs {
+        for m in db.find_marker(text)? {
+            found.push((db.path().to_path_buf(), m));
+        }
+    }
+    match found.as_slice() {
+        [] => bail!("marker {text:?} not found in any input (searched ROCTx marker messages)"),
+        [(_, (s, e))] => Ok(if end { *e } else { *s }),
+        many => bail!(
+            "marker {text:?} is ambiguous: {} markers carry it (first in {} at {} ns); use --start/--end instead",
+            many.len(),
+            many[0].0.display(),
+            many[0].1 .0
+        ),
+    }
+}
+
+/// Resolves the window against the inputs; errors if it is empty or misses the data.
+fn resolve_window(
+    dbs: &[Database],
+    w: &WindowRequest,
+    span: Option<(i64, i64)>,
+) -> Result<Option<(i64, i64)>> {
+    if !w.is_set() {
+        return Ok(None);
+    }
+    let Some((lo, hi)) = span else {
+        bail!("a time window was given but the inputs hold no events");
+    };
+    let at = |v: &Option<String>, default: i64| -> Result<i64> {
+        Ok(match v {
+            Some(s) => parse_time(s)?.resolve(lo, hi),
+            None => default,
+        })
+    };
+    let start = match &w.start_marker {
+        Some(m) => marker_time(dbs, m, false)?,
+        None => at(&w.start, lo)?,
+    };
+    let end = match &w.end_marker {
+        Some(m) => marker_time(dbs, m, true)?,
+        None => at(&w.end, hi)?,
+    };
+    if end < start {
+        bail!("the window ends ({end} ns) before it starts ({start} ns)");
+    }
+    if end < lo || start > hi {
+        bail!("the window [{start}, {end}] ns holds no events: the inputs span [{lo}, {hi}] ns");
+    }
+    Ok(Some((start, end)))
+}
+
+fn stages(plan: &Plan, window: Option<(i64, i64)>) -> Vec<Box<dyn Stage>> {
+    let mut v: Vec<Box<dyn Stage>> = Vec::new();
+    if !plan.rules.is_empty() {
+        v.push(Box::new(Filter::new(plan.rules.clone())));
+    }
+    if let Some((s, e)) = window {
+        v.push(Box::new(Window::new(
+            s,
+            e,
+            plan.window.fully_inside,
+            plan.window.keep_groups,
+        )));
+    }
+    v
 }
 
 /// `<dir>/<name>_results.<ext>`, as rocpd names its outputs.
@@ -119,6 +250,166 @@ pub fn output_path(dir: &Path, name: &str, ext: &str) -> PathBuf {
     } else {
         dir.join(format!("{name}_results.{ext}"))
     }
+}
+
+fn time_cuts(lo: i64, hi: i64, split: &Split) -> Result<Vec<i64>> {
+    let len = (hi - lo).max(0) as i128 + 1;
+    let parts = match *split {
+        Split::TimeCount(n) => n,
+        Split::TimeDuration(d) => {
+            if d <= 0 {
+                bail!("--split-duration must be positive");
+            }
+            ((len + d as i128 - 1) / d as i128) as usize
+        }
+        _ => unreachable!("time splits only"),
+    };
+    if parts == 0 || parts > MAX_PARTS {
+        bail!("a time split needs between 1 and {MAX_PARTS} parts, not {parts}");
+    }
+    Ok((1..parts)
+        .map(|k| match *split {
+            Split::TimeDuration(d) => lo + k as i64 * d,
+            _ => lo + (len * k as i128 / parts as i128) as i64,
+        })
+        .collect())
+}
+
+fn run_pass(
+    plan: &Plan,
+    window: Option<(i64, i64)>,
+    sinks: Vec<Box<dyn Sink>>,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<RunReport> {
+    let paths = plan.inputs.clone();
+    let with_args = plan.perfetto.annotate_args && plan.perfetto.annotations;
+    Ok(run(
+        move |emit| produce(&paths, with_args, emit),
+        stages(plan, window),
+        sinks,
+        &plan.run,
+        on_progress,
+    )?)
+}
+
+fn split_sink(plan: &Plan, mode: SplitMode, only: Option<HashSet<String>>) -> Box<dyn Sink> {
+    let (dir, name, opts) = (plan.dir.clone(), plan.name.clone(), plan.perfetto.clone());
+    let factory = move |key: &SplitKey| -> rocpd_model::Result<Box<dyn Sink>> {
+        let path = output_path(&dir, &name, &format!("{}.pftrace", key.label));
+        Ok(Box::new(PerfettoSink::new(&path, opts.clone())))
+    };
+    Box::new(SplitSink::new(mode, Box::new(factory), only))
+}
+
+/// Runs the whole conversion; returns the report (and writes the manifest of a split).
+pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<RunReport> {
+    let dbs = open_all(&plan.inputs)?;
+    let catalog = catalog_of(&dbs)?;
+    let span = event_span(&dbs)?;
+    let window = resolve_window(&dbs, &plan.window, span)?;
+    drop(dbs);
+    let single = || -> Vec<Box<dyn Sink>> {
+        vec![Box::new(PerfettoSink::new(
+            &output_path(&plan.dir, &plan.name, "pftrace"),
+            plan.perfetto.clone(),
+        ))]
+    };
+    let Some(split) = &plan.split else {
+        return run_pass(plan, window, single(), on_progress);
+    };
+    let report = match split {
+        Split::TimeCount(_) | Split::TimeDuration(_) => {
+            let (lo, hi) = window.or(span).unwrap_or((0, 0));
+            let cuts = time_cuts(lo, hi, split)?;
+            run_pass(
+                plan,
+                window,
+                vec![split_sink(plan, SplitMode::Time { cuts }, None)],
+                on_progress,
+            )?
+        }
+        Split::Size(cap) => {
+            let cuts = Arc::new(Mutex::new(Vec::new()));
+            let planner = SizePlanner::new(*cap, plan.perfetto.clone(), cuts.clone());
+            run_pass(plan, window, vec![Box::new(planner)], on_progress)?;
+            let cuts = std::mem::take(&mut *cuts.lock().expect("not poisoned"));
+            run_pass(
+                plan,
+                window,
+                vec![split_sink(plan, SplitMode::Time { cuts }, None)],
+                on_progress,
+            )?
+        }
+        Split::Keyed(mode) => {
+            let keys = SplitSink::keys(mode, &catalog);
+            let mut total: Option<RunReport> = None;
+            for group in keys.chunks(plan.max_open.max(1)) {
+                let only: HashSet<String> = group.iter().cloned().collect();
+                let pass = run_pass(
+                    plan,
+                    window,
+                    vec![split_sink(plan, mode.clone(), Some(only))],
+                    on_progress,
+                );
+                let r = match pass {
+                    Ok(r) => r,
+                    Err(e) => {
+                        // Outputs are whole or absent for the run, not only per pass.
+                        for o in total.iter().flat_map(|t| &t.outputs) {
+                            let _ = std::fs::remove_file(&o.path);
+                        }
+                        return Err(e);
+                    }
+                };
+                match &mut total {
+                    None => total = Some(r),
+                    Some(t) => {
+                        t.outputs.extend(r.outputs);
+                        t.seconds += r.seconds;
+                    }
+                }
+            }
+            total.unwrap_or_default()
+        }
+    };
+    write_manifest(plan, split, &report)?;
+    Ok(report)
+}
+
+fn write_manifest(plan: &Plan, split: &Split, report: &RunReport) -> Result<()> {
+    let path = output_path(&plan.dir, &plan.name, "manifest.json");
+    let by = match split {
+        Split::TimeCount(_) | Split::TimeDuration(_) => "time",
+        Split::Size(_) => "size",
+        Split::Keyed(SplitMode::Process) => "process",
+        Split::Keyed(SplitMode::Node) => "node",
+        Split::Keyed(SplitMode::Agent) => "agent",
+        Split::Keyed(SplitMode::Time { .. }) => "time",
+    };
+    let outputs: Vec<serde_json::Value> = report
+        .outputs
+        .iter()
+        .map(|o| {
+            serde_json::json!({
+                "path": o.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+                "key": o.key,
+                "time_range_ns": o.time_range,
+                "events": o.rows,
+                "bytes": o.bytes,
+            })
+        })
+        .collect();
+    let v = serde_json::json!({
+        "split_by": by,
+        "inputs": plan.inputs,
+        "events_read": report.rows_in,
+        "dropped": report.dropped,
+        "outputs": outputs,
+    });
+    let mut f = OutputFile::create(&path)?;
+    serde_json::to_writer_pretty(f.writer(), &v).with_context(|| format!("{}", path.display()))?;
+    f.commit()?;
+    Ok(())
 }
 
 /// Writes the report as JSON.

@@ -8,11 +8,12 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use rocpd_model::AgentIndexMode;
-use rocpd_perfetto::{PerfettoOptions, PerfettoSink};
-use rocpd_pipeline::{RunOptions, Sink};
+use rocpd_perfetto::PerfettoOptions;
+use rocpd_pipeline::RunOptions;
+use rocpd_stages::{time, FilterRule, SplitMode};
 
 /// Convert ROCm profiling traces (RocPD databases) to Perfetto, fast and in bounded memory.
 #[derive(Parser, Debug)]
@@ -28,7 +29,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Convert inputs to one or more output formats.
-    Convert(ConvertArgs),
+    Convert(Box<ConvertArgs>),
     /// Show what is in the inputs: processes, agents, time span, rows per table.
     Info(InfoArgs),
 }
@@ -39,6 +40,23 @@ enum Format {
     /// Perfetto trace (`.pftrace`), for ui.perfetto.dev.
     #[value(alias = "perfetto")]
     Pftrace,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SplitBy {
+    Time,
+    Process,
+    Node,
+    Agent,
+    Size,
+}
+
+fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "true" | "t" | "yes" | "y" | "1" => Ok(true),
+        "false" | "f" | "no" | "n" | "0" => Ok(false),
+        _ => Err(format!("{s:?} is not true or false")),
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -87,6 +105,50 @@ struct ConvertArgs {
     /// Add API call arguments as an `args` annotation.
     #[arg(long)]
     annotate_args: bool,
+    /// Keep only events matching KEY=VALUE[,VALUE...] (KEY: kind, category, name (a regular
+    /// expression), node, pid, tid, agent); repeat for more keys (all must match).
+    #[arg(long, value_name = "KEY=VALUE")]
+    include: Vec<String>,
+    /// Remove events matching KEY=VALUE[,VALUE...] (keys as for --include).
+    #[arg(long, value_name = "KEY=VALUE")]
+    exclude: Vec<String>,
+    /// Window start: absolute ns, an offset from the trace start with a unit (1.5s, 200ms,
+    /// 300us), or N% of the inputs' time span.
+    #[arg(long, conflicts_with = "start_marker")]
+    start: Option<String>,
+    /// Window end (same forms as --start).
+    #[arg(long, conflicts_with = "end_marker")]
+    end: Option<String>,
+    /// Window start at the start of the ROCTx marker with this message.
+    #[arg(long)]
+    start_marker: Option<String>,
+    /// Window end at the end of the ROCTx marker with this message.
+    #[arg(long)]
+    end_marker: Option<String>,
+    /// true: keep only events wholly inside the window; false: keep events that overlap it
+    /// (what AMD's rocpd code does, whatever its help text says).
+    #[arg(long, default_value = "true", value_parser = parse_bool, action = clap::ArgAction::Set)]
+    inclusive: bool,
+    /// Keep an API call and the kernels and copies it launched together: a window never
+    /// shows a kernel without its launch, or the reverse.
+    #[arg(long)]
+    keep_launches: bool,
+    /// Split the output into several files, each complete in itself.
+    #[arg(long, value_enum)]
+    split_by: Option<SplitBy>,
+    /// --split-by time: the number of equal time parts.
+    #[arg(long)]
+    split_count: Option<usize>,
+    /// --split-by time: the length of each part (1s, 500ms, ...).
+    #[arg(long)]
+    split_duration: Option<String>,
+    /// --split-by size: the largest file (500MB, 1GiB, ...); implies --split-by size.
+    #[arg(long)]
+    max_file_size: Option<String>,
+    /// Most outputs open at once in a process, node or agent split; more keys are written
+    /// in further passes over the inputs.
+    #[arg(long, default_value_t = 64)]
+    max_open: usize,
     /// Threads: 1 decodes and writes on one thread; 2 or more decode on a thread of its own.
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -117,40 +179,84 @@ struct InfoArgs {
     json: bool,
 }
 
+fn split_of(args: &ConvertArgs) -> Result<Option<convert::Split>> {
+    use convert::Split;
+    let by = match (args.split_by, &args.max_file_size) {
+        (None, Some(_)) => Some(SplitBy::Size),
+        (by, _) => by,
+    };
+    let Some(by) = by else {
+        if args.split_count.is_some() || args.split_duration.is_some() {
+            bail!("--split-count and --split-duration go with --split-by time");
+        }
+        return Ok(None);
+    };
+    Ok(Some(match by {
+        SplitBy::Time => match (args.split_count, &args.split_duration) {
+            (Some(n), None) => Split::TimeCount(n),
+            (None, Some(d)) => Split::TimeDuration(time::parse_duration(d)?),
+            _ => bail!("--split-by time needs one of --split-count N or --split-duration D"),
+        },
+        SplitBy::Size => match &args.max_file_size {
+            Some(s) => Split::Size(time::parse_size(s)?),
+            None => bail!("--split-by size needs --max-file-size S (e.g. 1GiB)"),
+        },
+        SplitBy::Process => Split::Keyed(SplitMode::Process),
+        SplitBy::Node => Split::Keyed(SplitMode::Node),
+        SplitBy::Agent => Split::Keyed(SplitMode::Agent),
+    }))
+}
+
 fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
-    let inputs = inputs::expand(&args.input)?;
-    let dbs = convert::open_all(&inputs)?;
-    // Refuse duplicate processes before anything is written.
-    convert::catalog_of(&dbs)?;
-    let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
     let mut formats = args.format.clone();
     formats.dedup();
-    for f in formats {
+    // One writer today; the match is where further formats plug in.
+    for f in &formats {
         match f {
-            Format::Pftrace => {
-                let opts = PerfettoOptions {
-                    group_by_queue: args.group_by_queue,
-                    kernel_rename: args.kernel_rename,
-                    agent_index: match args.agent_index_value {
-                        AgentIndex::Absolute => AgentIndexMode::Absolute,
-                        AgentIndex::Relative => AgentIndexMode::Relative,
-                        AgentIndex::TypeRelative => AgentIndexMode::TypeRelative,
-                    },
-                    annotations: !args.no_annotations,
-                    annotate_args: args.annotate_args,
-                    ..Default::default()
-                };
-                let path = convert::output_path(&args.output_path, &args.output_file, "pftrace");
-                sinks.push(Box::new(PerfettoSink::new(&path, opts)));
-            }
+            Format::Pftrace => {}
         }
     }
-    let bar = progress_bar(quiet);
-    let options = RunOptions {
-        decode_thread: args.threads > 1,
-        ..Default::default()
+    let mut rules = Vec::new();
+    for r in &args.include {
+        rules.push(FilterRule::parse(r, true)?);
+    }
+    for r in &args.exclude {
+        rules.push(FilterRule::parse(r, false)?);
+    }
+    let plan = convert::Plan {
+        inputs: inputs::expand(&args.input)?,
+        dir: args.output_path.clone(),
+        name: args.output_file.clone(),
+        perfetto: PerfettoOptions {
+            group_by_queue: args.group_by_queue,
+            kernel_rename: args.kernel_rename,
+            agent_index: match args.agent_index_value {
+                AgentIndex::Absolute => AgentIndexMode::Absolute,
+                AgentIndex::Relative => AgentIndexMode::Relative,
+                AgentIndex::TypeRelative => AgentIndexMode::TypeRelative,
+            },
+            annotations: !args.no_annotations,
+            annotate_args: args.annotate_args,
+            ..Default::default()
+        },
+        rules,
+        window: convert::WindowRequest {
+            start: args.start.clone(),
+            end: args.end.clone(),
+            start_marker: args.start_marker.clone(),
+            end_marker: args.end_marker.clone(),
+            fully_inside: args.inclusive,
+            keep_groups: args.keep_launches,
+        },
+        split: split_of(&args)?,
+        max_open: args.max_open,
+        run: RunOptions {
+            decode_thread: args.threads > 1,
+            ..Default::default()
+        },
     };
-    let report = convert::convert(dbs, args.annotate_args, sinks, &options, &mut |p| {
+    let bar = progress_bar(quiet);
+    let report = convert::convert(&plan, &mut |p| {
         if let (Some((lo, hi)), Some(t)) = (p.span, p.time) {
             let done = ((t - lo) as f64 / (hi - lo).max(1) as f64).clamp(0.0, 1.0);
             bar.set_position((done * 1000.0) as u64);
@@ -184,7 +290,7 @@ fn progress_bar(quiet: bool) -> indicatif::ProgressBar {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Convert(args) => run_convert(args, cli.quiet),
+        Command::Convert(args) => run_convert(*args, cli.quiet),
         Command::Info(args) => info::run(&args.input, args.json),
     };
     match result {

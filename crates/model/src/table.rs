@@ -120,6 +120,36 @@ const EVENT_COLUMNS: &[ColumnSpec] = &[
     c("extdata", Str, true, "the row's own extdata (JSON text)"),
 ];
 
+/// Time aggregates of the row's flow group: the API calls and the kernels/copies that
+/// share its internal correlation id. Stages that cut by time use them so both ends of a
+/// flow make the same decision; null when the row is in no group with both ends.
+const FLOW_COLUMNS: &[ColumnSpec] = &[
+    c(
+        "flow_first_start",
+        I64,
+        true,
+        "earliest start in the row's flow group, ns",
+    ),
+    c(
+        "flow_last_start",
+        I64,
+        true,
+        "latest start in the row's flow group, ns",
+    ),
+    c(
+        "flow_first_end",
+        I64,
+        true,
+        "earliest end in the row's flow group, ns",
+    ),
+    c(
+        "flow_last_end",
+        I64,
+        true,
+        "latest end in the row's flow group, ns",
+    ),
+];
+
 const REGION_COLUMNS: &[ColumnSpec] = &[
     c("name", Str, false, "API function or range name"),
     c("message", Str, true, "ROCTx message (event extdata `message`), if any"),
@@ -264,6 +294,15 @@ impl Table {
         }
     }
 
+    /// Whether rows of this table can be ends of flows (API calls and markers launching
+    /// kernels and copies; kernels and copies).
+    pub fn has_flows(self) -> bool {
+        matches!(
+            self,
+            Table::Region | Table::Marker | Table::KernelDispatch | Table::MemoryCopy
+        )
+    }
+
     /// All columns of the table, in schema order.
     pub fn columns(self) -> &'static [ColumnSpec] {
         static COLUMNS: OnceLock<Vec<Vec<ColumnSpec>>> = OnceLock::new();
@@ -273,6 +312,9 @@ impl Table {
                 .map(|t| {
                     let mut v = COMMON_COLUMNS.to_vec();
                     v.extend_from_slice(t.specific_columns());
+                    if t.has_flows() {
+                        v.extend_from_slice(FLOW_COLUMNS);
+                    }
                     v.extend_from_slice(EVENT_COLUMNS);
                     v
                 })

@@ -8,6 +8,7 @@
 
 mod access;
 mod encoder;
+mod plan;
 pub mod proto;
 mod writer;
 
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use rocpd_model::{Catalog, Result};
 use rocpd_pipeline::{Chunk, OutputFile, OutputReport, Sink};
 
+pub use plan::SizePlanner;
 pub use writer::PerfettoOptions;
 
 /// A [`Sink`] writing one `.pftrace` file.

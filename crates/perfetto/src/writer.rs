@@ -518,7 +518,7 @@ impl Writer {
         Ok(())
     }
 
-    fn row(
+    pub(crate) fn row(
         &mut self,
         out: &mut impl Write,
         table: Table,
@@ -785,6 +785,11 @@ impl Writer {
             },
             _ => Ok(()),
         }
+    }
+
+    /// Pending slice ends, counter changes and PMC points not yet written.
+    pub(crate) fn pending(&self) -> usize {
+        self.heap.len() + self.pmc_pending.len()
     }
 
     /// Writes everything still pending.

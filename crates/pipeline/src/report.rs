@@ -23,6 +23,12 @@ pub struct StageDrop {
 pub struct OutputReport {
     /// The file (or directory) written.
     pub path: PathBuf,
+    /// The split key of this output (`part-001_of_004`, `pid-4711`, ...), if split.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Earliest start and latest end of the events written, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_range: Option<[i64; 2]>,
     /// Its size in bytes.
     pub bytes: u64,
     /// Rows written, per table.

@@ -205,3 +205,51 @@ impl Database {
         Ok(span)
     }
 }
+
+impl Database {
+    /// The `(start, end)` of every ROCTx marker whose message (or, without a message, its
+    /// name) is `text`: marker ranges and marker samples.
+    pub fn find_marker(&self, text: &str) -> Result<Vec<(i64, i64)>> {
+        let mut out = Vec::new();
+        for set in &self.sets {
+            let (Some(e), Some(s)) = (set.table("rocpd_event"), set.table("rocpd_string")) else {
+                continue;
+            };
+            let msg =
+                "CASE WHEN json_valid(E.extdata) THEN json_extract(E.extdata, '$.message') END";
+            let marker = "C.string LIKE 'MARKER\\_%' ESCAPE '\\'";
+            let mut queries = Vec::new();
+            if let Some(r) = set.table("rocpd_region") {
+                queries.push(format!(
+                    "SELECT X.start, X.\"end\" FROM {r} X JOIN {e} E ON E.id = X.event_id \
+                     JOIN {s} C ON C.id = E.category_id LEFT JOIN {s} N ON N.id = X.name_id \
+                     WHERE {marker} AND COALESCE({msg}, N.string) = ?1"
+                ));
+            }
+            if let (Some(smp), Some(tr)) = (set.table("rocpd_sample"), set.table("rocpd_track")) {
+                queries.push(format!(
+                    "SELECT X.timestamp, X.timestamp FROM {smp} X JOIN {e} E ON E.id = X.event_id \
+                     JOIN {s} C ON C.id = E.category_id LEFT JOIN {tr} T ON T.id = X.track_id \
+                     LEFT JOIN {s} N ON N.id = T.name_id WHERE {marker} AND COALESCE({msg}, N.string) = ?1"
+                ));
+            }
+            for q in queries {
+                let err = |e: rusqlite::Error| {
+                    rocpd_model::Error::input(
+                        &self.path,
+                        format!("marker search in {}", set.suffix),
+                        e.to_string(),
+                    )
+                };
+                let mut st = self.conn.prepare(&q).map_err(err)?;
+                let rows = st
+                    .query_map([text], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+                    .map_err(err)?;
+                for row in rows {
+                    out.push(row.map_err(err)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+}

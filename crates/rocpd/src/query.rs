@@ -8,6 +8,12 @@ use rusqlite::{Connection, Rows, Statement};
 use crate::value::append;
 use crate::TableSet;
 
+/// The flow-group time aggregates, from the links table `F`, for two-ended groups only.
+const FLOW_AGGREGATES: &str = "CASE WHEN F.targets > 0 AND F.sources > 0 THEN F.first_start END, \
+     CASE WHEN F.targets > 0 AND F.sources > 0 THEN F.last_start END, \
+     CASE WHEN F.targets > 0 AND F.sources > 0 THEN F.first_end END, \
+     CASE WHEN F.targets > 0 AND F.sources > 0 THEN F.last_end END";
+
 const MESSAGE: &str =
     "CASE WHEN json_valid(E.extdata) THEN json_extract(E.extdata, '$.message') END";
 
@@ -63,18 +69,19 @@ fn build(set: &TableSet, table: Table, with_args: bool) -> Option<Sql> {
         ));
         true
     };
+    // Both the counts and the group's time aggregates (null outside a two-ended group).
     let launched = |joins: &mut String| {
         if links(joins) {
-            "COALESCE(F.targets, 0)"
+            format!("COALESCE(F.targets, 0), {FLOW_AGGREGATES}")
         } else {
-            "NULL"
+            "NULL, NULL, NULL, NULL, NULL".to_string()
         }
     };
     let has_launcher = |joins: &mut String| {
         if links(joins) {
-            "COALESCE(F.sources, 0) > 0"
+            format!("COALESCE(F.sources, 0) > 0, {FLOW_AGGREGATES}")
         } else {
-            "NULL"
+            "NULL, NULL, NULL, NULL, NULL".to_string()
         }
     };
 
@@ -232,7 +239,8 @@ pub(crate) fn build_helpers(conn: &Connection, path: &Path, set: &TableSet) -> R
     let links = helper_table(LINKS, &set.suffix);
     let times = helper_table(EVENT_TIMES, &set.suffix);
     let mut sql = format!(
-        "CREATE TEMP TABLE IF NOT EXISTS {} (stack_id INTEGER PRIMARY KEY, targets INTEGER NOT NULL, sources INTEGER NOT NULL);
+        "CREATE TEMP TABLE IF NOT EXISTS {} (stack_id INTEGER PRIMARY KEY, targets INTEGER NOT NULL, sources INTEGER NOT NULL, \
+         first_start INTEGER, last_start INTEGER, first_end INTEGER, last_end INTEGER);
          CREATE TEMP TABLE IF NOT EXISTS {} (event_id INTEGER PRIMARY KEY, nid, pid, tid, start, \"end\", agent_id, dispatch_id);",
         crate::quote_ident(&format!("{LINKS}{}", set.suffix)),
         crate::quote_ident(&format!("{EVENT_TIMES}{}", set.suffix)),
@@ -246,13 +254,15 @@ pub(crate) fn build_helpers(conn: &Connection, path: &Path, set: &TableSet) -> R
         ] {
             if let Some(tb) = t(base) {
                 parts.push(format!(
-                    "SELECT CAST(E.stack_id AS INTEGER) AS sid, {target} AS t, {source} AS s FROM {tb} X JOIN {e} E ON E.id = X.event_id"
+                    "SELECT CAST(E.stack_id AS INTEGER) AS sid, {target} AS t, {source} AS s, X.start AS a, X.\"end\" AS b \
+                     FROM {tb} X JOIN {e} E ON E.id = X.event_id"
                 ));
             }
         }
         if !parts.is_empty() {
             sql.push_str(&format!(
-                "INSERT OR REPLACE INTO {links} SELECT sid, SUM(t), SUM(s) FROM ({}) WHERE sid IS NOT NULL GROUP BY sid;",
+                "INSERT OR REPLACE INTO {links} SELECT sid, SUM(t), SUM(s), MIN(a), MAX(a), MIN(b), MAX(b) \
+                 FROM ({}) WHERE sid IS NOT NULL GROUP BY sid;",
                 parts.join(" UNION ALL ")
             ));
         }

@@ -61,6 +61,8 @@ pub struct Decoded {
     pub threads: BTreeSet<(i32, i32, String)>,
     pub flows: u64,
     pub annotation_names: BTreeSet<String>,
+    /// Every slice and instant as (category, name, start), sorted: a multiset to compare.
+    pub events: Vec<(String, String, u64)>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -189,6 +191,7 @@ pub fn decode(path: &Path) -> Decoded {
                     assert!(kind != Kind::Counter, "slice on a counter track");
                     open.entry(uuid).or_default().push(ts);
                     *d.slices_by_category.entry(cat.clone()).or_default() += 1;
+                    d.events.push((cat.clone(), name.clone(), ts));
                     d.names_by_category.entry(cat).or_default().insert(name);
                 }
                 Type::TYPE_SLICE_END => {
@@ -201,6 +204,7 @@ pub fn decode(path: &Path) -> Decoded {
                 Type::TYPE_INSTANT => {
                     assert!(kind != Kind::Counter, "instant on a counter track");
                     *d.instants_by_category.entry(cat.clone()).or_default() += 1;
+                    d.events.push((cat.clone(), name.clone(), ts));
                     d.names_by_category.entry(cat).or_default().insert(name);
                 }
                 Type::TYPE_COUNTER => {
@@ -221,7 +225,55 @@ pub fn decode(path: &Path) -> Decoded {
         assert!(*n >= 2, "flow {id} has only one end");
     }
     d.flows = flows.len() as u64;
+    d.events.sort();
     d
+}
+
+/// Runs `rocpd convert` with `args` (after `convert -q`), asserting success.
+pub fn convert_args(args: &[&str]) {
+    let mut all = vec!["convert", "-q", "-f", "pftrace"];
+    all.extend_from_slice(args);
+    let o = rocpd(&all);
+    assert!(o.status.success(), "rocpd {args:?} failed: {}", stderr(&o));
+}
+
+/// The `.pftrace` files in `dir`, sorted.
+pub fn traces(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pftrace"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Runs one SQL count per database and sums them; `{T}` in `sql` is replaced by the
+/// suffixed name of the table `T` (e.g. `{rocpd_region}`).
+pub fn sql_count(inputs: &[PathBuf], sql: &str) -> u64 {
+    let mut total = 0;
+    for p in inputs {
+        let conn =
+            rusqlite::Connection::open_with_flags(p, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .unwrap();
+        let mut q = sql.to_string();
+        for base in [
+            "rocpd_region",
+            "rocpd_event",
+            "rocpd_string",
+            "rocpd_kernel_dispatch",
+            "rocpd_memory_copy",
+            "rocpd_memory_allocate",
+            "rocpd_sample",
+            "rocpd_track",
+            "rocpd_info_node",
+            "rocpd_info_kernel_symbol",
+        ] {
+            q = q.replace(&format!("{{{base}}}"), &table(&conn, base));
+        }
+        total += conn.query_row(&q, [], |r| r.get::<_, i64>(0)).unwrap() as u64;
+    }
+    total
 }
 
 /// The suffixed name of `base` in a RocPD database (first table set).

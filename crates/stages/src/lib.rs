@@ -1,0 +1,18 @@
+//! The stages between readers and writers: [`Filter`] (by kind, category, name, node,
+//! process, thread, agent), [`Window`] (a time range), and [`SplitSink`], which routes
+//! events to one child sink per key (time part, process, node or agent).
+//!
+//! Every stage counts what it removes. All of them keep flow arrows whole: a flow is
+//! written only when every member of its group (the API call and the kernels and copies
+//! sharing its internal correlation id) reaches the same output; otherwise the kept
+//! members lose their flow markers ([`flows`]).
+
+pub mod filter;
+pub mod flows;
+pub mod split;
+pub mod time;
+pub mod window;
+
+pub use filter::{Filter, FilterRule};
+pub use split::{SplitKey, SplitMode, SplitSink};
+pub use window::Window;

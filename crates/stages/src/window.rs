@@ -1,0 +1,135 @@
+//! The time window (`--start`, `--end`, `--inclusive`, `--keep-launches`).
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use rocpd_model::{col, Catalog, Result};
+use rocpd_pipeline::{Chunk, Stage, TableCounts};
+
+use crate::flows::{self, GroupColumns};
+
+/// Keeps the events in `[start, end]` (ns).
+///
+/// With `fully_inside` (rocpd's `--inclusive true`, its default) an event is kept only if
+/// it lies wholly in the window; otherwise every event that overlaps the window is kept.
+/// With `keep_groups`, an API call and the kernels and copies it launched are kept or
+/// dropped together: the whole group is kept when its time span meets the window, so a
+/// window never shows a kernel without its launch or the reverse.
+#[derive(Debug)]
+pub struct Window {
+    start: i64,
+    end: i64,
+    fully_inside: bool,
+    keep_groups: bool,
+    dropped: TableCounts,
+    flows_cut: u64,
+}
+
+impl Window {
+    /// A window over `[start, end]`.
+    pub fn new(start: i64, end: i64, fully_inside: bool, keep_groups: bool) -> Self {
+        Window {
+            start,
+            end,
+            fully_inside,
+            keep_groups,
+            dropped: TableCounts::new(),
+            flows_cut: 0,
+        }
+    }
+
+    fn keeps(&self, s: i64, e: i64) -> bool {
+        if self.fully_inside {
+            s >= self.start && e <= self.end
+        } else {
+            s <= self.end && e >= self.start
+        }
+    }
+}
+
+impl Stage for Window {
+    fn name(&self) -> String {
+        format!(
+            "window [{}, {}] ns ({})",
+            self.start,
+            self.end,
+            if self.fully_inside {
+                "events wholly inside"
+            } else {
+                "events overlapping"
+            }
+        )
+    }
+
+    fn begin(&mut self, _catalog: &Arc<Catalog>) -> Result<()> {
+        Ok(())
+    }
+
+    fn apply(&mut self, chunk: Chunk) -> Result<Chunk> {
+        let mut out = Chunk::default();
+        for b in &chunk.batches {
+            let starts = b.batch.column(col::START).as_primitive::<Int64Type>();
+            let ends = b.batch.column(col::END).as_primitive::<Int64Type>();
+            let groups = GroupColumns::new(b);
+            let n = b.batch.num_rows();
+            let mut keep = Vec::with_capacity(n);
+            let mut cut = Vec::with_capacity(n);
+            for r in 0..n {
+                let group = groups.get(r);
+                let (k, c) = match group {
+                    Some(g) if self.keep_groups => {
+                        (g.first_start <= self.end && g.last_end >= self.start, false)
+                    }
+                    Some(g) => {
+                        let row = self.keeps(starts.value(r), ends.value(r));
+                        // Every member of the group is kept iff the extreme members are.
+                        let all = if self.fully_inside {
+                            g.first_start >= self.start && g.last_end <= self.end
+                        } else {
+                            g.last_start <= self.end && g.first_end >= self.start
+                        };
+                        (row, row && !all)
+                    }
+                    None => (self.keeps(starts.value(r), ends.value(r)), false),
+                };
+                keep.push(k);
+                cut.push(c);
+            }
+            let removed = keep.iter().filter(|&&k| !k).count() as u64;
+            if removed > 0 {
+                *self.dropped.entry(b.table.name()).or_default() += removed;
+            }
+            self.flows_cut += cut.iter().filter(|&&c| c).count() as u64;
+            let cleared = flows::clear(b, &cut)?;
+            let kept = flows::select(&cleared, &keep)?;
+            if kept.batch.num_rows() > 0 {
+                out.batches.push(kept);
+            }
+        }
+        Ok(out)
+    }
+
+    fn dropped(&self) -> TableCounts {
+        self.dropped.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inclusive_means_wholly_inside_and_otherwise_overlap() {
+        let w = Window::new(100, 200, true, false);
+        assert!(w.keeps(100, 200) && !w.keeps(90, 150) && !w.keeps(150, 210));
+        let w = Window::new(100, 200, false, false);
+        assert!(
+            w.keeps(90, 150)
+                && w.keeps(150, 210)
+                && w.keeps(50, 300)
+                && !w.keeps(201, 300)
+                && !w.keeps(0, 99)
+        );
+    }
+}
