@@ -21,13 +21,26 @@ rm -rf "$work" && mkdir -p "$work"
 
 check() { # name, input, then further convert options
   local name=$1 input=$2; shift 2
-  "$bin/rocpd" convert -q -i "$input" "$@" -f pftrace -o "$name" -d "$work/out"
-  local trace="$work/out/${name}_results.pftrace"
-  "$py" "$tools/check_pftrace.py" "$trace" --json "$work/$name.check.json" | tail -n 1
+  mkdir -p "$work/$name"
+  "$bin/rocpd" convert -q -i "$input" "$@" -f pftrace -o "$name" -d "$work/$name"
+  # Every output file (one, or every part of a split) must pass on its own.
+  local n=0
+  for trace in "$work/$name"/*.pftrace; do
+    n=$((n + 1))
+    "$py" "$tools/check_pftrace.py" "$trace" --json "$trace.check.json" > "$trace.check.txt" \
+      || { cat "$trace.check.txt"; echo "FAILED: $trace"; exit 1; }
+  done
+  echo "  $name: $n file(s) pass check_pftrace.py"
   "$bin/rocpd" info --json -i "$input" > "$work/$name.info.json"
-  "$py" - "$work/$name.check.json" "$work/$name.info.json" <<'PY'
-import json, sys
-check = json.load(open(sys.argv[1])); info = json.load(open(sys.argv[2]))
+  "$py" - "$work/$name.info.json" "$work/$name"/*.check.json <<'PY'
+import collections, json, sys
+info = json.load(open(sys.argv[1]))
+slices, instants = collections.Counter(), 0
+for f in sys.argv[2:]:
+    c = json.load(open(f))
+    slices.update(c["slices_by_category"])
+    instants += c["instants"]
+check = {"slices_by_category": slices, "instants": instants}
 rows = info["rows"]
 slices = check["slices_by_category"]
 api = sum(v for k, v in slices.items() if k.endswith("_api") and k != "marker_api") + slices.get("none", 0)
@@ -58,4 +71,7 @@ check fixture fixtures/generated
 check fixture_by_queue fixtures/generated --group-by-queue --kernel-rename --agent-index-value type-relative
 check generated "$work/gen"
 check generated_lean "$work/gen" --no-annotations --threads 1
+check split_time "$work/gen" --split-by time --split-count 8
+check split_size "$work/gen" --max-file-size 1MB
+check split_process "$work/gen" --split-by process
 echo "validators: all outputs passed"

@@ -197,5 +197,27 @@ fn main() -> Result<()> {
             );
         }
     }
+    // Splitting must cost about the same as not splitting.
+    let case = &cases[1];
+    println!("\nsplitting {} ({} events):", case.name, results[1].events);
+    println!("{:<28} {:>6} {:>8} {:>9}", "split", "files", "seconds", "peak MiB");
+    for (label, extra) in [
+        ("none", vec![]),
+        ("--split-by time, 4 parts", vec!["--split-by", "time", "--split-count", "4"]),
+        ("--split-by time, 64 parts", vec!["--split-by", "time", "--split-count", "64"]),
+        ("--max-file-size 4MiB", vec!["--max-file-size", "4MiB"]),
+    ] {
+        let m = measure(&rocpd, case, &root, &extra)?;
+        let files = std::fs::read_dir(root.join(format!("{}-p{}-i{}", case.name, case.processes, case.iterations)).join("out"))?
+            .filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "pftrace")))
+            .count();
+        println!(
+            "{:<28} {:>6} {:>8.2} {:>9.1}",
+            label,
+            files,
+            m.seconds,
+            m.peak_rss_kib as f64 / 1024.0
+        );
+    }
     Ok(())
 }
