@@ -301,13 +301,32 @@ fn split_sink(plan: &Plan, mode: SplitMode, only: Option<HashSet<String>>) -> Bo
     Box::new(SplitSink::new(mode, Box::new(factory), only))
 }
 
-/// Runs the whole conversion; returns the report (and writes the manifest of a split).
-pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<RunReport> {
+/// A time range, ns.
+type Span = (i64, i64);
+
+/// Checks the inputs (refusals, duplicate processes) and resolves the window: the
+/// catalog, the inputs' time span and the window, before any output exists.
+fn prepare(plan: &Plan) -> Result<(Catalog, Option<Span>, Option<Span>)> {
     let dbs = open_all(&plan.inputs)?;
     let catalog = catalog_of(&dbs)?;
     let span = event_span(&dbs)?;
     let window = resolve_window(&dbs, &plan.window, span)?;
-    drop(dbs);
+    Ok((catalog, span, window))
+}
+
+/// Runs the inputs through the plan's stages into `sink` (no output files of its own).
+pub fn run_into(
+    plan: &Plan,
+    sink: Box<dyn Sink>,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<RunReport> {
+    let (_, _, window) = prepare(plan)?;
+    run_pass(plan, window, vec![sink], on_progress)
+}
+
+/// Runs the whole conversion; returns the report (and writes the manifest of a split).
+pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<RunReport> {
+    let (catalog, span, window) = prepare(plan)?;
     let single = || -> Vec<Box<dyn Sink>> {
         vec![Box::new(PerfettoSink::new(
             &output_path(&plan.dir, &plan.name, "pftrace"),

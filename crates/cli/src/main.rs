@@ -32,6 +32,9 @@ enum Command {
     Convert(Box<ConvertArgs>),
     /// Show what is in the inputs: processes, agents, time span, rows per table.
     Info(InfoArgs),
+    /// Flat profile: per kernel, API function, copy direction and marker, the calls, total,
+    /// average, min, max and standard deviation of durations.
+    Summary(Box<SummaryArgs>),
 }
 
 /// Output formats.
@@ -105,34 +108,8 @@ struct ConvertArgs {
     /// Add API call arguments as an `args` annotation.
     #[arg(long)]
     annotate_args: bool,
-    /// Keep only events matching KEY=VALUE[,VALUE...] (KEY: kind, category, name (a regular
-    /// expression), node, pid, tid, agent); repeat for more keys (all must match).
-    #[arg(long, value_name = "KEY=VALUE")]
-    include: Vec<String>,
-    /// Remove events matching KEY=VALUE[,VALUE...] (keys as for --include).
-    #[arg(long, value_name = "KEY=VALUE")]
-    exclude: Vec<String>,
-    /// Window start: absolute ns, an offset from the trace start with a unit (1.5s, 200ms,
-    /// 300us), or N% of the inputs' time span.
-    #[arg(long, conflicts_with = "start_marker")]
-    start: Option<String>,
-    /// Window end (same forms as --start).
-    #[arg(long, conflicts_with = "end_marker")]
-    end: Option<String>,
-    /// Window start at the start of the ROCTx marker with this message.
-    #[arg(long)]
-    start_marker: Option<String>,
-    /// Window end at the end of the ROCTx marker with this message.
-    #[arg(long)]
-    end_marker: Option<String>,
-    /// true: keep only events wholly inside the window; false: keep events that overlap it
-    /// (what AMD's rocpd code does, whatever its help text says).
-    #[arg(long, default_value = "true", value_parser = parse_bool, action = clap::ArgAction::Set)]
-    inclusive: bool,
-    /// Keep an API call and the kernels and copies it launched together: a window never
-    /// shows a kernel without its launch, or the reverse.
-    #[arg(long)]
-    keep_launches: bool,
+    #[command(flatten)]
+    select: SelectArgs,
     /// Split the output into several files, each complete in itself.
     #[arg(long, value_enum)]
     split_by: Option<SplitBy>,
@@ -167,6 +144,82 @@ struct ConvertArgs {
     /// Accepted for compatibility with AMD's rocpd (ignored).
     #[arg(long, hide = true)]
     perfetto_shmem_size_hint: Option<String>,
+}
+
+/// What to read: filters and the time window (shared by convert and summary).
+#[derive(clap::Args, Debug, Clone)]
+struct SelectArgs {
+    /// Keep only events matching KEY=VALUE[,VALUE...] (KEY: kind, category, name (a regular
+    /// expression), node, pid, tid, agent); repeat for more keys (all must match).
+    #[arg(long, value_name = "KEY=VALUE")]
+    include: Vec<String>,
+    /// Remove events matching KEY=VALUE[,VALUE...] (keys as for --include).
+    #[arg(long, value_name = "KEY=VALUE")]
+    exclude: Vec<String>,
+    /// Window start: absolute ns, an offset from the trace start with a unit (1.5s, 200ms,
+    /// 300us), or N% of the inputs' time span.
+    #[arg(long, conflicts_with = "start_marker")]
+    start: Option<String>,
+    /// Window end (same forms as --start).
+    #[arg(long, conflicts_with = "end_marker")]
+    end: Option<String>,
+    /// Window start at the start of the ROCTx marker with this message.
+    #[arg(long)]
+    start_marker: Option<String>,
+    /// Window end at the end of the ROCTx marker with this message.
+    #[arg(long)]
+    end_marker: Option<String>,
+    /// true: keep only events wholly inside the window; false: keep events that overlap it
+    /// (what AMD's rocpd code does, whatever its help text says).
+    #[arg(long, default_value = "true", value_parser = parse_bool, action = clap::ArgAction::Set)]
+    inclusive: bool,
+    /// Keep an API call and the kernels and copies it launched together: a window never
+    /// shows a kernel without its launch, or the reverse.
+    #[arg(long)]
+    keep_launches: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct SummaryArgs {
+    /// Input files, globs or directories.
+    #[arg(short, long = "input", required = true, num_args = 1..)]
+    input: Vec<String>,
+    /// One summary per process (rank) as well as the whole.
+    #[arg(long = "summary-by-rank", alias = "by-rank")]
+    by_rank: bool,
+    /// Output formats; console prints to stdout, the others write files.
+    #[arg(short = 'f', long = "format", value_enum, num_args = 1.., default_value = "console")]
+    format: Vec<SummaryFormat>,
+    /// Output file prefix: `<DIR>/<NAME>_<view>_summary.csv`, ... (none by default).
+    #[arg(
+        short = 'o',
+        long = "output-file",
+        env = "ROCPD_OUTPUT_NAME",
+        default_value = ""
+    )]
+    output_file: String,
+    /// Output directory for file formats.
+    #[arg(
+        short = 'd',
+        long = "output-path",
+        env = "ROCPD_OUTPUT_PATH",
+        default_value = "./rocpd-output-data"
+    )]
+    output_path: PathBuf,
+    #[command(flatten)]
+    select: SelectArgs,
+    /// Threads: 1 decodes and aggregates on one thread; 2 or more decode on a thread of its own.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SummaryFormat {
+    Console,
+    Csv,
+    Json,
+    #[value(alias = "markdown")]
+    Md,
 }
 
 #[derive(clap::Args, Debug)]
@@ -216,13 +269,6 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
             Format::Pftrace => {}
         }
     }
-    let mut rules = Vec::new();
-    for r in &args.include {
-        rules.push(FilterRule::parse(r, true)?);
-    }
-    for r in &args.exclude {
-        rules.push(FilterRule::parse(r, false)?);
-    }
     let plan = convert::Plan {
         inputs: inputs::expand(&args.input)?,
         dir: args.output_path.clone(),
@@ -239,15 +285,8 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
             annotate_args: args.annotate_args,
             ..Default::default()
         },
-        rules,
-        window: convert::WindowRequest {
-            start: args.start.clone(),
-            end: args.end.clone(),
-            start_marker: args.start_marker.clone(),
-            end_marker: args.end_marker.clone(),
-            fully_inside: args.inclusive,
-            keep_groups: args.keep_launches,
-        },
+        rules: args.select.rules()?,
+        window: args.select.window(),
         split: split_of(&args)?,
         max_open: args.max_open,
         run: RunOptions {
@@ -273,6 +312,85 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
     Ok(())
 }
 
+impl SelectArgs {
+    fn rules(&self) -> Result<Vec<FilterRule>> {
+        let mut rules = Vec::new();
+        for r in &self.include {
+            rules.push(FilterRule::parse(r, true)?);
+        }
+        for r in &self.exclude {
+            rules.push(FilterRule::parse(r, false)?);
+        }
+        Ok(rules)
+    }
+
+    fn window(&self) -> convert::WindowRequest {
+        convert::WindowRequest {
+            start: self.start.clone(),
+            end: self.end.clone(),
+            start_marker: self.start_marker.clone(),
+            end_marker: self.end_marker.clone(),
+            fully_inside: self.inclusive,
+            keep_groups: self.keep_launches,
+        }
+    }
+}
+
+fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
+    let plan = convert::Plan {
+        inputs: inputs::expand(&args.input)?,
+        dir: args.output_path.clone(),
+        name: args.output_file.clone(),
+        perfetto: PerfettoOptions::default(),
+        rules: args.select.rules()?,
+        window: args.select.window(),
+        split: None,
+        max_open: 1,
+        run: RunOptions {
+            decode_thread: args.threads > 1,
+            ..Default::default()
+        },
+    };
+    let result = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let bar = progress_bar(quiet);
+    let sink = rocpd_summary::SummarySink::new(args.by_rank, result.clone());
+    convert::run_into(&plan, Box::new(sink), &mut |p| {
+        bar.set_message(format!("{} events", p.rows))
+    })?;
+    bar.finish_and_clear();
+    let views = std::mem::take(&mut *result.lock().expect("not poisoned"));
+    let mut formats = args.format.clone();
+    formats.dedup();
+    for f in formats {
+        let (format, ext) = match f {
+            SummaryFormat::Console => (rocpd_summary::OutputFormat::Console, ""),
+            SummaryFormat::Csv => (rocpd_summary::OutputFormat::Csv, "csv"),
+            SummaryFormat::Json => (rocpd_summary::OutputFormat::Json, "json"),
+            SummaryFormat::Md => (rocpd_summary::OutputFormat::Markdown, "md"),
+        };
+        for (name, text) in rocpd_summary::render(&views, format, args.by_rank) {
+            if format == rocpd_summary::OutputFormat::Console {
+                print!("{text}");
+                continue;
+            }
+            let file = if args.output_file.is_empty() {
+                format!("{name}.{ext}")
+            } else {
+                format!("{}_{name}.{ext}", args.output_file)
+            };
+            let path = args.output_path.join(file);
+            let mut out = rocpd_pipeline::OutputFile::create(&path)?;
+            std::io::Write::write_all(out.writer(), text.as_bytes())
+                .map_err(|e| out.io_error(e))?;
+            out.commit()?;
+            if !quiet {
+                eprintln!("wrote {}", path.display());
+            }
+        }
+    }
+    Ok(())
+}
+
 fn progress_bar(quiet: bool) -> indicatif::ProgressBar {
     if quiet || !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
@@ -292,6 +410,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Convert(args) => run_convert(*args, cli.quiet),
         Command::Info(args) => info::run(&args.input, args.json),
+        Command::Summary(args) => run_summary(*args, cli.quiet),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,162 @@
+//! `rocpd summary`: totals per name equal plain SQL on the inputs, per rank and after
+//! filters and windows; rocpd's column names.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+fn summary_json(inputs: &[PathBuf], dir: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args: Vec<String> = vec![
+        "summary".into(),
+        "-q".into(),
+        "-f".into(),
+        "json".into(),
+        "-d".into(),
+        dir.display().to_string(),
+        "-i".into(),
+    ];
+    args.extend(inputs.iter().map(|p| p.display().to_string()));
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = rocpd(&refs);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+fn view(v: &serde_json::Value, name: &str) -> BTreeMap<(Option<i64>, String), (u64, i64)> {
+    v["views"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == name)
+        .map(|x| {
+            x["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    (
+                        (r["pid"].as_i64(), r["name"].as_str().unwrap().to_string()),
+                        (
+                            r["calls"].as_u64().unwrap(),
+                            r["total_ns"].as_i64().unwrap(),
+                        ),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Per kernel name (and pid with `by_pid`): (calls, total ns), by SQL on the inputs.
+fn sql_kernels(
+    inputs: &[PathBuf],
+    by_pid: bool,
+    cond: &str,
+) -> BTreeMap<(Option<i64>, String), (u64, i64)> {
+    let mut out: BTreeMap<(Option<i64>, String), (u64, i64)> = BTreeMap::new();
+    for p in inputs {
+        let c = rusqlite::Connection::open(p).unwrap();
+        let t = |base: &str| -> String {
+            c.query_row(&format!("SELECT name FROM sqlite_master WHERE name LIKE '{base}\\_%' ESCAPE '\\' AND type = 'table'"), [], |r| r.get(0))
+                .unwrap()
+        };
+        let sql = format!(
+            "SELECT K.pid, COALESCE(NULLIF(S.display_name, ''), S.kernel_name, ''), COUNT(*), SUM(K.\"end\" - K.start) \
+             FROM \"{}\" K LEFT JOIN \"{}\" S ON S.id = K.kernel_id WHERE {cond} GROUP BY 1, 2",
+            t("rocpd_kernel_dispatch"),
+            t("rocpd_info_kernel_symbol")
+        );
+        let mut st = c.prepare(&sql).unwrap();
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                ))
+            })
+            .unwrap();
+        for row in rows {
+            let (pid, name, n, total) = row.unwrap();
+            let e = out.entry((by_pid.then_some(pid), name)).or_default();
+            e.0 += n as u64;
+            e.1 += total;
+        }
+    }
+    out
+}
+
+#[test]
+fn kernel_totals_equal_sql_overall_and_per_rank() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ins = generate(&tmp.path().join("in"), 31, 3, 10);
+    let v = summary_json(&ins, &tmp.path().join("a"), &[]);
+    assert_eq!(view(&v, "KERNELS"), sql_kernels(&ins, false, "1"));
+    let v = summary_json(&ins, &tmp.path().join("b"), &["--by-rank"]);
+    assert_eq!(view(&v, "KERNELS"), sql_kernels(&ins, true, "1"));
+    let copies: u64 = view(&v, "MEMORY_COPIES").values().map(|x| x.0).sum();
+    assert_eq!(
+        copies,
+        sql_count(&ins, "SELECT COUNT(*) FROM {rocpd_memory_copy}")
+    );
+}
+
+#[test]
+fn summaries_follow_filters_and_windows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ins = generate(&tmp.path().join("in"), 32, 2, 10);
+    let v = summary_json(&ins, &tmp.path().join("a"), &["--include", "pid=4037"]);
+    assert_eq!(
+        view(&v, "KERNELS"),
+        sql_kernels(&ins, false, "K.pid = 4037")
+    );
+    assert!(view(&v, "KERNELS").len() > 1);
+    let v = summary_json(
+        &ins,
+        &tmp.path().join("b"),
+        &["--exclude", "category=hsa_api"],
+    );
+    assert!(view(&v, "HSA").is_empty() && !view(&v, "HIP").is_empty());
+}
+
+#[test]
+fn csv_uses_rocpd_column_names_and_console_prints_every_view() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ins = generate(&tmp.path().join("in"), 33, 1, 5);
+    let out = tmp.path().join("csv");
+    let mut args = vec![
+        "summary",
+        "-q",
+        "-f",
+        "csv",
+        "console",
+        "-o",
+        "run",
+        "-d",
+        out.to_str().unwrap(),
+        "-i",
+    ];
+    let p = ins[0].display().to_string();
+    args.push(&p);
+    let o = rocpd(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(out.join("run_kernels_summary.csv")).unwrap();
+    assert_eq!(
+        text.lines().next().unwrap(),
+        "Name,Calls,DURATION (nsec),AVERAGE (nsec),PERCENT (INC),MIN (nsec),MAX (nsec),STD_DEV"
+    );
+    let console = String::from_utf8(o.stdout).unwrap();
+    for v in [
+        "KERNELS_SUMMARY:",
+        "HIP_SUMMARY:",
+        "MEMORY_COPIES_SUMMARY:",
+        "MARKERS_SUMMARY:",
+    ] {
+        assert!(console.contains(v), "{v} missing");
+    }
+}

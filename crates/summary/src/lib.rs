@@ -1,0 +1,301 @@
+//! The flat profile `rocpd summary` prints: per kernel, per API function (one view per API
+//! domain), per copy direction, per allocation operation, per marker: calls, total,
+//! average, min, max and standard deviation of the durations, and each name's share of
+//! its view's total.
+//!
+//! [`SummarySink`] aggregates as events stream by, in memory proportional to the number of
+//! distinct names (times processes with `by_rank`), never to the number of events. Views
+//! and column names follow AMD's `rocpd summary` (`KERNELS`, `HIP`, `MEMORY_COPIES`, ...;
+//! `Name`, `Calls`, `DURATION (nsec)`, ...).
+
+mod render;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, UInt32Type};
+use arrow_array::{Array, StringArray};
+use rocpd_model::naming::allocation_operation;
+use rocpd_model::{col, Catalog, EventBatch, Result, Table};
+use rocpd_pipeline::{Chunk, OutputReport, Sink};
+use serde::Serialize;
+
+pub use render::{render, OutputFormat};
+
+/// Running statistics of one name (Welford's algorithm for the variance).
+#[derive(Debug, Clone, Copy, Default)]
+struct Stats {
+    calls: u64,
+    total: i128,
+    min: i64,
+    max: i64,
+    mean: f64,
+    m2: f64,
+}
+
+impl Stats {
+    fn add(&mut self, d: i64) {
+        if self.calls == 0 {
+            self.min = d;
+            self.max = d;
+        } else {
+            self.min = self.min.min(d);
+            self.max = self.max.max(d);
+        }
+        self.calls += 1;
+        self.total += d as i128;
+        let delta = d as f64 - self.mean;
+        self.mean += delta / self.calls as f64;
+        self.m2 += delta * (d as f64 - self.mean);
+    }
+}
+
+/// One row of a view.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Process id, with `by_rank`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i64>,
+    /// Hostname, with `by_rank`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Kernel, function, operation or marker name.
+    pub name: String,
+    /// Number of events.
+    pub calls: u64,
+    /// Sum of durations, ns.
+    pub total_ns: i128,
+    /// Mean duration, ns.
+    pub average_ns: f64,
+    /// Share of the view's total, percent.
+    pub percent: f64,
+    /// Shortest, ns.
+    pub min_ns: i64,
+    /// Longest, ns.
+    pub max_ns: i64,
+    /// Sample standard deviation (n - 1), ns; 0 for one call.
+    pub stddev_ns: f64,
+}
+
+/// One view: a named table of rows, sorted by total duration, longest first.
+#[derive(Debug, Clone, Serialize)]
+pub struct View {
+    /// `KERNELS`, `HIP`, `MEMORY_COPIES`, ...
+    pub name: String,
+    /// The rows.
+    pub rows: Vec<Row>,
+}
+
+/// A process (source index, pid) when summarising per rank.
+type Rank = Option<(u32, i64)>;
+
+/// Statistics per (rank, name) of one view.
+type ViewStats = HashMap<(Rank, String), Stats>;
+
+/// The finished summary, shared with the caller of [`SummarySink::new`].
+pub type SummaryHandle = Arc<Mutex<Vec<View>>>;
+
+/// A [`Sink`] that aggregates the flat profile.
+pub struct SummarySink {
+    by_rank: bool,
+    catalog: Option<Arc<Catalog>>,
+    hostnames: HashMap<(u32, i64), String>,
+    views: BTreeMap<String, ViewStats>,
+    rows_seen: BTreeMap<&'static str, u64>,
+    out: SummaryHandle,
+}
+
+impl SummarySink {
+    /// A summary, per process with `by_rank`; the result lands in `out` at `finish`.
+    pub fn new(by_rank: bool, out: SummaryHandle) -> Self {
+        SummarySink {
+            by_rank,
+            catalog: None,
+            hostnames: HashMap::new(),
+            views: BTreeMap::new(),
+            rows_seen: BTreeMap::new(),
+            out,
+        }
+    }
+
+    fn add_batch(&mut self, b: &EventBatch) {
+        let t = b.table;
+        if t == Table::PmcValue {
+            return;
+        }
+        let batch = &b.batch;
+        let starts = batch.column(col::START).as_primitive::<Int64Type>();
+        let ends = batch.column(col::END).as_primitive::<Int64Type>();
+        let sources = batch.column(col::SOURCE).as_primitive::<UInt32Type>();
+        let pids = batch.column(col::PID).as_primitive::<Int64Type>();
+        let s = |n: &str| batch.column(t.column_index(n)).as_string::<i32>();
+        let text = |a: &StringArray, r: usize| {
+            if a.is_valid(r) {
+                a.value(r).to_string()
+            } else {
+                String::new()
+            }
+        };
+        let category = s("category");
+        for r in 0..batch.num_rows() {
+            let (view, name): (String, String) = match t {
+                Table::KernelDispatch => ("KERNELS".into(), text(s("kernel_name"), r)),
+                Table::MemoryCopy => ("MEMORY_COPIES".into(), text(s("name"), r)),
+                Table::MemoryAllocation => {
+                    let level = s("level");
+                    let level = level.is_valid(r).then(|| level.value(r));
+                    let op = allocation_operation(&text(s("type"), r), level);
+                    if level == Some("SCRATCH") {
+                        ("SCRATCH_MEMORY".into(), op)
+                    } else {
+                        ("MEMORY_ALLOCATIONS".into(), op)
+                    }
+                }
+                Table::Marker => {
+                    let m = text(s("message"), r);
+                    (
+                        "MARKERS".into(),
+                        if m.is_empty() { text(s("name"), r) } else { m },
+                    )
+                }
+                Table::Region | Table::Sample => {
+                    // One view per domain: the category's first word (HIP_RUNTIME_API_EXT → HIP).
+                    let cat = text(category, r);
+                    let domain = cat
+                        .split('_')
+                        .next()
+                        .filter(|d| !d.is_empty())
+                        .unwrap_or("NONE");
+                    let domain = domain.to_ascii_uppercase();
+                    if domain == "MARKER" {
+                        let m = text(s("message"), r);
+                        (
+                            "MARKERS".into(),
+                            if m.is_empty() { text(s("name"), r) } else { m },
+                        )
+                    } else {
+                        (domain, text(s("name"), r))
+                    }
+                }
+                Table::PmcValue => unreachable!(),
+            };
+            let rank = self.by_rank.then(|| {
+                (
+                    sources.value(r),
+                    if pids.is_valid(r) { pids.value(r) } else { -1 },
+                )
+            });
+            let d = (ends.value(r) - starts.value(r)).max(0);
+            self.views
+                .entry(view)
+                .or_default()
+                .entry((rank, name))
+                .or_default()
+                .add(d);
+        }
+        *self.rows_seen.entry(t.name()).or_default() += batch.num_rows() as u64;
+    }
+}
+
+impl Sink for SummarySink {
+    fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
+        self.hostnames = catalog
+            .processes
+            .iter()
+            .filter_map(|p| {
+                let host = catalog
+                    .nodes
+                    .iter()
+                    .find(|n| n.source == p.source && n.id == p.nid)?
+                    .hostname
+                    .clone()?;
+                Some(((p.source, p.pid), host))
+            })
+            .collect();
+        self.catalog = Some(catalog.clone());
+        Ok(())
+    }
+
+    fn write(&mut self, chunk: &Chunk) -> Result<()> {
+        for b in &chunk.batches {
+            self.add_batch(b);
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<Vec<OutputReport>> {
+        let mut views = Vec::new();
+        for (name, stats) in self.views {
+            let mut rows: Vec<Row> = Vec::with_capacity(stats.len());
+            // Percent of the view's total (per process with by_rank, like rocpd's by-rank views).
+            let mut totals: HashMap<Rank, i128> = HashMap::new();
+            for ((rank, _), s) in &stats {
+                *totals.entry(*rank).or_default() += s.total;
+            }
+            for ((rank, n), s) in stats {
+                let total = totals[&rank].max(1);
+                rows.push(Row {
+                    pid: rank.map(|r| r.1),
+                    hostname: rank.map(|r| self.hostnames.get(&r).cloned().unwrap_or_default()),
+                    name: n,
+                    calls: s.calls,
+                    total_ns: s.total,
+                    average_ns: s.total as f64 / s.calls as f64,
+                    percent: s.total as f64 * 100.0 / total as f64,
+                    min_ns: s.min,
+                    max_ns: s.max,
+                    stddev_ns: if s.calls > 1 {
+                        (s.m2 / (s.calls - 1) as f64).sqrt()
+                    } else {
+                        0.0
+                    },
+                });
+            }
+            rows.sort_by(|a, b| {
+                (a.pid, std::cmp::Reverse(a.total_ns), &a.name).cmp(&(
+                    b.pid,
+                    std::cmp::Reverse(b.total_ns),
+                    &b.name,
+                ))
+            });
+            views.push(View { name, rows });
+        }
+        // Views in a fixed order: kernels, copies, allocations, then API domains, markers.
+        let rank = |n: &str| match n {
+            "KERNELS" => 0,
+            "MEMORY_COPIES" => 1,
+            "MEMORY_ALLOCATIONS" => 2,
+            "SCRATCH_MEMORY" => 3,
+            "MARKERS" => 5,
+            _ => 4,
+        };
+        views.sort_by(|a, b| (rank(&a.name), &a.name).cmp(&(rank(&b.name), &b.name)));
+        *self.out.lock().expect("not poisoned") = views;
+        let mut report = OutputReport::default();
+        for (t, n) in self.rows_seen {
+            report.rows.insert(t, n);
+        }
+        Ok(vec![report])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn running_statistics_match_the_textbook_formulas() {
+        let xs = [3i64, 7, 7, 19, 24, 0];
+        let mut s = Stats::default();
+        for x in xs {
+            s.add(x);
+        }
+        let n = xs.len() as f64;
+        let mean = xs.iter().sum::<i64>() as f64 / n;
+        let var = xs.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        assert_eq!((s.calls, s.total, s.min, s.max), (6, 60, 0, 24));
+        assert!((s.mean - mean).abs() < 1e-9);
+        assert!((s.m2 / (n - 1.0) - var).abs() < 1e-6);
+    }
+}
