@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
-use rocpd_db::Database;
+use rocpd_db::{Database, RocpdSink};
 use rocpd_model::{Catalog, Table};
 use rocpd_perfetto::{PerfettoOptions, PerfettoSink, SizePlanner};
 use rocpd_pipeline::{
@@ -151,8 +151,31 @@ impl WindowRequest {
     }
 }
 
+/// An output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fmt {
+    /// Perfetto trace.
+    Pftrace,
+    /// Merged RocPD database.
+    Rocpd,
+}
+
+impl Fmt {
+    fn ext(self) -> &'static str {
+        match self {
+            Fmt::Pftrace => "pftrace",
+            Fmt::Rocpd => "db",
+        }
+    }
+}
+
 /// Everything a conversion needs.
 pub struct Plan {
+    /// Output formats.
+    pub formats: Vec<Fmt>,
+    /// Write the RocPD output as `<dir>/<name>.db` (`rocpd merge`) instead of
+    /// `<dir>/<name>_results.db`.
+    pub merge_naming: bool,
     /// Input files.
     pub inputs: Vec<PathBuf>,
     /// Output directory.
@@ -292,13 +315,75 @@ fn run_pass(
     )?)
 }
 
-fn split_sink(plan: &Plan, mode: SplitMode, only: Option<HashSet<String>>) -> Box<dyn Sink> {
-    let (dir, name, opts) = (plan.dir.clone(), plan.name.clone(), plan.perfetto.clone());
-    let factory = move |key: &SplitKey| -> rocpd_model::Result<Box<dyn Sink>> {
-        let path = output_path(&dir, &name, &format!("{}.pftrace", key.label));
-        Ok(Box::new(PerfettoSink::new(&path, opts.clone())))
+/// The writer of `fmt` for the output named with `label` (a split key), if any.
+fn make_sink(
+    fmt: Fmt,
+    dir: &Path,
+    name: &str,
+    label: Option<&str>,
+    merge_naming: bool,
+    perfetto: &PerfettoOptions,
+) -> Box<dyn Sink> {
+    let ext = match label {
+        Some(l) => format!("{l}.{}", fmt.ext()),
+        None => fmt.ext().to_string(),
     };
-    Box::new(SplitSink::new(mode, Box::new(factory), only))
+    let path = if merge_naming && fmt == Fmt::Rocpd {
+        dir.join(format!("{name}.{ext}"))
+    } else {
+        output_path(dir, name, &ext)
+    };
+    match fmt {
+        Fmt::Pftrace => Box::new(PerfettoSink::new(&path, perfetto.clone())),
+        Fmt::Rocpd => Box::new(RocpdSink::new(&path)),
+    }
+}
+
+/// The sinks of every format for an unsplit run.
+fn sinks(plan: &Plan, formats: &[Fmt]) -> Vec<Box<dyn Sink>> {
+    formats
+        .iter()
+        .map(|f| {
+            make_sink(
+                *f,
+                &plan.dir,
+                &plan.name,
+                None,
+                plan.merge_naming,
+                &plan.perfetto,
+            )
+        })
+        .collect()
+}
+
+/// One split router per format.
+fn split_sinks(plan: &Plan, mode: SplitMode, only: Option<HashSet<String>>) -> Vec<Box<dyn Sink>> {
+    plan.formats
+        .iter()
+        .map(|&fmt| {
+            let (dir, name, opts, merge_naming) = (
+                plan.dir.clone(),
+                plan.name.clone(),
+                plan.perfetto.clone(),
+                plan.merge_naming,
+            );
+            let factory = move |key: &SplitKey| -> rocpd_model::Result<Box<dyn Sink>> {
+                Ok(make_sink(
+                    fmt,
+                    &dir,
+                    &name,
+                    Some(&key.label),
+                    merge_naming,
+                    &opts,
+                ))
+            };
+            Box::new(SplitSink::new(
+                mode.clone(),
+                Box::new(factory),
+                only.clone(),
+            )) as Box<dyn Sink>
+        })
+        .collect()
 }
 
 /// A time range, ns.
@@ -327,14 +412,44 @@ pub fn run_into(
 /// Runs the whole conversion; returns the report (and writes the manifest of a split).
 pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<RunReport> {
     let (catalog, span, window) = prepare(plan)?;
-    let single = || -> Vec<Box<dyn Sink>> {
-        vec![Box::new(PerfettoSink::new(
-            &output_path(&plan.dir, &plan.name, "pftrace"),
-            plan.perfetto.clone(),
-        ))]
-    };
     let Some(split) = &plan.split else {
-        return run_pass(plan, window, single(), on_progress);
+        // Unfiltered RocPD output is a copy inside SQLite; everything else streams.
+        let fast = plan.rules.is_empty() && window.is_none();
+        let streamed: Vec<Fmt> = plan
+            .formats
+            .iter()
+            .copied()
+            .filter(|f| !(fast && *f == Fmt::Rocpd))
+            .collect();
+        let mut report = if streamed.is_empty() {
+            RunReport::default()
+        } else {
+            run_pass(plan, window, sinks(plan, &streamed), on_progress)?
+        };
+        if fast && plan.formats.contains(&Fmt::Rocpd) {
+            let started = std::time::Instant::now();
+            let path = if plan.merge_naming {
+                plan.dir.join(format!("{}.db", plan.name))
+            } else {
+                output_path(&plan.dir, &plan.name, "db")
+            };
+            let out = rocpd_db::merge(&plan.inputs, &path);
+            let out = match out {
+                Ok(o) => o,
+                Err(e) => {
+                    for o in &report.outputs {
+                        let _ = std::fs::remove_file(&o.path);
+                    }
+                    return Err(e.into());
+                }
+            };
+            if report.rows_in.is_empty() {
+                report.rows_in = out.rows.clone();
+            }
+            report.outputs.push(out);
+            report.seconds += started.elapsed().as_secs_f64();
+        }
+        return Ok(report);
     };
     let report = match split {
         Split::TimeCount(_) | Split::TimeDuration(_) => {
@@ -343,11 +458,14 @@ pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<Ru
             run_pass(
                 plan,
                 window,
-                vec![split_sink(plan, SplitMode::Time { cuts }, None)],
+                split_sinks(plan, SplitMode::Time { cuts }, None),
                 on_progress,
             )?
         }
         Split::Size(cap) => {
+            if plan.formats.iter().any(|f| *f != Fmt::Pftrace) {
+                bail!("--max-file-size splits Perfetto traces only; use --split-by time for other formats");
+            }
             let cuts = Arc::new(Mutex::new(Vec::new()));
             let planner = SizePlanner::new(*cap, plan.perfetto.clone(), cuts.clone());
             run_pass(plan, window, vec![Box::new(planner)], on_progress)?;
@@ -355,7 +473,7 @@ pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<Ru
             run_pass(
                 plan,
                 window,
-                vec![split_sink(plan, SplitMode::Time { cuts }, None)],
+                split_sinks(plan, SplitMode::Time { cuts }, None),
                 on_progress,
             )?
         }
@@ -367,7 +485,7 @@ pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<Ru
                 let pass = run_pass(
                     plan,
                     window,
-                    vec![split_sink(plan, mode.clone(), Some(only))],
+                    split_sinks(plan, mode.clone(), Some(only)),
                     on_progress,
                 );
                 let r = match pass {

@@ -32,6 +32,8 @@ enum Command {
     Convert(Box<ConvertArgs>),
     /// Show what is in the inputs: processes, agents, time span, rows per table.
     Info(InfoArgs),
+    /// Merge databases into one RocPD database (same as `convert -f rocpd`, named `<DIR>/<NAME>.db`).
+    Merge(Box<MergeArgs>),
     /// Flat profile: per kernel, API function, copy direction and marker, the calls, total,
     /// average, min, max and standard deviation of durations.
     Summary(Box<SummaryArgs>),
@@ -43,6 +45,8 @@ enum Format {
     /// Perfetto trace (`.pftrace`), for ui.perfetto.dev.
     #[value(alias = "perfetto")]
     Pftrace,
+    /// One merged RocPD database (`.db`), for AMD's rocpd tools and ROCm Optiq.
+    Rocpd,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -213,6 +217,34 @@ struct SummaryArgs {
     threads: usize,
 }
 
+#[derive(clap::Args, Debug)]
+struct MergeArgs {
+    /// Input files, globs or directories.
+    #[arg(short, long = "input", required = true, num_args = 1..)]
+    input: Vec<String>,
+    /// Output name: the database is `<DIR>/<NAME>.db`.
+    #[arg(
+        short = 'o',
+        long = "output-file",
+        env = "ROCPD_OUTPUT_NAME",
+        default_value = "merged"
+    )]
+    output_file: String,
+    /// Output directory.
+    #[arg(
+        short = 'd',
+        long = "output-path",
+        env = "ROCPD_OUTPUT_PATH",
+        default_value = "./rocpd-output-data"
+    )]
+    output_path: PathBuf,
+    #[command(flatten)]
+    select: SelectArgs,
+    /// Also write the run report as JSON.
+    #[arg(long)]
+    report: Option<PathBuf>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum SummaryFormat {
     Console,
@@ -261,15 +293,19 @@ fn split_of(args: &ConvertArgs) -> Result<Option<convert::Split>> {
 }
 
 fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
-    let mut formats = args.format.clone();
+    let mut formats: Vec<convert::Fmt> = args
+        .format
+        .iter()
+        .map(|f| match f {
+            Format::Pftrace => convert::Fmt::Pftrace,
+            Format::Rocpd => convert::Fmt::Rocpd,
+        })
+        .collect();
+    formats.sort_by_key(|f| *f as u8);
     formats.dedup();
-    // One writer today; the match is where further formats plug in.
-    for f in &formats {
-        match f {
-            Format::Pftrace => {}
-        }
-    }
     let plan = convert::Plan {
+        formats,
+        merge_naming: false,
         inputs: inputs::expand(&args.input)?,
         dir: args.output_path.clone(),
         name: args.output_file.clone(),
@@ -336,8 +372,39 @@ impl SelectArgs {
     }
 }
 
+fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
+    let name = args
+        .output_file
+        .strip_suffix(".db")
+        .unwrap_or(&args.output_file)
+        .to_string();
+    let plan = convert::Plan {
+        formats: vec![convert::Fmt::Rocpd],
+        merge_naming: true,
+        inputs: inputs::expand(&args.input)?,
+        dir: args.output_path.clone(),
+        name,
+        perfetto: PerfettoOptions::default(),
+        rules: args.select.rules()?,
+        window: args.select.window(),
+        split: None,
+        max_open: 1,
+        run: RunOptions::default(),
+    };
+    let report = convert::convert(&plan, &mut |_| {})?;
+    if let Some(path) = &args.report {
+        convert::write_report(path, &report)?;
+    }
+    if !quiet {
+        eprintln!("{}", report.render());
+    }
+    Ok(())
+}
+
 fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
     let plan = convert::Plan {
+        formats: Vec::new(),
+        merge_naming: false,
         inputs: inputs::expand(&args.input)?,
         dir: args.output_path.clone(),
         name: args.output_file.clone(),
@@ -411,6 +478,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => run_convert(*args, cli.quiet),
         Command::Info(args) => info::run(&args.input, args.json),
         Command::Summary(args) => run_summary(*args, cli.quiet),
+        Command::Merge(args) => run_merge(*args, cli.quiet),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,8 +10,10 @@
 
 mod catalog;
 mod detect;
+mod merge;
 mod query;
 mod value;
+mod views;
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +21,7 @@ use rocpd_model::{Catalog, Result, SourceInfo, Table};
 use rusqlite::{Connection, OpenFlags};
 
 pub use detect::looks_like_sqlite;
+pub use merge::{merge, RocpdSink};
 pub use query::{RowStream, TableQuery};
 
 /// One set of suffixed tables inside a database.

@@ -1,0 +1,404 @@
+//! Writing a merged RocPD database: every input table set's `rocpd_<name>_<uuid>` tables
+//! copied with their ids and guids (never renumbered), `rocpd_<name>` views over their
+//! union, and the analysis views AMD's tools query.
+//!
+//! Two ways in: [`merge`] copies whole databases inside SQLite (the fast path, lossless);
+//! [`RocpdSink`] is a pipeline sink for filtered, windowed or split runs: it records the
+//! ids of the rows that reach it (in a TEMP table, on disk) and at `finish` copies exactly
+//! those rows, the events they reference and the arguments of those events, plus every info
+//! row. Both write to a temporary file that is renamed into place when complete.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, UInt32Type};
+use rocpd_model::{col, Catalog, Error, Result, Table};
+use rocpd_pipeline::{Chunk, OutputReport, Sink};
+use rusqlite::{Connection, OpenFlags};
+
+use crate::{quote_ident, Database, TableSet};
+
+/// Which source table a model table's rows come from, and its code in the kept-id table.
+fn source_table(t: Table) -> (&'static str, i64) {
+    match t {
+        Table::Region | Table::Marker => ("rocpd_region", 1),
+        Table::Sample => ("rocpd_sample", 2),
+        Table::KernelDispatch => ("rocpd_kernel_dispatch", 3),
+        Table::MemoryCopy => ("rocpd_memory_copy", 4),
+        Table::MemoryAllocation => ("rocpd_memory_allocate", 5),
+        Table::PmcValue => ("rocpd_pmc_event", 6),
+    }
+}
+
+/// Tables whose rows are events (selected by kept ids); every other table is info data,
+/// copied whole.
+const EVENT_TABLES: [&str; 6] = [
+    "rocpd_region",
+    "rocpd_sample",
+    "rocpd_kernel_dispatch",
+    "rocpd_memory_copy",
+    "rocpd_memory_allocate",
+    "rocpd_pmc_event",
+];
+
+/// Percent-encodes a path for an SQLite URI.
+fn uri(path: &Path, params: &str) -> String {
+    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut s = String::from("file:");
+    for b in abs.to_string_lossy().bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s.push('?');
+    s.push_str(params);
+    s
+}
+
+/// An output database under construction (temporary name until [`Output::commit`]).
+struct Output {
+    path: PathBuf,
+    tmp: PathBuf,
+    conn: Option<Connection>,
+    tables: BTreeMap<String, Vec<String>>,
+}
+
+impl Output {
+    fn create(path: &Path) -> Result<Output> {
+        let err = |e: &dyn std::fmt::Display| Error::output(path, e.to_string());
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
+        }
+        let name = path
+            .file_name()
+            .ok_or_else(|| err(&"not a file name"))?
+            .to_string_lossy();
+        let tmp = path.with_file_name(format!(".{name}.partial-{}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&tmp, flags).map_err(|e| err(&e))?;
+        // The file is renamed into place only when complete, so no journal is needed.
+        conn.execute_batch(
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA foreign_keys = OFF; \
+             PRAGMA temp_store = FILE; PRAGMA cache_size = -16384;",
+        )
+        .map_err(|e| err(&e))?;
+        Ok(Output {
+            path: path.to_path_buf(),
+            tmp,
+            conn: Some(conn),
+            tables: BTreeMap::new(),
+        })
+    }
+
+    fn conn(&self) -> &Connection {
+        self.conn.as_ref().expect("open")
+    }
+
+    fn err(&self, e: impl std::fmt::Display) -> Error {
+        Error::output(&self.path, e.to_string())
+    }
+
+    /// Copies the table sets of `db` whose guid passes `take`; with `kept`, event rows are
+    /// limited to the kept ids of each set's source index.
+    fn copy_database(
+        &mut self,
+        db: &Database,
+        sources: &[(u32, String)],
+        selective: bool,
+    ) -> Result<()> {
+        let conn = self.conn.as_ref().expect("open");
+        conn.execute("ATTACH DATABASE ?1 AS src", [uri(db.path(), "mode=ro")])
+            .map_err(|e| Error::input(db.path(), "attach", e.to_string()))?;
+        let result = (|| -> Result<()> {
+            for set in db.table_sets() {
+                let Some((source, _)) = sources.iter().find(|(_, g)| *g == set.guid) else {
+                    continue;
+                };
+                self.copy_set(db.path(), set, selective.then_some(*source))?;
+            }
+            Ok(())
+        })();
+        let detach = self.conn().execute_batch("DETACH DATABASE src");
+        result?;
+        detach.map_err(|e| self.err(e))
+    }
+
+    fn copy_set(&mut self, input: &Path, set: &TableSet, kept_source: Option<u32>) -> Result<()> {
+        let conn = self.conn.as_ref().expect("open");
+        let in_err = |place: &str, e: rusqlite::Error| Error::input(input, place, e.to_string());
+        // Event tables first (selected rows), then the events they reference, then the rest.
+        let mut order: Vec<&String> = set.tables.iter().collect();
+        order.sort_by_key(|b| match b.as_str() {
+            b if EVENT_TABLES.contains(&b) => 0,
+            "rocpd_event" => 1,
+            "rocpd_arg" => 2,
+            _ => 3,
+        });
+        for base in order {
+            let full = format!("{base}{}", set.suffix);
+            if self.tables.values().flatten().any(|t| *t == full) {
+                return Err(self.err(format!(
+                    "two inputs hold table {full} (the same process twice); give each database once"
+                )));
+            }
+            let q = quote_ident(&full);
+            let ddl: String = conn
+                .query_row(
+                    "SELECT sql FROM src.sqlite_master WHERE type = 'table' AND name = ?1",
+                    [&full],
+                    |r| r.get(0),
+                )
+                .map_err(|e| in_err(&format!("table {full}"), e))?;
+            conn.execute_batch(&ddl)
+                .map_err(|e| self.err(format!("creating {full}: {e}")))?;
+            let filter = match (kept_source, source_code(base)) {
+                (Some(src), Some(code)) => format!(
+                    " WHERE id IN (SELECT id FROM temp.kept WHERE src = {src} AND tbl = {code})"
+                ),
+                (Some(_), None) if base == "rocpd_event" => {
+                    let refs: Vec<String> = EVENT_TABLES
+                        .iter()
+                        .filter(|t| set.tables.iter().any(|x| x == *t))
+                        .map(|t| {
+                            format!(
+                                "SELECT event_id FROM main.{}",
+                                quote_ident(&format!("{t}{}", set.suffix))
+                            )
+                        })
+                        .collect();
+                    if refs.is_empty() {
+                        " WHERE 0".to_string()
+                    } else {
+                        format!(" WHERE id IN ({})", refs.join(" UNION "))
+                    }
+                }
+                (Some(_), None) if base == "rocpd_arg" => format!(
+                    " WHERE event_id IN (SELECT id FROM main.{})",
+                    quote_ident(&format!("rocpd_event{}", set.suffix))
+                ),
+                _ => String::new(),
+            };
+            conn.execute_batch(&format!(
+                "INSERT INTO main.{q} SELECT * FROM src.{q}{filter};"
+            ))
+            .map_err(|e| in_err(&format!("copying table {full}"), e))?;
+            // The input's indexes on this table, if it has any.
+            let mut st = conn
+                .prepare("SELECT sql FROM src.sqlite_master WHERE type = 'index' AND tbl_name = ?1 AND sql IS NOT NULL")
+                .map_err(|e| in_err("schema", e))?;
+            let indexes: Vec<String> = st
+                .query_map([&full], |r| r.get(0))
+                .and_then(|r| r.collect())
+                .map_err(|e| in_err("schema", e))?;
+            drop(st);
+            for sql in indexes {
+                let sql = sql.replacen("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1);
+                let _ = conn.execute_batch(&sql);
+            }
+            self.tables.entry(base.clone()).or_default().push(full);
+        }
+        Ok(())
+    }
+
+    /// Union views, analysis views; then renames the file into place.
+    fn commit(mut self) -> Result<u64> {
+        let mut sql = String::new();
+        for base in rocpd_schema::TABLES {
+            match self.tables.get(*base) {
+                Some(tables) => sql.push_str(&crate::views::union_view(base, tables)),
+                None => {
+                    // No input has it: an empty view with the documented columns.
+                    let cols: Vec<String> = rocpd_schema::table_def(base)
+                        .map(|t| t.column_names())
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|c| format!("NULL AS {}", quote_ident(c)))
+                        .collect();
+                    sql.push_str(&format!(
+                        "CREATE VIEW {} AS SELECT {} WHERE 0;\n",
+                        quote_ident(base),
+                        cols.join(", ")
+                    ));
+                }
+            }
+        }
+        sql.push_str(crate::views::ANALYSIS_VIEWS);
+        let conn = self.conn.take().expect("open");
+        conn.execute_batch(&sql)
+            .map_err(|e| self.err(format!("creating views: {e}")))?;
+        conn.close().map_err(|(_, e)| self.err(e))?;
+        std::fs::rename(&self.tmp, &self.path)
+            .map_err(|e| self.err(format!("cannot rename into place: {e}")))?;
+        self.tmp = PathBuf::new();
+        std::fs::metadata(&self.path)
+            .map(|m| m.len())
+            .map_err(|e| self.err(e))
+    }
+}
+
+fn source_code(base: &str) -> Option<i64> {
+    match base {
+        "rocpd_region" => Some(1),
+        "rocpd_sample" => Some(2),
+        "rocpd_kernel_dispatch" => Some(3),
+        "rocpd_memory_copy" => Some(4),
+        "rocpd_memory_allocate" => Some(5),
+        "rocpd_pmc_event" => Some(6),
+        _ => None,
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        self.conn.take();
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Row counts per base table of a merged database (for reports).
+fn counts(out: &Output) -> BTreeMap<&'static str, u64> {
+    let mut m = BTreeMap::new();
+    for (base, t) in [
+        ("region", "rocpd_region"),
+        ("sample", "rocpd_sample"),
+        ("kernel_dispatch", "rocpd_kernel_dispatch"),
+        ("memory_copy", "rocpd_memory_copy"),
+        ("memory_allocation", "rocpd_memory_allocate"),
+        ("pmc_value", "rocpd_pmc_event"),
+    ] {
+        let n: i64 = out
+            .tables
+            .get(t)
+            .map(|ts| {
+                ts.iter()
+                    .map(|x| {
+                        out.conn()
+                            .query_row(
+                                &format!("SELECT COUNT(*) FROM {}", quote_ident(x)),
+                                [],
+                                |r| r.get::<_, i64>(0),
+                            )
+                            .unwrap_or(0)
+                    })
+                    .sum()
+            })
+            .unwrap_or(0);
+        m.insert(base, n as u64);
+    }
+    m
+}
+
+/// Merges whole databases into `out` (the fast path: tables copied inside SQLite).
+pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<OutputReport> {
+    let mut o = Output::create(out)?;
+    for path in inputs {
+        let db = Database::open(path)?;
+        let sources: Vec<(u32, String)> = db
+            .table_sets()
+            .iter()
+            .map(|s| (0, s.guid.clone()))
+            .collect();
+        o.copy_database(&db, &sources, false)?;
+    }
+    let rows = counts(&o);
+    let bytes = o.commit()?;
+    Ok(OutputReport {
+        path: out.to_path_buf(),
+        bytes,
+        rows,
+        ..Default::default()
+    })
+}
+
+/// A sink writing the rows that reach it as a merged RocPD database.
+pub struct RocpdSink {
+    path: PathBuf,
+    out: Option<Output>,
+    catalog: Option<Arc<Catalog>>,
+    rows: BTreeMap<&'static str, u64>,
+}
+
+impl RocpdSink {
+    /// A sink that will write `path`.
+    pub fn new(path: &Path) -> Self {
+        RocpdSink {
+            path: path.to_path_buf(),
+            out: None,
+            catalog: None,
+            rows: BTreeMap::new(),
+        }
+    }
+}
+
+impl Sink for RocpdSink {
+    fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
+        let out = Output::create(&self.path)?;
+        out.conn()
+            .execute_batch(
+                "CREATE TEMP TABLE kept (src INTEGER NOT NULL, tbl INTEGER NOT NULL, id INTEGER NOT NULL, \
+                 PRIMARY KEY (src, tbl, id)) WITHOUT ROWID;",
+            )
+            .map_err(|e| out.err(e))?;
+        self.out = Some(out);
+        self.catalog = Some(catalog.clone());
+        Ok(())
+    }
+
+    fn write(&mut self, chunk: &Chunk) -> Result<()> {
+        let out = self.out.as_ref().expect("begin first");
+        let conn = out.conn();
+        // One transaction per chunk: bounded in size.
+        let tx = conn.unchecked_transaction().map_err(|e| out.err(e))?;
+        {
+            let mut st = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO temp.kept (src, tbl, id) VALUES (?1, ?2, ?3)",
+                )
+                .map_err(|e| out.err(e))?;
+            for b in &chunk.batches {
+                let (_, code) = source_table(b.table);
+                let src = b.batch.column(col::SOURCE).as_primitive::<UInt32Type>();
+                let ids = b.batch.column(col::ID).as_primitive::<Int64Type>();
+                for r in 0..b.batch.num_rows() {
+                    st.execute((src.value(r), code, ids.value(r)))
+                        .map_err(|e| out.err(e))?;
+                }
+                *self.rows.entry(b.table.name()).or_default() += b.batch.num_rows() as u64;
+            }
+        }
+        tx.commit().map_err(|e| out.err(e))
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<Vec<OutputReport>> {
+        let mut out = self.out.take().expect("begin first");
+        let catalog = self.catalog.take().expect("begin first");
+        let mut by_file: BTreeMap<PathBuf, Vec<(u32, String)>> = BTreeMap::new();
+        for (i, s) in catalog.sources.iter().enumerate() {
+            by_file
+                .entry(s.path.clone())
+                .or_default()
+                .push((i as u32, s.guid.clone()));
+        }
+        for (path, sources) in by_file {
+            let db = Database::open(&path)?;
+            out.copy_database(&db, &sources, true)?;
+        }
+        let bytes = out.commit()?;
+        Ok(vec![OutputReport {
+            path: self.path.clone(),
+            bytes,
+            rows: std::mem::take(&mut self.rows),
+            ..Default::default()
+        }])
+    }
+}
