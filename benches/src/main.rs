@@ -95,13 +95,15 @@ fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Mea
     let _ = std::fs::remove_dir_all(&out);
     let report = dir.join("report.json");
     let mut cmd = Command::new(rocpd);
-    cmd.args(["convert", "-q", "-f", "pftrace", "-o", "bench", "-i"])
+    let format = if extra.contains(&"rocpd") { "rocpd" } else { "pftrace" };
+    let extra: Vec<&str> = extra.iter().copied().filter(|a| *a != "rocpd").collect();
+    cmd.args(["convert", "-q", "-f", format, "-o", "bench", "-i"])
         .arg(dir.join("db"))
         .arg("-d")
         .arg(&out)
         .arg("--report")
         .arg(&report)
-        .args(extra);
+        .args(&extra);
     let (seconds, peak_rss_kib) = run_measured(&mut cmd)?;
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&report)?)?;
     let events = v["rows_in"]
@@ -218,6 +220,28 @@ fn main() -> Result<()> {
             m.seconds,
             m.peak_rss_kib as f64 / 1024.0
         );
+    }
+    // Merged RocPD output: the copy inside SQLite, and the selective path (a window).
+    println!("\nmerged RocPD output (-f rocpd):");
+    println!("{:<12} {:<22} {:>10} {:>8} {:>10} {:>9}", "case", "mode", "events", "seconds", "events/s", "peak MiB");
+    for i in [1, 2, 4, 5] {
+        let case = &cases[i];
+        for (mode, extra) in [
+            ("copy (no filter)", vec!["rocpd"]),
+            ("window 25%..75%", vec!["rocpd", "--start", "25%", "--end", "75%"]),
+        ] {
+            let m = measure(&rocpd, case, &root, &extra)?;
+            let events = results[i].events;
+            println!(
+                "{:<12} {:<22} {:>10} {:>8.2} {:>10.0} {:>9.1}",
+                case.name,
+                mode,
+                events,
+                m.seconds,
+                events as f64 / m.seconds,
+                m.peak_rss_kib as f64 / 1024.0
+            );
+        }
     }
     Ok(())
 }

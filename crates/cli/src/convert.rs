@@ -13,7 +13,7 @@ use rocpd_pipeline::{
     TimeMerge,
 };
 use rocpd_stages::time::parse_time;
-use rocpd_stages::{Filter, FilterRule, SplitKey, SplitMode, SplitSink, Window};
+use rocpd_stages::{Filter, FilterRule, KeyFilter, SplitKey, SplitMode, SplitSink, Window};
 
 /// Rows buffered over all input streams at once; each stream's batch size follows from it.
 const ROW_BUDGET: usize = 1 << 16;
@@ -241,11 +241,11 @@ fn resolve_window(
         Some(m) => marker_time(dbs, m, true)?,
         None => at(&w.end, hi)?,
     };
-    if end < start {
-        bail!("the window ends ({end} ns) before it starts ({start} ns)");
-    }
     if end < lo || start > hi {
         bail!("the window [{start}, {end}] ns holds no events: the inputs span [{lo}, {hi}] ns");
+    }
+    if end < start {
+        bail!("the window ends ({end} ns) before it starts ({start} ns)");
     }
     Ok(Some((start, end)))
 }
@@ -357,7 +357,7 @@ fn sinks(plan: &Plan, formats: &[Fmt]) -> Vec<Box<dyn Sink>> {
 }
 
 /// One split router per format.
-fn split_sinks(plan: &Plan, mode: SplitMode, only: Option<HashSet<String>>) -> Vec<Box<dyn Sink>> {
+fn split_sinks(plan: &Plan, mode: SplitMode, only: Option<KeyFilter>) -> Vec<Box<dyn Sink>> {
     plan.formats
         .iter()
         .map(|&fmt| {
@@ -479,9 +479,14 @@ pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<Ru
         }
         Split::Keyed(mode) => {
             let keys = SplitSink::keys(mode, &catalog);
+            let known: Arc<HashSet<String>> = Arc::new(keys.iter().cloned().collect());
             let mut total: Option<RunReport> = None;
-            for group in keys.chunks(plan.max_open.max(1)) {
-                let only: HashSet<String> = group.iter().cloned().collect();
+            for (i, group) in keys.chunks(plan.max_open.max(1)).enumerate() {
+                let only = KeyFilter {
+                    group: group.iter().cloned().collect(),
+                    known: known.clone(),
+                    take_unknown: i == 0,
+                };
                 let pass = run_pass(
                     plan,
                     window,

@@ -270,10 +270,13 @@ fn split_of(args: &ConvertArgs) -> Result<Option<convert::Split>> {
         (None, Some(_)) => Some(SplitBy::Size),
         (by, _) => by,
     };
+    if by != Some(SplitBy::Time) && (args.split_count.is_some() || args.split_duration.is_some()) {
+        bail!("--split-count and --split-duration go with --split-by time");
+    }
+    if by != Some(SplitBy::Size) && args.max_file_size.is_some() {
+        bail!("--max-file-size goes with --split-by size");
+    }
     let Some(by) = by else {
-        if args.split_count.is_some() || args.split_duration.is_some() {
-            bail!("--split-count and --split-duration go with --split-by time");
-        }
         return Ok(None);
     };
     Ok(Some(match by {
@@ -350,6 +353,7 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
 
 impl SelectArgs {
     fn rules(&self) -> Result<Vec<FilterRule>> {
+        self.check()?;
         let mut rules = Vec::new();
         for r in &self.include {
             rules.push(FilterRule::parse(r, true)?);
@@ -358,6 +362,17 @@ impl SelectArgs {
             rules.push(FilterRule::parse(r, false)?);
         }
         Ok(rules)
+    }
+
+    fn check(&self) -> Result<()> {
+        let windowed = self.start.is_some()
+            || self.end.is_some()
+            || self.start_marker.is_some()
+            || self.end_marker.is_some();
+        if self.keep_launches && !windowed {
+            bail!("--keep-launches goes with a time window (--start/--end or the marker options)");
+        }
+        Ok(())
     }
 
     fn window(&self) -> convert::WindowRequest {

@@ -160,6 +160,26 @@ fn a_corrupt_database_fails_with_the_file_and_table_and_leaves_no_output() {
         e.contains("bad.db") && (e.contains("malformed") || e.contains("corrupt")),
         "{e}"
     );
+    // A split that fails part-way removes the parts it had finished.
+    let split = tmp.path().join("split");
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        bad.to_str().unwrap(),
+        "-f",
+        "pftrace",
+        "--split-by",
+        "time",
+        "--split-count",
+        "4",
+        "-d",
+        split.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        !split.exists() || std::fs::read_dir(&split).unwrap().next().is_none(),
+        "parts left behind"
+    );
 }
 
 #[test]

@@ -397,6 +397,12 @@ fn bad_windows_splits_and_filters_are_refused_and_write_nothing() {
         (vec!["--split-by", "size"], "--max-file-size"),
         (vec!["--include", "colour=red"], "unknown key"),
         (vec!["--exclude", "name=("], "regular expression"),
+        (vec!["--keep-launches"], "goes with a time window"),
+        (
+            vec!["--split-by", "process", "--split-count", "3"],
+            "go with --split-by time",
+        ),
+        (vec!["--start", "200%"], "between 0% and 100%"),
     ] {
         let mut a: Vec<&str> = base.iter().map(String::as_str).collect();
         a.extend_from_slice(&extra);

@@ -12,7 +12,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 /// Version of the event model; bumped whenever a column is added, removed or changes type.
-pub const MODEL_VERSION: &str = "1";
+pub const MODEL_VERSION: &str = "2";
 
 /// The kinds of value a column holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

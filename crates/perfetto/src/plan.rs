@@ -16,9 +16,11 @@ use crate::access::Cols;
 use crate::writer::Writer;
 use crate::PerfettoOptions;
 
-/// Bytes kept free in each part for what a cut still writes (pending ends and counter
-/// points are estimated separately).
-const SLACK: u64 = 4096;
+/// Bytes kept free in each part for the next row and what a cut still writes (pending
+/// ends and counter points are estimated separately): 64 KiB, or an eighth of the cap.
+const SLACK: u64 = 65536;
+/// The smallest cap accepted.
+const MIN_CAP: u64 = 8192;
 /// Upper estimate of the bytes one pending end or counter point takes.
 const PENDING_BYTES: u64 = 48;
 
@@ -90,11 +92,10 @@ impl Sink for SizePlanner {
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
         self.catalog = Some(catalog.clone());
         self.writer = Some(self.fresh_writer());
-        if self.cap < 2 * SLACK {
+        if self.cap < MIN_CAP {
             return Err(Error::Usage(format!(
-                "--max-file-size {} bytes is too small for a trace part (at least {} bytes)",
-                self.cap,
-                2 * SLACK
+                "--max-file-size {} bytes is too small for a trace part (at least {MIN_CAP} bytes)",
+                self.cap
             )));
         }
         Ok(())
@@ -109,7 +110,8 @@ impl Sink for SizePlanner {
         for (b, r) in chunk.time_order() {
             let start = cols[b].start.value(r);
             let w = self.writer.as_ref().expect("open part");
-            let projected = self.bytes.0 + w.pending() as u64 * PENDING_BYTES + SLACK;
+            let projected =
+                self.bytes.0 + w.pending() as u64 * PENDING_BYTES + SLACK.min(self.cap / 8);
             if projected > self.cap && start > self.last_start && self.rows_in_part > 0 {
                 self.close_part()?;
                 self.cuts.lock().expect("not poisoned").push(start);

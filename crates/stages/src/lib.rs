@@ -14,5 +14,5 @@ pub mod time;
 pub mod window;
 
 pub use filter::{Filter, FilterRule};
-pub use split::{SplitKey, SplitMode, SplitSink};
+pub use split::{KeyFilter, SplitKey, SplitMode, SplitSink};
 pub use window::Window;

@@ -45,6 +45,25 @@ pub struct SplitKey {
     pub label: String,
 }
 
+/// Which keys one pass of a keyed split writes: the keys of `group`, and, if
+/// `take_unknown`, every key not among `known` (rows whose key the catalog did not predict,
+/// e.g. a process or agent it does not list), so no row is lost between passes.
+#[derive(Debug, Clone)]
+pub struct KeyFilter {
+    /// The keys of this pass.
+    pub group: HashSet<String>,
+    /// Every key predicted from the catalog.
+    pub known: Arc<HashSet<String>>,
+    /// Whether this pass also takes unpredicted keys (exactly one pass should).
+    pub take_unknown: bool,
+}
+
+impl KeyFilter {
+    fn takes(&self, label: &str) -> bool {
+        self.group.contains(label) || (self.take_unknown && !self.known.contains(label))
+    }
+}
+
 /// Makes the child sink of a key.
 pub type SinkFactory = Box<dyn FnMut(&SplitKey) -> Result<Box<dyn Sink>> + Send>;
 
@@ -59,12 +78,27 @@ struct Child {
 pub struct SplitSink {
     mode: SplitMode,
     factory: SinkFactory,
-    only: Option<HashSet<String>>,
+    only: Option<KeyFilter>,
     catalog: Option<Arc<Catalog>>,
     process_labels: HashMap<(u32, i64), String>,
     hostnames: HashMap<(u32, i64), String>,
     open: BTreeMap<SplitKey, Child>,
     done: Vec<OutputReport>,
+    completed: bool,
+}
+
+impl Drop for SplitSink {
+    /// A split that does not finish removes the parts it already completed: outputs are
+    /// whole or absent for the run, not only per part.
+    fn drop(&mut self) {
+        if !self.completed {
+            for o in &self.done {
+                if std::fs::remove_file(&o.path).is_err() {
+                    let _ = std::fs::remove_dir_all(&o.path);
+                }
+            }
+        }
+    }
 }
 
 /// A file-name-safe version of `s`.
@@ -81,9 +115,9 @@ fn safe(s: &str) -> String {
 }
 
 impl SplitSink {
-    /// Splits by `mode`, making children with `factory`. With `only`, rows whose key label
-    /// is not in the set are ignored (the caller handles them in another pass).
-    pub fn new(mode: SplitMode, factory: SinkFactory, only: Option<HashSet<String>>) -> Self {
+    /// Splits by `mode`, making children with `factory`. With `only`, rows whose key the
+    /// filter does not take are ignored (the caller writes them in another pass).
+    pub fn new(mode: SplitMode, factory: SinkFactory, only: Option<KeyFilter>) -> Self {
         SplitSink {
             mode,
             factory,
@@ -93,6 +127,7 @@ impl SplitSink {
             hostnames: HashMap::new(),
             open: BTreeMap::new(),
             done: Vec::new(),
+            completed: false,
         }
     }
 
@@ -100,6 +135,7 @@ impl SplitSink {
     /// keyed splits; time splits are numbered parts).
     pub fn keys(mode: &SplitMode, catalog: &Catalog) -> Vec<String> {
         let mut s = SplitSink::new(mode.clone(), Box::new(|_| unreachable!()), None);
+        s.completed = true;
         s.index(catalog);
         let mut keys: Vec<String> = match mode {
             SplitMode::Time { cuts } => (0..=cuts.len())
@@ -143,8 +179,12 @@ impl SplitSink {
             .iter()
             .map(|p| {
                 let label = if count[&p.pid] > 1 {
+                    // The guid's tail: its head is a timestamp, shared by processes started
+                    // together (UUIDv7).
                     let guid = &c.sources[p.source as usize].guid;
-                    format!("pid-{}-{}", p.pid, safe(&guid[..guid.len().min(8)]))
+                    let tail: String = guid.chars().rev().filter(|c| *c != '-').take(12).collect();
+                    let tail: String = tail.chars().rev().collect();
+                    format!("pid-{}-{}", p.pid, safe(&tail))
                 } else {
                     format!("pid-{}", p.pid)
                 };
@@ -278,7 +318,7 @@ impl Sink for SplitSink {
             let b = flows::clear(b, &cut)?;
             let mut rows: BTreeMap<&SplitKey, Vec<u32>> = BTreeMap::new();
             for (r, k) in keys.iter().enumerate() {
-                if self.only.as_ref().is_none_or(|o| o.contains(&k.label)) {
+                if self.only.as_ref().is_none_or(|o| o.takes(&k.label)) {
                     rows.entry(k).or_default().push(r as u32);
                 }
             }
@@ -346,6 +386,7 @@ impl Sink for SplitSink {
             self.finish_child(&k)?;
         }
         let mut done = std::mem::take(&mut self.done);
+        self.completed = true;
         done.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(done)
     }
