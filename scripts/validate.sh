@@ -74,4 +74,29 @@ check generated_lean "$work/gen" --no-annotations --threads 1
 check split_time "$work/gen" --split-by time --split-count 8
 check split_size "$work/gen" --max-file-size 1MB
 check split_process "$work/gen" --split-by process
+# Merged RocPD: read by Python's sqlite3 module (not our code) through the view names AMD's
+# tools query; counts must equal the inputs'.
+"$bin/rocpd" merge -q -i "$work/gen" -o merged -d "$work/merge"
+"$bin/rocpd" info --json -i "$work/gen" > "$work/merge.info.json"
+"$py" - "$work/merge/merged.db" "$work/merge.info.json" <<'PY'
+import json, sqlite3, sys
+db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+rows = json.load(open(sys.argv[2]))["rows"]
+q = lambda sql: db.execute(sql).fetchone()[0]
+assert q("PRAGMA integrity_check") == "ok"
+checks = {
+    "kernels": (q("SELECT COUNT(*) FROM kernels"), rows["kernel_dispatch"]),
+    "memory_copies": (q("SELECT COUNT(*) FROM memory_copies"), rows["memory_copy"]),
+    "memory_allocations": (q("SELECT COUNT(*) FROM memory_allocations"), rows["memory_allocation"]),
+    "regions": (q("SELECT COUNT(*) FROM regions"), rows["region"] + rows["marker"]),
+    "samples": (q("SELECT COUNT(*) FROM samples"), rows["sample"]),
+    "top_kernels": (q("SELECT SUM(total_calls) FROM top_kernels"), rows["kernel_dispatch"]),
+}
+bad = {k: v for k, v in checks.items() if v[0] != v[1]}
+if bad:
+    sys.exit("merged RocPD views disagree with the inputs (view, input): %s" % bad)
+for v in ["processes", "threads", "regions_and_samples", "scratch_memory", "pmc_events", "busy", "top"]:
+    q("SELECT COUNT(*) FROM %s" % v)
+print("  merged RocPD: integrity ok; view counts equal the input rows:", {k: v[0] for k, v in checks.items()})
+PY
 echo "validators: all outputs passed"
