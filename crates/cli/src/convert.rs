@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{bail, Context, Result};
 use rocpd_db::{Database, RocpdSink};
 use rocpd_model::{Catalog, Table};
+use rocpd_parquet::{ParquetOptions, ParquetSink};
 use rocpd_perfetto::{PerfettoOptions, PerfettoSink, SizePlanner};
 use rocpd_pipeline::{
     run, BatchStream, Message, OutputFile, Progress, RunOptions, RunReport, Sink, Stage, StageDrop,
@@ -158,6 +159,8 @@ pub enum Fmt {
     Pftrace,
     /// Merged RocPD database.
     Rocpd,
+    /// Parquet dataset (a directory).
+    Parquet,
 }
 
 impl Fmt {
@@ -165,6 +168,7 @@ impl Fmt {
         match self {
             Fmt::Pftrace => "pftrace",
             Fmt::Rocpd => "db",
+            Fmt::Parquet => "parquet",
         }
     }
 }
@@ -184,6 +188,8 @@ pub struct Plan {
     pub name: String,
     /// Perfetto options.
     pub perfetto: PerfettoOptions,
+    /// Parquet options.
+    pub parquet: ParquetOptions,
     /// `--include` / `--exclude` rules.
     pub rules: Vec<FilterRule>,
     /// The window.
@@ -305,7 +311,11 @@ fn run_pass(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunReport> {
     let paths = plan.inputs.clone();
-    let with_args = plan.perfetto.annotate_args && plan.perfetto.annotations;
+    // Arguments cost an extra aggregation: read them when an output shows or keeps them.
+    let with_args = (plan.perfetto.annotate_args
+        && plan.perfetto.annotations
+        && plan.formats.contains(&Fmt::Pftrace))
+        || plan.formats.contains(&Fmt::Parquet);
     Ok(run(
         move |emit| produce(&paths, with_args, emit),
         stages(plan, window),
@@ -316,14 +326,15 @@ fn run_pass(
 }
 
 /// The writer of `fmt` for the output named with `label` (a split key), if any.
-fn make_sink(
-    fmt: Fmt,
-    dir: &Path,
-    name: &str,
-    label: Option<&str>,
-    merge_naming: bool,
-    perfetto: &PerfettoOptions,
-) -> Box<dyn Sink> {
+fn make_sink(plan: &SinkPlan, fmt: Fmt, label: Option<&str>) -> Box<dyn Sink> {
+    let SinkPlan {
+        dir,
+        name,
+        merge_naming,
+        perfetto,
+        parquet,
+    } = plan;
+    let merge_naming = *merge_naming;
     let ext = match label {
         Some(l) => format!("{l}.{}", fmt.ext()),
         None => fmt.ext().to_string(),
@@ -336,6 +347,29 @@ fn make_sink(
     match fmt {
         Fmt::Pftrace => Box::new(PerfettoSink::new(&path, perfetto.clone())),
         Fmt::Rocpd => Box::new(RocpdSink::new(&path)),
+        Fmt::Parquet => Box::new(ParquetSink::new(&path, parquet.clone())),
+    }
+}
+
+/// What a sink factory needs (owned, so split factories can keep it).
+#[derive(Clone)]
+struct SinkPlan {
+    dir: PathBuf,
+    name: String,
+    merge_naming: bool,
+    perfetto: PerfettoOptions,
+    parquet: ParquetOptions,
+}
+
+impl SinkPlan {
+    fn of(plan: &Plan) -> Self {
+        SinkPlan {
+            dir: plan.dir.clone(),
+            name: plan.name.clone(),
+            merge_naming: plan.merge_naming,
+            perfetto: plan.perfetto.clone(),
+            parquet: plan.parquet.clone(),
+        }
     }
 }
 
@@ -343,16 +377,7 @@ fn make_sink(
 fn sinks(plan: &Plan, formats: &[Fmt]) -> Vec<Box<dyn Sink>> {
     formats
         .iter()
-        .map(|f| {
-            make_sink(
-                *f,
-                &plan.dir,
-                &plan.name,
-                None,
-                plan.merge_naming,
-                &plan.perfetto,
-            )
-        })
+        .map(|f| make_sink(&SinkPlan::of(plan), *f, None))
         .collect()
 }
 
@@ -361,21 +386,9 @@ fn split_sinks(plan: &Plan, mode: SplitMode, only: Option<KeyFilter>) -> Vec<Box
     plan.formats
         .iter()
         .map(|&fmt| {
-            let (dir, name, opts, merge_naming) = (
-                plan.dir.clone(),
-                plan.name.clone(),
-                plan.perfetto.clone(),
-                plan.merge_naming,
-            );
+            let sp = SinkPlan::of(plan);
             let factory = move |key: &SplitKey| -> rocpd_model::Result<Box<dyn Sink>> {
-                Ok(make_sink(
-                    fmt,
-                    &dir,
-                    &name,
-                    Some(&key.label),
-                    merge_naming,
-                    &opts,
-                ))
+                Ok(make_sink(&sp, fmt, Some(&key.label)))
             };
             Box::new(SplitSink::new(
                 mode.clone(),

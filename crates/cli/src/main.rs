@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use rocpd_model::AgentIndexMode;
+use rocpd_parquet::{ParquetOptions, PartitionKey};
 use rocpd_perfetto::PerfettoOptions;
 use rocpd_pipeline::RunOptions;
 use rocpd_stages::{time, FilterRule, SplitMode};
@@ -47,6 +48,8 @@ enum Format {
     Pftrace,
     /// One merged RocPD database (`.db`), for AMD's rocpd tools and ROCm Optiq.
     Rocpd,
+    /// A Parquet dataset (a directory of tables), for DuckDB, Polars, Spark, Trino.
+    Parquet,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -126,6 +129,15 @@ struct ConvertArgs {
     /// --split-by size: the largest file (500MB, 1GiB, ...); implies --split-by size.
     #[arg(long)]
     max_file_size: Option<String>,
+    /// Parquet: rows per row group (the unit a time-range query skips or reads).
+    #[arg(long, default_value_t = 131072)]
+    row_group_rows: usize,
+    /// Parquet: rows per file before a new part file starts.
+    #[arg(long, default_value_t = 16_777_216)]
+    max_rows_per_file: u64,
+    /// Parquet: hive partitioning by `node`, `pid` or `node,pid`.
+    #[arg(long)]
+    partition_by: Option<String>,
     /// Most outputs open at once in a process, node or agent split; more keys are written
     /// in further passes over the inputs.
     #[arg(long, default_value_t = 64)]
@@ -302,6 +314,7 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
         .map(|f| match f {
             Format::Pftrace => convert::Fmt::Pftrace,
             Format::Rocpd => convert::Fmt::Rocpd,
+            Format::Parquet => convert::Fmt::Parquet,
         })
         .collect();
     formats.sort_by_key(|f| *f as u8);
@@ -322,6 +335,15 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
             },
             annotations: !args.no_annotations,
             annotate_args: args.annotate_args,
+            ..Default::default()
+        },
+        parquet: ParquetOptions {
+            row_group_rows: args.row_group_rows,
+            max_rows_per_file: args.max_rows_per_file,
+            partition_by: match &args.partition_by {
+                Some(s) => PartitionKey::parse_list(s)?,
+                None => Vec::new(),
+            },
             ..Default::default()
         },
         rules: args.select.rules()?,
@@ -400,6 +422,7 @@ fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
         dir: args.output_path.clone(),
         name,
         perfetto: PerfettoOptions::default(),
+        parquet: ParquetOptions::default(),
         rules: args.select.rules()?,
         window: args.select.window(),
         split: None,
@@ -424,6 +447,7 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
         dir: args.output_path.clone(),
         name: args.output_file.clone(),
         perfetto: PerfettoOptions::default(),
+        parquet: ParquetOptions::default(),
         rules: args.select.rules()?,
         window: args.select.window(),
         split: None,

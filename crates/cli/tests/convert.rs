@@ -350,3 +350,42 @@ fn a_merged_database_with_several_table_sets_converts_like_its_parts() {
     assert_eq!(whole.flows, split.flows);
     assert_eq!(whole.processes, split.processes);
 }
+
+#[test]
+fn parquet_datasets_list_every_table_with_the_input_row_counts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = generate(&tmp.path().join("in"), 14, 2, 6);
+    let mut args = vec![
+        "convert".to_string(),
+        "-q".into(),
+        "-f".into(),
+        "parquet".into(),
+        "-o".into(),
+        "p".into(),
+        "-d".into(),
+    ];
+    args.push(tmp.path().join("out").display().to_string());
+    args.push("-i".into());
+    args.extend(inputs.iter().map(|p| p.display().to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = rocpd(&refs);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ds = tmp.path().join("out/p_results.parquet");
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(ds.join("_metadata.json")).unwrap()).unwrap();
+    let rows = |t: &str| -> u64 {
+        meta["tables"][t]["rows"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("table {t} missing: {meta}"))
+    };
+    assert_eq!(
+        rows("kernels"),
+        sql_count(&inputs, "SELECT COUNT(*) FROM {rocpd_kernel_dispatch}")
+    );
+    assert_eq!(
+        rows("memory_copies"),
+        sql_count(&inputs, "SELECT COUNT(*) FROM {rocpd_memory_copy}")
+    );
+    assert!(ds.join("kernels/part-00000.parquet").exists());
+    assert!(ds.join("processes.parquet").exists());
+}

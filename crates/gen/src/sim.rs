@@ -1286,7 +1286,7 @@ impl<'w, 'c> Sim<'w, 'c> {
             self.launch(th, 0, None, 0)?;
         }
         self.pop(th)?;
-        if it % 5 == 0 {
+        if it.is_multiple_of(5) {
             self.advance(th, 1_000, 3_000);
             self.mark(th, m.checkpoint)?;
         }
@@ -1300,7 +1300,7 @@ impl<'w, 'c> Sim<'w, 'c> {
             1 if self.rng.percent(70) || self.live_allocs.len() > 64 => self.hip_free(th)?,
             _ => {}
         }
-        if it % 2 == 0 {
+        if it.is_multiple_of(2) {
             self.advance(th, 2_000, 8_000);
             let size = *self.rng.pick(&[8, 4 << 10, 256 << 10]);
             self.memcpy_sync_d2h(th, size)?;

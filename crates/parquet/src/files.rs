@@ -1,0 +1,240 @@
+//! The part files of the event tables: at most `max_open_files` open writers (least
+//! recently used closed first), each holding only its in-progress row group, rolled over
+//! after `max_rows_per_file` rows.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+use rocpd_model::{Error, Result, Table};
+
+use crate::schema::table_dir;
+
+/// How one table's files are written.
+pub(crate) struct TableFiles {
+    /// Schema of the files.
+    pub schema: SchemaRef,
+    /// Columns of the table's full layout that go into the files, in file order.
+    pub projection: Vec<usize>,
+    pub props: WriterProperties,
+    /// Positions of `start_ns` and `end_ns` in the file schema.
+    pub start: usize,
+    pub end: usize,
+}
+
+/// A finished part file.
+#[derive(Debug, Clone)]
+pub(crate) struct PartFile {
+    pub table: Table,
+    /// Path relative to the dataset directory, `/`-separated.
+    pub rel: String,
+    pub rows: u64,
+    pub bytes: u64,
+    pub row_groups: usize,
+    /// Earliest start and latest end in the file.
+    pub span: (i64, i64),
+}
+
+struct OpenPart {
+    writer: ArrowWriter<BufWriter<File>>,
+    rel: String,
+    path: PathBuf,
+    rows: u64,
+    last_used: u64,
+    span: (i64, i64),
+}
+
+/// Where the next rows of a (table, partition) go, and what it has written so far.
+#[derive(Default)]
+struct KeyState {
+    next_part: u32,
+    /// Start time of the last row written, to keep every file sorted.
+    last_start: Option<i64>,
+}
+
+type Key = (Table, String);
+
+pub(crate) struct FileSet {
+    root: PathBuf,
+    tables: Vec<TableFiles>,
+    max_rows_per_file: u64,
+    max_open_files: usize,
+    open: HashMap<Key, OpenPart>,
+    keys: HashMap<Key, KeyState>,
+    tick: u64,
+    pub done: Vec<PartFile>,
+    /// Part files finished early because too many were open.
+    pub evictions: u64,
+    /// Part files started because rows arrived out of start order.
+    pub order_breaks: u64,
+}
+
+impl FileSet {
+    /// `tables[t as usize]` says how the files of table `t` are written.
+    pub(crate) fn new(
+        root: &Path,
+        tables: Vec<TableFiles>,
+        max_rows_per_file: u64,
+        max_open_files: usize,
+    ) -> Self {
+        FileSet {
+            root: root.to_path_buf(),
+            tables,
+            max_rows_per_file: max_rows_per_file.max(1),
+            max_open_files: max_open_files.max(1),
+            open: HashMap::new(),
+            keys: HashMap::new(),
+            tick: 0,
+            done: Vec::new(),
+            evictions: 0,
+            order_breaks: 0,
+        }
+    }
+
+    /// Appends rows (full dataset layout of `table`, sorted by `start_ns`) to the
+    /// partition directory `dir` (`""` without partitioning).
+    pub(crate) fn append(&mut self, table: Table, dir: &str, batch: RecordBatch) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let tf = &self.tables[table as usize];
+        let (start_col, end_col) = (tf.start, tf.end);
+        let batch = if tf.projection.len() == batch.num_columns() {
+            batch
+        } else {
+            batch.project(&tf.projection)?
+        };
+        let key: Key = (table, dir.to_string());
+        let starts = batch
+            .column(start_col)
+            .as_primitive::<Int64Type>()
+            .values()
+            .clone();
+        let last = self.keys.entry(key.clone()).or_default().last_start;
+        if last.is_some_and(|last| starts[0] < last) && self.open.contains_key(&key) {
+            // Never write a file out of order: start a new part instead.
+            self.order_breaks += 1;
+            self.close(&key)?;
+        }
+        self.keys.get_mut(&key).expect("inserted").last_start = Some(starts[starts.len() - 1]);
+        let mut rest = batch;
+        let mut offset = 0;
+        while rest.num_rows() > 0 {
+            if !self.open.contains_key(&key) {
+                self.open_part(&key)?;
+            }
+            self.tick += 1;
+            let part = self.open.get_mut(&key).expect("opened");
+            let room = (self.max_rows_per_file - part.rows).min(rest.num_rows() as u64) as usize;
+            let head = rest.slice(0, room);
+            part.writer
+                .write(&head)
+                .map_err(|e| Error::output(&part.path, format!("write failed: {e}")))?;
+            let ends = head.column(end_col).as_primitive::<Int64Type>();
+            let max_end = ends.values().iter().copied().max().expect("rows");
+            part.span = (part.span.0.min(starts[offset]), part.span.1.max(max_end));
+            part.rows += room as u64;
+            part.last_used = self.tick;
+            let full = part.rows >= self.max_rows_per_file;
+            rest = rest.slice(room, rest.num_rows() - room);
+            offset += room;
+            if full {
+                self.close(&key)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn open_part(&mut self, key: &Key) -> Result<()> {
+        if self.open.len() >= self.max_open_files {
+            let lru = self
+                .open
+                .iter()
+                .min_by_key(|(_, p)| p.last_used)
+                .map(|(k, _)| k.clone())
+                .expect("some file is open");
+            self.evictions += 1;
+            self.close(&lru)?;
+        }
+        let state = self.keys.entry(key.clone()).or_default();
+        let n = state.next_part;
+        state.next_part += 1;
+        let (table, dir) = key;
+        let mut rel = table_dir(*table).to_string();
+        if !dir.is_empty() {
+            rel.push('/');
+            rel.push_str(dir);
+        }
+        let dir_path = self.root.join(&rel);
+        std::fs::create_dir_all(&dir_path)
+            .map_err(|e| Error::output(&dir_path, format!("cannot create directory: {e}")))?;
+        rel.push_str(&format!("/part-{n:05}.parquet"));
+        let path = self.root.join(&rel);
+        let file =
+            File::create(&path).map_err(|e| Error::output(&path, format!("cannot create: {e}")))?;
+        let writer = ArrowWriter::try_new(
+            BufWriter::with_capacity(1 << 16, file),
+            self.tables[*table as usize].schema.clone(),
+            Some(self.tables[*table as usize].props.clone()),
+        )
+        .map_err(|e| Error::output(&path, e))?;
+        self.open.insert(
+            key.clone(),
+            OpenPart {
+                writer,
+                rel,
+                path,
+                rows: 0,
+                last_used: self.tick,
+                span: (i64::MAX, i64::MIN),
+            },
+        );
+        Ok(())
+    }
+
+    fn close(&mut self, key: &Key) -> Result<()> {
+        let Some(mut part) = self.open.remove(key) else {
+            return Ok(());
+        };
+        let failed =
+            |e: &dyn std::fmt::Display| Error::output(&part.path, format!("write failed: {e}"));
+        // `into_inner` flushes the last row group and writes the footer (page indexes,
+        // metadata); calling `finish` first would write the footer twice.
+        part.writer.flush().map_err(|e| failed(&e))?;
+        let row_groups = part.writer.flushed_row_groups().len();
+        let file = part
+            .writer
+            .into_inner()
+            .map_err(|e| failed(&e))?
+            .into_inner()
+            .map_err(|e| failed(e.error()))?;
+        file.sync_all().map_err(|e| failed(&e))?;
+        let bytes = file.metadata().map_err(|e| failed(&e))?.len();
+        self.done.push(PartFile {
+            table: key.0,
+            rel: part.rel,
+            rows: part.rows,
+            bytes,
+            row_groups,
+            span: part.span,
+        });
+        Ok(())
+    }
+
+    /// Finishes every open file.
+    pub(crate) fn close_all(&mut self) -> Result<()> {
+        let mut keys: Vec<Key> = self.open.keys().cloned().collect();
+        keys.sort();
+        for k in keys {
+            self.close(&k)?;
+        }
+        Ok(())
+    }
+}
