@@ -68,12 +68,60 @@ PY
 }
 
 check fixture fixtures/generated
+# Real rocprofv3 outputs (CSV sets of several header generations, a JSON file).
+check real_csv_llamacpp fixtures/rocprofv3-csv-llamacpp
+check real_csv_docs fixtures/rocprofv3-csv-docs
+check real_json fixtures/rocprofv3-json
+"$py" - fixtures/rocprofv3-csv-llamacpp "$work/real_csv_llamacpp" <<'PY'
+import collections, csv, glob, json, os, sys
+src, out = sys.argv[1:3]
+kernels = sum(sum(1 for _ in csv.DictReader(open(f, newline=""))) for f in glob.glob(os.path.join(src, "*kernel_trace.csv")))
+# These counter files carry their own prefixes (renamed upstream), so each is a run of its
+# own whose dispatches come from the counter rows: one per distinct Dispatch_Id.
+kernels += sum(len({r["Dispatch_Id"] for r in csv.DictReader(open(f, newline=""))}) for f in glob.glob(os.path.join(src, "*counter_collection.csv")))
+apis = sum(sum(1 for _ in csv.DictReader(open(f, newline=""))) for f in glob.glob(os.path.join(src, "*hip_api_trace.csv")))
+slices = collections.Counter()
+for f in glob.glob(os.path.join(out, "*.check.json")):
+    slices.update(json.load(open(f))["slices_by_category"])
+assert slices["kernel_dispatch"] == kernels and slices["hip_api"] == apis, (slices, kernels, apis)
+print("  real rocprofv3 CSV: kernel and HIP slices equal the CSV records (%d, %d, counted with Python's csv)" % (kernels, apis))
+PY
 check fixture_by_queue fixtures/generated --group-by-queue --kernel-rename --agent-index-value type-relative
 check generated "$work/gen"
 check generated_lean "$work/gen" --no-annotations --threads 1
 check split_time "$work/gen" --split-by time --split-count 8
 check split_size "$work/gen" --max-file-size 1MB
 check split_process "$work/gen" --split-by process
+# OTF2: the reference reader (otf2-print, Debian otf2-tools) and the OTF2 Python library
+# (check_otf2.py) must accept every archive; Enter events must equal the input rows.
+otf2_check() { # name, input, then further convert options
+  local name=$1 input=$2; shift 2
+  "$bin/rocpd" convert -q -i "$input" "$@" -f otf2 -o "$name" -d "$work/$name"
+  local n=0
+  for anchor in "$work/$name"/*.otf2; do
+    n=$((n + 1))
+    if command -v otf2-print >/dev/null 2>&1; then
+      otf2-print --silent -Werror "$anchor" > /dev/null || { echo "FAILED: otf2-print $anchor"; exit 1; }
+    fi
+    "$py" "$tools/check_otf2.py" "$anchor" > "$anchor.check.txt" || { tail -5 "$anchor.check.txt"; echo "FAILED: check_otf2.py $anchor"; exit 1; }
+  done
+  "$bin/rocpd" info --json -i "$input" > "$work/$name.info.json"
+  "$py" - "$work/$name.info.json" "$work/$name"/*.check.txt <<'PY'
+import json, re, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+enters = 0
+for f in sys.argv[2:]:
+    enters += sum(int(m) for m in re.findall(r"Enter=(\d+)", open(f).read()))
+want = sum(rows.get(t, 0) for t in ["region", "marker", "sample", "kernel_dispatch", "memory_copy", "memory_allocation"])
+assert enters == want, ("Enter events", enters, "input rows", want)
+print("  otf2: %d archive(s) pass%s check_otf2.py; Enter events = input rows = %d" % (len(sys.argv) - 2, " otf2-print and", enters))
+PY
+}
+command -v otf2-print >/dev/null 2>&1 || echo "  note: otf2-print not installed; only check_otf2.py runs"
+otf2_check otf2_fixture fixtures/generated
+otf2_check otf2_generated "$work/gen"
+otf2_check otf2_split "$work/gen" --split-by time --split-count 3
+
 # Merged RocPD: read by Python's sqlite3 module (not our code) through the view names AMD's
 # tools query; counts must equal the inputs'.
 "$bin/rocpd" merge -q -i "$work/gen" -o merged -d "$work/merge"

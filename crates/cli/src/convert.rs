@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{bail, Context, Result};
 use rocpd_db::{Database, RocpdSink};
 use rocpd_model::{Catalog, Table};
+use rocpd_otf2::{Otf2Options, Otf2Sink};
 use rocpd_parquet::{ParquetOptions, ParquetSink};
 use rocpd_perfetto::{PerfettoOptions, PerfettoSink, SizePlanner};
 use rocpd_pipeline::{
@@ -161,6 +162,8 @@ pub enum Fmt {
     Rocpd,
     /// Parquet dataset (a directory).
     Parquet,
+    /// OTF2 archive.
+    Otf2,
 }
 
 impl Fmt {
@@ -169,6 +172,7 @@ impl Fmt {
             Fmt::Pftrace => "pftrace",
             Fmt::Rocpd => "db",
             Fmt::Parquet => "parquet",
+            Fmt::Otf2 => "otf2",
         }
     }
 }
@@ -348,6 +352,7 @@ fn make_sink(plan: &SinkPlan, fmt: Fmt, label: Option<&str>) -> Box<dyn Sink> {
         Fmt::Pftrace => Box::new(PerfettoSink::new(&path, perfetto.clone())),
         Fmt::Rocpd => Box::new(RocpdSink::new(&path)),
         Fmt::Parquet => Box::new(ParquetSink::new(&path, parquet.clone())),
+        Fmt::Otf2 => Box::new(Otf2Sink::new(&path, Otf2Options::default())),
     }
 }
 

@@ -8,7 +8,8 @@ use crate::{convert, inputs};
 /// Prints processes, agents, time span and row counts per table.
 pub fn run(args: &[String], as_json: bool) -> Result<()> {
     let paths = inputs::expand(args)?;
-    let dbs = convert::open_all(&paths)?;
+    let resolved = crate::sources::resolve(&paths, false)?;
+    let dbs = convert::open_all(&resolved.dbs)?;
     let cat = convert::catalog_of(&dbs)?;
     let mut counts: std::collections::BTreeMap<&'static str, u64> = Default::default();
     let mut span: Option<(i64, i64)> = None;

@@ -1,32 +1,9 @@
-//! Expanding `-i` arguments (files, globs, directories) into input files, and recognising
-//! their format by content, not by name.
+//! Expanding `-i` arguments (files, globs, directories) into input files; directories
+//! contribute the files whose content is recognised (see `sources`), not their names.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-
-/// Input formats this build reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InputFormat {
-    /// A SQLite file (RocPD is checked when opened).
-    Sqlite,
-}
-
-/// Reads the first bytes of `path` and names its format, if it is one we read.
-pub fn sniff(path: &Path) -> Result<Option<InputFormat>> {
-    let mut head = [0u8; 16];
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    let mut n = 0;
-    while n < head.len() {
-        match f.read(&mut head[n..])? {
-            0 => break,
-            k => n += k,
-        }
-    }
-    Ok(rocpd_db::looks_like_sqlite(&head[..n]).then_some(InputFormat::Sqlite))
-}
 
 fn has_glob(s: &str) -> bool {
     s.contains(['*', '?', '['])
@@ -42,7 +19,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     for p in entries {
         if p.is_dir() {
             walk(&p, out)?;
-        } else if p.is_file() && sniff(&p)?.is_some() {
+        } else if p.is_file() && crate::sources::recognised(&p)? {
             out.push(p);
         }
     }

@@ -3,6 +3,7 @@
 mod convert;
 mod info;
 mod inputs;
+mod sources;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -50,6 +51,8 @@ enum Format {
     Rocpd,
     /// A Parquet dataset (a directory of tables), for DuckDB, Polars, Spark, Trino.
     Parquet,
+    /// An OTF2 archive (`.otf2` anchor, `.def`, event files), for Vampir and the Score-P tools.
+    Otf2,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -130,7 +133,7 @@ struct ConvertArgs {
     #[arg(long)]
     max_file_size: Option<String>,
     /// Parquet: rows per row group (the unit a time-range query skips or reads).
-    #[arg(long, default_value_t = 131072)]
+    #[arg(long, default_value_t = 32768)]
     row_group_rows: usize,
     /// Parquet: rows per file before a new part file starts.
     #[arg(long, default_value_t = 16_777_216)]
@@ -165,6 +168,10 @@ struct ConvertArgs {
 /// What to read: filters and the time window (shared by convert and summary).
 #[derive(clap::Args, Debug, Clone)]
 struct SelectArgs {
+    /// rocprofv3 CSV/JSON inputs: skip rows that cannot be read (counted in the report)
+    /// instead of stopping at the first.
+    #[arg(long)]
+    skip_bad_rows: bool,
     /// Keep only events matching KEY=VALUE[,VALUE...] (KEY: kind, category, name (a regular
     /// expression), node, pid, tid, agent); repeat for more keys (all must match).
     #[arg(long, value_name = "KEY=VALUE")]
@@ -315,14 +322,16 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
             Format::Pftrace => convert::Fmt::Pftrace,
             Format::Rocpd => convert::Fmt::Rocpd,
             Format::Parquet => convert::Fmt::Parquet,
+            Format::Otf2 => convert::Fmt::Otf2,
         })
         .collect();
     formats.sort_by_key(|f| *f as u8);
     formats.dedup();
+    let resolved = sources::resolve(&inputs::expand(&args.input)?, args.select.skip_bad_rows)?;
     let plan = convert::Plan {
         formats,
         merge_naming: false,
-        inputs: inputs::expand(&args.input)?,
+        inputs: resolved.dbs.clone(),
         dir: args.output_path.clone(),
         name: args.output_file.clone(),
         perfetto: PerfettoOptions {
@@ -364,6 +373,7 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
         bar.set_message(format!("{} events", p.rows));
     })?;
     bar.finish_and_clear();
+    let report = with_import_notes(report, &resolved);
     if let Some(path) = &args.report {
         convert::write_report(path, &report)?;
     }
@@ -415,10 +425,11 @@ fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
         .strip_suffix(".db")
         .unwrap_or(&args.output_file)
         .to_string();
+    let resolved = sources::resolve(&inputs::expand(&args.input)?, args.select.skip_bad_rows)?;
     let plan = convert::Plan {
         formats: vec![convert::Fmt::Rocpd],
         merge_naming: true,
-        inputs: inputs::expand(&args.input)?,
+        inputs: resolved.dbs.clone(),
         dir: args.output_path.clone(),
         name,
         perfetto: PerfettoOptions::default(),
@@ -430,6 +441,7 @@ fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
         run: RunOptions::default(),
     };
     let report = convert::convert(&plan, &mut |_| {})?;
+    let report = with_import_notes(report, &resolved);
     if let Some(path) = &args.report {
         convert::write_report(path, &report)?;
     }
@@ -440,10 +452,11 @@ fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
 }
 
 fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
+    let resolved = sources::resolve(&inputs::expand(&args.input)?, args.select.skip_bad_rows)?;
     let plan = convert::Plan {
         formats: Vec::new(),
         merge_naming: false,
-        inputs: inputs::expand(&args.input)?,
+        inputs: resolved.dbs.clone(),
         dir: args.output_path.clone(),
         name: args.output_file.clone(),
         perfetto: PerfettoOptions::default(),
@@ -495,6 +508,38 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Adds what the imports of rocprofv3 inputs left out to the report.
+fn with_import_notes(
+    mut report: rocpd_pipeline::RunReport,
+    inputs: &sources::Inputs,
+) -> rocpd_pipeline::RunReport {
+    let mut origins: Vec<_> = inputs.origins.iter().collect();
+    origins.sort_by(|a, b| a.0.cmp(b.0));
+    for (db, origin) in origins {
+        let files: Vec<String> = origin
+            .files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect();
+        report.notes.push(format!(
+            "{} imported from {} ({})",
+            db.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            files.join(", "),
+            origin.format
+        ));
+    }
+    report.notes.extend(inputs.notes.iter().cloned());
+    if inputs.skipped_rows > 0 {
+        report.dropped.push(rocpd_pipeline::StageDrop {
+            stage: "reader (bad rows skipped with --skip-bad-rows)".into(),
+            rows: [("input_rows", inputs.skipped_rows)].into_iter().collect(),
+        });
+    }
+    report
 }
 
 fn progress_bar(quiet: bool) -> indicatif::ProgressBar {

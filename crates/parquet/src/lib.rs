@@ -36,12 +36,12 @@ use files::FileSet;
 /// Upper bound on the estimated encoded size of one in-progress row group: a row group
 /// is flushed at `row_group_rows` rows or at this size, whichever comes first, so that
 /// rows with very large JSON columns cannot make a buffer grow without bound.
-pub const MAX_ROW_GROUP_BYTES: usize = 64 << 20;
+pub const MAX_ROW_GROUP_BYTES: usize = 16 << 20;
 
 /// How the dataset is written.
 #[derive(Debug, Clone)]
 pub struct ParquetOptions {
-    /// Rows per row group (default 131072): large enough for efficient column scans
+    /// Rows per row group (default 32768): large enough for efficient column scans
     /// and compression, small enough that start-time statistics prune well and that the
     /// in-progress buffer of each open file stays a few MiB.
     pub row_group_rows: usize,
@@ -59,7 +59,7 @@ pub struct ParquetOptions {
 impl Default for ParquetOptions {
     fn default() -> Self {
         ParquetOptions {
-            row_group_rows: 131_072,
+            row_group_rows: 32_768,
             max_rows_per_file: 16_777_216,
             partition_by: Vec::new(),
             zstd_level: 3,

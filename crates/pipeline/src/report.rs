@@ -55,6 +55,9 @@ pub struct RunReport {
     pub dropped: Vec<StageDrop>,
     /// Every output written.
     pub outputs: Vec<OutputReport>,
+    /// Things the user should know about the inputs (imports, rows left out on purpose).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Wall time of the run in seconds.
     pub seconds: f64,
 }
@@ -72,6 +75,9 @@ impl RunReport {
             for (t, n) in &d.rows {
                 s.push_str(&format!("\n  dropped by {}: {t} {n}", d.stage));
             }
+        }
+        for n in &self.notes {
+            s.push_str(&format!("\n  note: {n}"));
         }
         for o in &self.outputs {
             let written: u64 = o.rows.values().sum();

@@ -1,0 +1,1405 @@
+//! rocprofv3 CSV files: recognising their kind from the header, and importing a run's
+//! files record by record.
+//!
+//! Columns are matched by name, case-insensitively, never by position, so every header
+//! generation since 2024 reads the same way (see `formats/rocprofv3/README.md`).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use csv::ByteRecord;
+use rocpd_model::{Error, Result};
+
+use crate::db::{
+    AgentRef, AgentRow, AllocRow, CopyRow, DispatchRow, EventRow, KernelSymbolRow, NodeRow, Out,
+    PmcRow,
+};
+use crate::{skip_or_fail, ImportOptions, ImportReport, Run, RunSource};
+
+/// The kind of a rocprofv3 CSV file, judged from its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CsvKind {
+    /// `agent_info.csv`.
+    AgentInfo,
+    /// API traces: `hip_api_trace.csv`, `hsa_api_trace.csv`, `marker_api_trace.csv`,
+    /// `rccl_api_trace.csv`, `rocdecode_api_trace.csv`, `rocjpeg_api_trace.csv`
+    /// (`Domain`, `Function`, ... columns).
+    Api,
+    /// `kernel_trace.csv`.
+    KernelTrace,
+    /// `memory_copy_trace.csv`.
+    MemoryCopy,
+    /// `memory_allocation_trace.csv`.
+    MemoryAllocation,
+    /// `scratch_memory_trace.csv`.
+    ScratchMemory,
+    /// `counter_collection.csv` (and the older `kernel_names.csv`-style counter files).
+    CounterCollection,
+    /// `pc_sampling_*.csv`: recognised, not imported (RocPD v3 has no table for it).
+    PcSampling,
+    /// `*_stats.csv`: recognised, not imported (derived data).
+    Stats,
+}
+
+impl CsvKind {
+    /// Whether the kind's rows are imported (stats and PC samples are not).
+    pub fn is_imported(self) -> bool {
+        !matches!(self, CsvKind::PcSampling | CsvKind::Stats)
+    }
+
+    /// A short name for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            CsvKind::AgentInfo => "agent_info",
+            CsvKind::Api => "api_trace",
+            CsvKind::KernelTrace => "kernel_trace",
+            CsvKind::MemoryCopy => "memory_copy_trace",
+            CsvKind::MemoryAllocation => "memory_allocation_trace",
+            CsvKind::ScratchMemory => "scratch_memory_trace",
+            CsvKind::CounterCollection => "counter_collection",
+            CsvKind::PcSampling => "pc_sampling",
+            CsvKind::Stats => "stats",
+        }
+    }
+}
+
+/// The first line of `buf` (without BOM and line ending), if `buf` holds a whole line, or
+/// all of `buf` when `whole` says it is the whole file.
+pub(crate) fn header_line(buf: &[u8], whole: bool) -> Option<String> {
+    let buf = buf.strip_prefix(b"\xef\xbb\xbf").unwrap_or(buf);
+    let line = match buf.iter().position(|b| *b == b'\n') {
+        Some(n) => &buf[..n],
+        None if whole => buf,
+        None => return None,
+    };
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let text = std::str::from_utf8(line).ok()?;
+    Some(text.to_string())
+}
+
+/// The first line of `buf` if it is complete.
+pub(crate) fn first_line(buf: &[u8]) -> Option<String> {
+    header_line(buf, false)
+}
+
+/// The header's column names, lower-cased and trimmed.
+fn header_fields(line: &str) -> Vec<String> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(line.as_bytes());
+    let mut rec = csv::StringRecord::new();
+    match rdr.read_record(&mut rec) {
+        Ok(true) => rec.iter().map(|f| f.trim().to_ascii_lowercase()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn kind_of_fields(cols: &[String]) -> Option<CsvKind> {
+    let has = |n: &str| cols.iter().any(|c| c == n);
+    if cols.len() < 2 || cols.iter().any(|c| c.is_empty() || c.len() > 64) {
+        return None;
+    }
+    let kind = if has("counter_name") && has("counter_value") && has("dispatch_id") {
+        CsvKind::CounterCollection
+    } else if has("kernel_name")
+        && has("agent_id")
+        && has("correlation_id")
+        && has("start_timestamp")
+        && has("end_timestamp")
+    {
+        CsvKind::KernelTrace
+    } else if has("domain")
+        && has("function")
+        && has("correlation_id")
+        && has("start_timestamp")
+        && has("end_timestamp")
+    {
+        CsvKind::Api
+    } else if has("direction")
+        && has("source_agent_id")
+        && has("destination_agent_id")
+        && has("start_timestamp")
+    {
+        CsvKind::MemoryCopy
+    } else if has("operation")
+        && has("allocation_size")
+        && (has("address") || has("starting_address"))
+        && has("start_timestamp")
+    {
+        CsvKind::MemoryAllocation
+    } else if has("operation") && has("alloc_flags") && has("start_timestamp") {
+        CsvKind::ScratchMemory
+    } else if has("node_id") && has("logical_node_id") && has("agent_type") {
+        CsvKind::AgentInfo
+    } else if has("sample_timestamp") && has("exec_mask") && has("instruction") {
+        CsvKind::PcSampling
+    } else if has("name") && has("calls") && has("totaldurationns") {
+        CsvKind::Stats
+    } else {
+        return None;
+    };
+    Some(kind)
+}
+
+/// The kind of a CSV file whose header line is `line`.
+pub(crate) fn kind_of_header(line: &str) -> Option<CsvKind> {
+    kind_of_fields(&header_fields(line))
+}
+
+/// Column positions by lower-cased name.
+struct Header {
+    names: Vec<String>,
+    index: HashMap<String, usize>,
+    /// The `rocpd convert` guid column, if any.
+    guid: Option<usize>,
+}
+
+impl Header {
+    fn new(rec: &ByteRecord) -> Header {
+        let names: Vec<String> = rec
+            .iter()
+            .map(|f| String::from_utf8_lossy(f).trim().to_ascii_lowercase())
+            .collect();
+        let mut index = HashMap::new();
+        for (i, n) in names.iter().enumerate() {
+            index.entry(n.clone()).or_insert(i);
+        }
+        let guid = index.get("guid").copied().or_else(|| {
+            // `rocpd convert` writes counter_collection.csv with a first column named "Pid"
+            // that holds the guid.
+            (names.first().map(String::as_str) == Some("pid") && index.contains_key("process_id"))
+                .then_some(0)
+        });
+        Header { names, index, guid }
+    }
+
+    fn col(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+
+    fn any(&self, names: &[&str]) -> Option<usize> {
+        names.iter().find_map(|n| self.col(n))
+    }
+
+    fn req(&self, name: &str, path: &Path) -> Result<usize> {
+        self.col(name).ok_or_else(|| {
+            Error::input(
+                path,
+                "line 1",
+                format!(
+                    "the header has no {name:?} column (columns: {})",
+                    self.names.join(",")
+                ),
+            )
+        })
+    }
+}
+
+/// A record and the header it belongs to; field accessors return row errors as strings.
+struct Rec<'a> {
+    rec: &'a ByteRecord,
+    header: &'a Header,
+}
+
+type RowResult<T> = std::result::Result<T, String>;
+
+/// Parses an integer as rocprofv3 prints them: decimal (also beyond `i64::MAX`, stored as
+/// the two's-complement `i64`), `0x` hex, or an integral float.
+fn parse_int(s: &str) -> Option<i64> {
+    let s = s.trim();
+    if let Ok(v) = s.parse::<i64>() {
+        return Some(v);
+    }
+    if let Ok(v) = s.parse::<u64>() {
+        return Some(v as i64);
+    }
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        return u64::from_str_radix(h, 16).ok().map(|v| v as i64);
+    }
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.3e18 => Some(f as i64),
+        _ => None,
+    }
+}
+
+impl<'a> Rec<'a> {
+    fn name(&self, i: usize) -> &str {
+        self.header.names.get(i).map_or("?", String::as_str)
+    }
+
+    fn text(&self, col: Option<usize>) -> Cow<'a, str> {
+        match col.and_then(|i| self.rec.get(i)) {
+            Some(b) => String::from_utf8_lossy(b),
+            None => Cow::Borrowed(""),
+        }
+    }
+
+    fn opt_int(&self, col: Option<usize>) -> RowResult<Option<i64>> {
+        let Some(i) = col else { return Ok(None) };
+        let t = self.text(Some(i));
+        let t = t.trim();
+        if t.is_empty() {
+            return Ok(None);
+        }
+        parse_int(t)
+            .map(Some)
+            .ok_or_else(|| format!("column {}: expected an integer, found {t:?}", self.name(i)))
+    }
+
+    fn int(&self, col: usize) -> RowResult<i64> {
+        self.opt_int(Some(col))?
+            .ok_or_else(|| format!("column {}: empty, expected an integer", self.name(col)))
+    }
+
+    fn float(&self, col: usize) -> RowResult<f64> {
+        let t = self.text(Some(col));
+        t.trim().parse::<f64>().map_err(|_| {
+            format!(
+                "column {}: expected a number, found {:?}",
+                self.name(col),
+                t
+            )
+        })
+    }
+
+    fn agent(&self, col: Option<usize>) -> RowResult<Option<AgentRef>> {
+        let t = self.text(col);
+        AgentRef::parse(&t).map_err(|m| format!("column {}: {m}", self.name(col.unwrap_or(0))))
+    }
+}
+
+/// Import order of the kinds: agents first (they resolve `Agent N`), API calls before the
+/// GPU activity they launch, counters last (they attach to kernel dispatches).
+fn order(kind: CsvKind) -> u8 {
+    match kind {
+        CsvKind::AgentInfo => 0,
+        CsvKind::Api => 1,
+        CsvKind::KernelTrace => 2,
+        CsvKind::MemoryCopy => 3,
+        CsvKind::MemoryAllocation => 4,
+        CsvKind::ScratchMemory => 5,
+        CsvKind::CounterCollection => 6,
+        CsvKind::PcSampling | CsvKind::Stats => 7,
+    }
+}
+
+/// Kernel ids synthesized for kernels named without a `Kernel_Id` start here, far above
+/// rocprofv3's small sequential ids.
+const SYNTH_KERNEL_BASE: i64 = 1 << 32;
+
+/// State of one CSV run import.
+struct State<'o, 'c> {
+    out: &'o mut Out<'c>,
+    pid: i64,
+    /// Kernel name → kernel id, for rows without `Kernel_Id`.
+    kernel_by_name: HashMap<String, i64>,
+    next_synth_kernel: i64,
+    /// (counter name, agent id) → pmc id.
+    pmcs: HashMap<(String, i64), i64>,
+    /// 1-based number of the current data record in its file.
+    ordinal: i64,
+}
+
+fn open_csv(path: &Path) -> Result<csv::Reader<std::io::BufReader<std::fs::File>>> {
+    let f = std::fs::File::open(path).map_err(|e| Error::input(path, "open", e.to_string()))?;
+    Ok(csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(true)
+        .from_reader(std::io::BufReader::with_capacity(1 << 16, f)))
+}
+
+fn csv_error(path: &Path, e: &csv::Error) -> Error {
+    let place = match e.position() {
+        Some(p) => format!("line {}", p.line()),
+        None => "read".to_string(),
+    };
+    let msg = match e.kind() {
+        csv::ErrorKind::Io(io) => format!("read error: {io}"),
+        _ => e.to_string(),
+    };
+    Error::input(path, place, msg)
+}
+
+/// The run's pid: a numeric file-name prefix, else the first `Process_Id` value found.
+fn run_pid(run: &Run, prefix: &str, guid: Option<&str>) -> Option<i64> {
+    if let Some(p) = prefix.strip_suffix('_').and_then(|p| p.parse::<i64>().ok()) {
+        return Some(p);
+    }
+    for path in &run.files {
+        let Ok(mut rdr) = open_csv(path) else {
+            continue;
+        };
+        let Ok(h) = rdr.byte_headers() else { continue };
+        let header = Header::new(h);
+        let Some(col) = header.col("process_id") else {
+            continue;
+        };
+        let mut rec = ByteRecord::new();
+        while let Ok(true) = rdr.read_byte_record(&mut rec) {
+            let r = Rec {
+                rec: &rec,
+                header: &header,
+            };
+            if let (Some(g), Some(gc)) = (guid, header.guid) {
+                if r.text(Some(gc)).trim() != g {
+                    continue;
+                }
+            }
+            if let Ok(Some(pid)) = r.opt_int(Some(col)) {
+                return Some(pid);
+            }
+            break;
+        }
+    }
+    None
+}
+
+/// The host name when the files sit in rocprofv3's default `<hostname>/<pid>_*.csv` layout:
+/// a numeric prefix in a directory whose name is a plausible host name.
+pub(crate) fn layout_hostname(dir: &Path, prefix: &str) -> Option<String> {
+    let pid = prefix.strip_suffix('_')?;
+    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let name = dir.file_name()?.to_str()?;
+    let ok = name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
+        && name
+            .as_bytes()
+            .first()
+            .is_some_and(u8::is_ascii_alphanumeric)
+        && !name.bytes().all(|b| b.is_ascii_digit());
+    ok.then(|| name.to_string())
+}
+
+/// Imports every file of a CSV run.
+pub(crate) fn import_run(
+    run: &Run,
+    out: &mut Out<'_>,
+    opts: &ImportOptions,
+    report: &mut ImportReport,
+) -> Result<()> {
+    let RunSource::Csv {
+        dir,
+        prefix,
+        kinds,
+        guid,
+    } = &run.source
+    else {
+        unreachable!("a CSV run")
+    };
+    out.set_node(NodeRow::from_hostname(
+        layout_hostname(dir, prefix).as_deref(),
+    ));
+    let pid = run_pid(run, prefix, guid.as_deref()).unwrap_or(0);
+    out.thread(pid, None);
+    let mut files: Vec<(&PathBuf, CsvKind)> = run.files.iter().zip(kinds.iter().copied()).collect();
+    files.sort_by_key(|(p, k)| (order(*k), (*p).clone()));
+    let mut st = State {
+        out,
+        pid,
+        kernel_by_name: HashMap::new(),
+        next_synth_kernel: SYNTH_KERNEL_BASE,
+        pmcs: HashMap::new(),
+        ordinal: 0,
+    };
+    for (path, _) in files {
+        import_file(&mut st, path, guid.as_deref(), opts, report)?;
+    }
+    Ok(())
+}
+
+/// Column positions of one file kind.
+enum Cols {
+    Agent,
+    Api {
+        domain: usize,
+        function: usize,
+        pid: Option<usize>,
+        tid: Option<usize>,
+        corr: usize,
+        start: usize,
+        end: usize,
+    },
+    Kernel(KernelCols),
+    Copy {
+        kind: Option<usize>,
+        direction: usize,
+        stream: Option<usize>,
+        src: usize,
+        dst: usize,
+        corr: Option<usize>,
+        start: usize,
+        end: usize,
+        bytes: Option<usize>,
+    },
+    Alloc {
+        kind: Option<usize>,
+        operation: usize,
+        agent: Option<usize>,
+        size: Option<usize>,
+        address: Option<usize>,
+        corr: Option<usize>,
+        start: usize,
+        end: usize,
+    },
+    Scratch {
+        kind: Option<usize>,
+        operation: usize,
+        agent: Option<usize>,
+        queue: Option<usize>,
+        tid: Option<usize>,
+        flags: Option<usize>,
+        start: usize,
+        end: usize,
+        size: Option<usize>,
+        corr: Option<usize>,
+    },
+    Counter(CounterCols),
+    Ignored,
+}
+
+struct KernelCols {
+    kind: Option<usize>,
+    agent: usize,
+    queue: Option<usize>,
+    stream: Option<usize>,
+    tid: Option<usize>,
+    dispatch: Option<usize>,
+    kernel_id: Option<usize>,
+    kernel_name: usize,
+    corr: usize,
+    start: usize,
+    end: usize,
+    private: Option<usize>,
+    group: Option<usize>,
+    vgpr: Option<usize>,
+    accum_vgpr: Option<usize>,
+    sgpr: Option<usize>,
+    wg: [Option<usize>; 3],
+    grid: [Option<usize>; 3],
+}
+
+struct CounterCols {
+    corr: Option<usize>,
+    dispatch: usize,
+    agent: Option<usize>,
+    queue: Option<usize>,
+    pid: Option<usize>,
+    tid: Option<usize>,
+    grid: Option<usize>,
+    kernel_id: Option<usize>,
+    kernel_name: Option<usize>,
+    wg: Option<usize>,
+    lds: Option<usize>,
+    scratch: Option<usize>,
+    vgpr: Option<usize>,
+    accum_vgpr: Option<usize>,
+    sgpr: Option<usize>,
+    name: usize,
+    value: usize,
+    start: Option<usize>,
+    end: Option<usize>,
+}
+
+fn columns(kind: CsvKind, h: &Header, path: &Path) -> Result<Cols> {
+    Ok(match kind {
+        CsvKind::AgentInfo => Cols::Agent,
+        CsvKind::Api => Cols::Api {
+            domain: h.req("domain", path)?,
+            function: h.req("function", path)?,
+            pid: h.col("process_id"),
+            tid: h.col("thread_id"),
+            corr: h.req("correlation_id", path)?,
+            start: h.req("start_timestamp", path)?,
+            end: h.req("end_timestamp", path)?,
+        },
+        CsvKind::KernelTrace => Cols::Kernel(KernelCols {
+            kind: h.col("kind"),
+            agent: h.req("agent_id", path)?,
+            queue: h.col("queue_id"),
+            stream: h.col("stream_id"),
+            tid: h.col("thread_id"),
+            dispatch: h.col("dispatch_id"),
+            kernel_id: h.col("kernel_id"),
+            kernel_name: h.req("kernel_name", path)?,
+            corr: h.req("correlation_id", path)?,
+            start: h.req("start_timestamp", path)?,
+            end: h.req("end_timestamp", path)?,
+            private: h.any(&["scratch_size", "private_segment_size"]),
+            group: h.any(&["lds_block_size", "group_segment_size"]),
+            vgpr: h.any(&["vgpr_count", "arch_vgpr_count"]),
+            accum_vgpr: h.col("accum_vgpr_count"),
+            sgpr: h.col("sgpr_count"),
+            wg: [
+                h.col("workgroup_size_x"),
+                h.col("workgroup_size_y"),
+                h.col("workgroup_size_z"),
+            ],
+            grid: [
+                h.col("grid_size_x"),
+                h.col("grid_size_y"),
+                h.col("grid_size_z"),
+            ],
+        }),
+        CsvKind::MemoryCopy => Cols::Copy {
+            kind: h.col("kind"),
+            direction: h.req("direction", path)?,
+            stream: h.col("stream_id"),
+            src: h.req("source_agent_id", path)?,
+            dst: h.req("destination_agent_id", path)?,
+            corr: h.col("correlation_id"),
+            start: h.req("start_timestamp", path)?,
+            end: h.req("end_timestamp", path)?,
+            bytes: h.any(&["bytes", "size", "copy_bytes", "copy_size"]),
+        },
+        CsvKind::MemoryAllocation => Cols::Alloc {
+            kind: h.col("kind"),
+            operation: h.req("operation", path)?,
+            agent: h.col("agent_id"),
+            size: h.col("allocation_size"),
+            address: h.any(&["address", "starting_address"]),
+            corr: h.col("correlation_id"),
+            start: h.req("start_timestamp", path)?,
+            end: h.req("end_timestamp", path)?,
+        },
+        CsvKind::ScratchMemory => Cols::Scratch {
+            kind: h.col("kind"),
+            operation: h.req("operation", path)?,
+            agent: h.col("agent_id"),
+            queue: h.col("queue_id"),
+            tid: h.col("thread_id"),
+            flags: h.col("alloc_flags"),
+            start: h.req("start_timestamp", path)?,
+            end: h.req("end_timestamp", path)?,
+            size: h.col("allocation_size"),
+            corr: h.col("correlation_id"),
+        },
+        CsvKind::CounterCollection => Cols::Counter(CounterCols {
+            corr: h.col("correlation_id"),
+            dispatch: h.req("dispatch_id", path)?,
+            agent: h.col("agent_id"),
+            queue: h.col("queue_id"),
+            pid: h.col("process_id"),
+            tid: h.col("thread_id"),
+            grid: h.col("grid_size"),
+            kernel_id: h.col("kernel_id"),
+            kernel_name: h.col("kernel_name"),
+            wg: h.col("workgroup_size"),
+            lds: h.any(&["lds_block_size", "group_segment_size"]),
+            scratch: h.any(&["scratch_size", "private_segment_size"]),
+            vgpr: h.any(&["vgpr_count", "arch_vgpr_count"]),
+            accum_vgpr: h.col("accum_vgpr_count"),
+            sgpr: h.col("sgpr_count"),
+            name: h.req("counter_name", path)?,
+            value: h.req("counter_value", path)?,
+            start: h.col("start_timestamp"),
+            end: h.col("end_timestamp"),
+        }),
+        CsvKind::PcSampling | CsvKind::Stats => Cols::Ignored,
+    })
+}
+
+/// Why a row failed: bad input (skippable) or a write failure (fatal).
+enum RowError {
+    Bad(String),
+    Fatal(Error),
+}
+
+impl From<String> for RowError {
+    fn from(m: String) -> Self {
+        RowError::Bad(m)
+    }
+}
+
+impl From<Error> for RowError {
+    fn from(e: Error) -> Self {
+        RowError::Fatal(e)
+    }
+}
+
+fn import_file(
+    st: &mut State<'_, '_>,
+    path: &Path,
+    guid: Option<&str>,
+    opts: &ImportOptions,
+    report: &mut ImportReport,
+) -> Result<()> {
+    let mut rdr = open_csv(path)?;
+    let header = Header::new(rdr.byte_headers().map_err(|e| csv_error(path, &e))?);
+    let kind = match kind_of_fields(&header.names) {
+        Some(k) => k,
+        None => {
+            let err = Error::input(
+                path,
+                "line 1",
+                format!(
+                    "not a rocprofv3 CSV file: the header ({}) names no known rocprofv3 columns",
+                    header.names.join(",")
+                ),
+            );
+            return skip_or_fail(opts, report, err);
+        }
+    };
+    let cols = columns(kind, &header, path)?;
+    st.ordinal = 0;
+    let mut rec = ByteRecord::new();
+    let mut ignored = 0u64;
+    loop {
+        match rdr.read_byte_record(&mut rec) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                // Field-count problems come back as records; what remains is I/O or
+                // an unterminated quote at the end of the file.
+                let err = csv_error(path, &e);
+                if matches!(e.kind(), csv::ErrorKind::Io(_)) {
+                    return Err(err);
+                }
+                skip_or_fail(opts, report, err)?;
+                continue;
+            }
+        }
+        let line = rec.position().map_or(0, |p| p.line());
+        if rec.len() != header.names.len() {
+            let err = Error::input(
+                path,
+                format!("line {line}"),
+                format!(
+                    "expected {} fields as in the header, found {}",
+                    header.names.len(),
+                    rec.len()
+                ),
+            );
+            skip_or_fail(opts, report, err)?;
+            continue;
+        }
+        let r = Rec {
+            rec: &rec,
+            header: &header,
+        };
+        if let (Some(g), Some(gc)) = (guid, header.guid) {
+            if r.text(Some(gc)).trim() != g {
+                continue;
+            }
+        }
+        st.ordinal += 1;
+        let result = match &cols {
+            Cols::Agent => agent_row(st, &r),
+            Cols::Api {
+                domain,
+                function,
+                pid,
+                tid,
+                corr,
+                start,
+                end,
+            } => api_row(
+                st,
+                &r,
+                [*domain, *function, *corr, *start, *end],
+                *pid,
+                *tid,
+            ),
+            Cols::Kernel(c) => kernel_row(st, &r, c),
+            Cols::Copy {
+                kind,
+                direction,
+                stream,
+                src,
+                dst,
+                corr,
+                start,
+                end,
+                bytes,
+            } => copy_row(
+                st,
+                &r,
+                [*direction, *src, *dst, *start, *end],
+                [*kind, *stream, *corr, *bytes],
+            ),
+            Cols::Alloc {
+                kind,
+                operation,
+                agent,
+                size,
+                address,
+                corr,
+                start,
+                end,
+            } => alloc_row(
+                st,
+                &r,
+                [*operation, *start, *end],
+                [*kind, *agent, *size, *address, *corr],
+            ),
+            Cols::Scratch {
+                kind,
+                operation,
+                agent,
+                queue,
+                tid,
+                flags,
+                start,
+                end,
+                size,
+                corr,
+            } => scratch_row(
+                st,
+                &r,
+                [*operation, *start, *end],
+                [*kind, *agent, *queue, *tid, *flags, *size, *corr],
+            ),
+            Cols::Counter(c) => counter_row(st, &r, c),
+            Cols::Ignored => {
+                ignored += 1;
+                Ok(())
+            }
+        };
+        match result {
+            Ok(()) => {}
+            Err(RowError::Fatal(e)) => return Err(e),
+            Err(RowError::Bad(m)) => {
+                skip_or_fail(opts, report, Error::input(path, format!("line {line}"), m))?
+            }
+        }
+    }
+    if !kind.is_imported() {
+        report.ignored.push(format!(
+            "{}: {ignored} {} rows not imported (RocPD v3 has no table for them)",
+            path.display(),
+            kind.name()
+        ));
+    }
+    Ok(())
+}
+
+fn agent_row(st: &mut State<'_, '_>, r: &Rec<'_>) -> std::result::Result<(), RowError> {
+    let h = r.header;
+    let id = r.int(h.col("node_id").expect("agent_info has node_id"))?;
+    let text = |n: &str| {
+        let t = r.text(h.col(n));
+        let t = t.trim();
+        (!t.is_empty()).then(|| t.to_string())
+    };
+    let agent_type = match text("agent_type")
+        .map(|t| t.to_ascii_uppercase())
+        .as_deref()
+    {
+        Some("GPU") => Some("GPU"),
+        Some("CPU") => Some("CPU"),
+        _ => None,
+    };
+    let mut ext = serde_json::Map::new();
+    for (i, name) in h.names.iter().enumerate() {
+        if Some(i) == h.guid {
+            continue;
+        }
+        let t = r.text(Some(i));
+        let t = t.trim();
+        let v = match t.parse::<i64>() {
+            Ok(n) => serde_json::Value::from(n),
+            Err(_) => serde_json::Value::from(t),
+        };
+        ext.insert(name.clone(), v);
+    }
+    let product = text("product_name");
+    st.out.agents.add(
+        AgentRow {
+            id,
+            agent_type,
+            absolute_index: Some(id),
+            logical_index: r.opt_int(h.col("logical_node_id"))?,
+            type_index: r.opt_int(h.col("logical_node_type_id"))?,
+            uuid: r.opt_int(h.col("device_id")).ok().flatten(),
+            name: text("name"),
+            model_name: text("model_name"),
+            vendor_name: text("vendor_name"),
+            product_name: product.clone(),
+            user_name: product,
+            extdata: Some(serde_json::Value::Object(ext).to_string()),
+        },
+        None,
+    );
+    Ok(())
+}
+
+/// Correlation id 0 means "none" (rocprofv3's ids start at 1).
+fn corr_id(c: i64) -> Option<i64> {
+    (c != 0).then_some(c)
+}
+
+fn api_row(
+    st: &mut State<'_, '_>,
+    r: &Rec<'_>,
+    [domain, function, corr, start, end]: [usize; 5],
+    pid: Option<usize>,
+    tid: Option<usize>,
+) -> std::result::Result<(), RowError> {
+    let domain_v = r.text(Some(domain));
+    let domain_v = domain_v.trim();
+    let function_v = r.text(Some(function));
+    let corr = r.int(corr)?;
+    let start = r.int(start)?;
+    let end = r.int(end)?;
+    let pid = r.opt_int(pid)?.unwrap_or(st.pid);
+    let tid = r.opt_int(tid)?.unwrap_or(pid);
+    let category = if domain_v.is_empty() {
+        "NONE"
+    } else {
+        domain_v
+    };
+    let marker = category.to_ascii_uppercase().starts_with("MARKER");
+    let extdata = marker.then(|| serde_json::json!({ "message": function_v.as_ref() }).to_string());
+    let name_id = st.out.string(&function_v)?;
+    let event_id = st.out.event(&EventRow {
+        category,
+        stack_id: corr_id(corr),
+        parent_stack_id: None,
+        correlation_id: None,
+        extdata,
+    })?;
+    st.out
+        .region(corr, pid, tid, start, end, name_id, event_id)?;
+    Ok(())
+}
+
+impl State<'_, '_> {
+    /// The kernel id of a row: its `Kernel_Id`, or one synthesized per distinct name.
+    fn kernel_id(&mut self, explicit: Option<i64>, name: &str) -> i64 {
+        if let Some(id) = explicit {
+            self.kernel_by_name.entry(name.to_string()).or_insert(id);
+            return id;
+        }
+        if let Some(id) = self.kernel_by_name.get(name) {
+            return *id;
+        }
+        let id = self.next_synth_kernel;
+        self.next_synth_kernel += 1;
+        self.kernel_by_name.insert(name.to_string(), id);
+        id
+    }
+}
+
+fn kernel_row(
+    st: &mut State<'_, '_>,
+    r: &Rec<'_>,
+    c: &KernelCols,
+) -> std::result::Result<(), RowError> {
+    let agent = r
+        .agent(Some(c.agent))?
+        .ok_or_else(|| "column agent_id: empty".to_string())?;
+    let name = r.text(Some(c.kernel_name)).into_owned();
+    let explicit_kernel = r.opt_int(c.kernel_id)?;
+    let corr = r.int(c.corr)?;
+    let start = r.int(c.start)?;
+    let end = r.int(c.end)?;
+    // Without a Dispatch_Id column (2024-07), dispatches are numbered by record.
+    let dispatch_id = match c.dispatch {
+        Some(_) => r.int(c.dispatch.expect("column"))?,
+        None => st.ordinal,
+    };
+    let corr = corr_id(corr);
+    let tid = r.opt_int(c.tid)?;
+    let queue = r.opt_int(c.queue)?.unwrap_or(0);
+    let stream = r.opt_int(c.stream)?.unwrap_or(0);
+    let private = r.opt_int(c.private)?;
+    let group = r.opt_int(c.group)?;
+    let vgpr = r.opt_int(c.vgpr)?;
+    let accum = r.opt_int(c.accum_vgpr)?;
+    let sgpr = r.opt_int(c.sgpr)?;
+    let mut wg = [0i64; 3];
+    let mut grid = [0i64; 3];
+    for i in 0..3 {
+        wg[i] = r.opt_int(c.wg[i])?.unwrap_or(0);
+        grid[i] = r.opt_int(c.grid[i])?.unwrap_or(0);
+    }
+    let category = r.text(c.kind);
+    let category = match category.trim() {
+        "" => "KERNEL_DISPATCH",
+        k => k,
+    };
+
+    let agent_id = st.out.agents.resolve(agent, Some("GPU"));
+    let kernel_id = st.kernel_id(explicit_kernel, &name);
+    if !st.out.has_kernel(kernel_id) {
+        st.out.kernel_symbol(
+            st.pid,
+            &KernelSymbolRow {
+                id: kernel_id,
+                code_object_id: 0,
+                kernel_name: Some(name.clone()),
+                display_name: Some(name),
+                group_segment_size: group,
+                private_segment_size: private,
+                sgpr_count: sgpr,
+                arch_vgpr_count: vgpr,
+                accum_vgpr_count: accum,
+                ..Default::default()
+            },
+        )?;
+    }
+    let event_id = st.out.event(&EventRow {
+        category,
+        stack_id: corr,
+        parent_stack_id: corr,
+        correlation_id: None,
+        extdata: None,
+    })?;
+    st.out.dispatch(
+        &DispatchRow {
+            dispatch_id,
+            pid: st.pid,
+            tid,
+            agent_id,
+            kernel_id,
+            queue_id: queue,
+            stream_id: stream,
+            start,
+            end,
+            private_segment_size: private,
+            group_segment_size: group,
+            workgroup: wg,
+            grid,
+            region_name_id: None,
+            extdata: None,
+        },
+        event_id,
+    )?;
+    Ok(())
+}
+
+/// Agent types implied by a copy direction: (source, destination).
+fn copy_types(direction: &str) -> (Option<&'static str>, Option<&'static str>) {
+    let d = direction.trim_start_matches("MEMORY_COPY_");
+    match d {
+        "HOST_TO_DEVICE" => (Some("CPU"), Some("GPU")),
+        "DEVICE_TO_HOST" => (Some("GPU"), Some("CPU")),
+        "DEVICE_TO_DEVICE" | "PEER_TO_PEER" => (Some("GPU"), Some("GPU")),
+        "HOST_TO_HOST" => (Some("CPU"), Some("CPU")),
+        _ => (None, None),
+    }
+}
+
+/// `HOST_TO_DEVICE` (2024-07) and `MEMORY_COPY_HOST_TO_DEVICE` both become the latter.
+pub(crate) fn copy_name(direction: &str) -> String {
+    let d = direction.trim().to_ascii_uppercase();
+    if d.starts_with("MEMORY_COPY_") {
+        d
+    } else if d.is_empty() {
+        "MEMORY_COPY_NONE".into()
+    } else {
+        format!("MEMORY_COPY_{d}")
+    }
+}
+
+fn copy_row(
+    st: &mut State<'_, '_>,
+    r: &Rec<'_>,
+    [direction, src, dst, start, end]: [usize; 5],
+    [kind, stream, corr, bytes]: [Option<usize>; 4],
+) -> std::result::Result<(), RowError> {
+    let name = copy_name(&r.text(Some(direction)));
+    let src = r.agent(Some(src))?;
+    let dst = r.agent(Some(dst))?;
+    let start = r.int(start)?;
+    let end = r.int(end)?;
+    let stream = r.opt_int(stream)?;
+    let corr = r.opt_int(corr)?.and_then(corr_id);
+    let size = r.opt_int(bytes)?.unwrap_or(0);
+    let category = r.text(kind);
+    let category = match category.trim() {
+        "" => "MEMORY_COPY",
+        k => k,
+    };
+    let (src_t, dst_t) = copy_types(&name);
+    let src_agent_id = src.map(|a| st.out.agents.resolve(a, src_t));
+    let dst_agent_id = dst.map(|a| st.out.agents.resolve(a, dst_t));
+    let name_id = st.out.string(&name)?;
+    let event_id = st.out.event(&EventRow {
+        category,
+        stack_id: corr,
+        parent_stack_id: corr,
+        correlation_id: None,
+        extdata: None,
+    })?;
+    st.out.copy(
+        &CopyRow {
+            pid: st.pid,
+            tid: None,
+            start,
+            end,
+            name_id,
+            dst_agent_id,
+            src_agent_id,
+            size,
+            stream_id: stream,
+            ..Default::default()
+        },
+        event_id,
+    )?;
+    Ok(())
+}
+
+/// RocPD `type` and `level` of a memory-allocation operation name.
+pub(crate) fn alloc_type(op: &str) -> (Option<&'static str>, &'static str) {
+    let op = op.trim().to_ascii_uppercase();
+    let level = if op.starts_with("SCRATCH") {
+        "SCRATCH"
+    } else if op.contains("VMEM") {
+        "VIRTUAL"
+    } else {
+        "REAL"
+    };
+    let kind = if op.contains("REALLOC") {
+        Some("REALLOC")
+    } else if op.contains("RECLAIM") {
+        Some("RECLAIM")
+    } else if op.contains("FREE") {
+        Some("FREE")
+    } else if op.contains("ALLOC") {
+        Some("ALLOC")
+    } else {
+        None
+    };
+    (kind, level)
+}
+
+fn alloc_row(
+    st: &mut State<'_, '_>,
+    r: &Rec<'_>,
+    [operation, start, end]: [usize; 3],
+    [kind, agent, size, address, corr]: [Option<usize>; 5],
+) -> std::result::Result<(), RowError> {
+    let op = r.text(Some(operation)).trim().to_string();
+    let agent = r.agent(agent)?;
+    let size = r.opt_int(size)?.unwrap_or(0);
+    let address = r.opt_int(address)?;
+    let corr = r.opt_int(corr)?.and_then(corr_id);
+    let start = r.int(start)?;
+    let end = r.int(end)?;
+    let category = r.text(kind);
+    let category = match category.trim() {
+        "" => "MEMORY_ALLOCATION",
+        k => k,
+    };
+    let (ty, level) = alloc_type(&op);
+    let agent_id = agent.map(|a| st.out.agents.resolve(a, None));
+    let extdata = ty
+        .is_none()
+        .then(|| serde_json::json!({ "operation": op }).to_string());
+    let event_id = st.out.event(&EventRow {
+        category,
+        stack_id: corr,
+        parent_stack_id: corr,
+        correlation_id: None,
+        extdata: None,
+    })?;
+    st.out.alloc(
+        &AllocRow {
+            pid: st.pid,
+            tid: None,
+            agent_id,
+            kind: ty,
+            level: Some(level),
+            start,
+            end,
+            address,
+            size,
+            extdata,
+            ..Default::default()
+        },
+        event_id,
+    )?;
+    Ok(())
+}
+
+fn scratch_row(
+    st: &mut State<'_, '_>,
+    r: &Rec<'_>,
+    [operation, start, end]: [usize; 3],
+    [kind, agent, queue, tid, flags, size, corr]: [Option<usize>; 7],
+) -> std::result::Result<(), RowError> {
+    let op = r.text(Some(operation)).trim().to_string();
+    let agent = r.agent(agent)?;
+    let queue = r.opt_int(queue)?;
+    let tid = r.opt_int(tid)?;
+    let flags = r.text(flags).trim().to_string();
+    let size = r.opt_int(size)?.unwrap_or(0);
+    let corr = r.opt_int(corr)?.and_then(corr_id);
+    let start = r.int(start)?;
+    let end = r.int(end)?;
+    let category = r.text(kind);
+    let category = match category.trim() {
+        "" => "SCRATCH_MEMORY",
+        k => k,
+    };
+    let (ty, _) = alloc_type(&op);
+    let agent_id = agent.map(|a| st.out.agents.resolve(a, Some("GPU")));
+    let flags_v = match parse_int(&flags) {
+        Some(n) => serde_json::Value::from(n),
+        None => serde_json::Value::from(flags),
+    };
+    let mut ext = serde_json::json!({ "flags": flags_v });
+    if ty.is_none() {
+        ext["operation"] = serde_json::Value::from(op);
+    }
+    let event_id = st.out.event(&EventRow {
+        category,
+        stack_id: corr,
+        parent_stack_id: corr,
+        correlation_id: None,
+        extdata: None,
+    })?;
+    st.out.alloc(
+        &AllocRow {
+            pid: st.pid,
+            tid,
+            agent_id,
+            kind: ty,
+            level: Some("SCRATCH"),
+            start,
+            end,
+            size,
+            queue_id: queue,
+            extdata: Some(ext.to_string()),
+            ..Default::default()
+        },
+        event_id,
+    )?;
+    Ok(())
+}
+
+fn counter_row(
+    st: &mut State<'_, '_>,
+    r: &Rec<'_>,
+    c: &CounterCols,
+) -> std::result::Result<(), RowError> {
+    let dispatch_id = r.int(c.dispatch)?;
+    let corr = r.opt_int(c.corr)?.and_then(corr_id);
+    let agent = r.agent(c.agent)?;
+    let queue = r.opt_int(c.queue)?;
+    let pid = r.opt_int(c.pid)?.unwrap_or(st.pid);
+    let tid = r.opt_int(c.tid)?;
+    let grid = r.opt_int(c.grid)?;
+    let wg = r.opt_int(c.wg)?;
+    let explicit_kernel = r.opt_int(c.kernel_id)?;
+    let kernel_name = r.text(c.kernel_name).into_owned();
+    let lds = r.opt_int(c.lds)?;
+    let scratch = r.opt_int(c.scratch)?;
+    let vgpr = r.opt_int(c.vgpr)?;
+    let accum = r.opt_int(c.accum_vgpr)?;
+    let sgpr = r.opt_int(c.sgpr)?;
+    let counter = r.text(Some(c.name)).trim().to_string();
+    let value = r.float(c.value)?;
+    let start = r.opt_int(c.start)?;
+    let end = r.opt_int(c.end)?;
+
+    let agent_id = agent.map(|a| st.out.agents.resolve(a, Some("GPU")));
+    let key = (counter.clone(), agent_id.unwrap_or(-1));
+    let pmc_id = match st.pmcs.get(&key) {
+        Some(id) => *id,
+        None => {
+            let id = st.pmcs.len() as i64 + 1;
+            st.pmcs.insert(key, id);
+            st.out.pmc(
+                pid,
+                &PmcRow {
+                    id,
+                    agent_id,
+                    target_arch: Some("GPU"),
+                    name: counter,
+                    ..Default::default()
+                },
+            )?;
+            id
+        }
+    };
+
+    let event_id = match st.out.find_dispatch(dispatch_id)? {
+        Some(crate::db::FoundDispatch {
+            event_id: Some(event_id),
+            tid: found_tid,
+            ..
+        }) => {
+            // Kernel traces of 2024-07 have no Thread_Id; the counter rows do.
+            if let (None, Some(t)) = (found_tid, tid) {
+                st.out.set_dispatch_tid(dispatch_id, pid, t)?;
+            }
+            event_id
+        }
+        _ => match st.out.untimed_event(dispatch_id)? {
+            Some(e) => e,
+            None => {
+                // The kernel trace lacks this dispatch: make it from the counter row.
+                let kernel_id = st.kernel_id(explicit_kernel, &kernel_name);
+                if !st.out.has_kernel(kernel_id) {
+                    st.out.kernel_symbol(
+                        pid,
+                        &KernelSymbolRow {
+                            id: kernel_id,
+                            code_object_id: 0,
+                            kernel_name: Some(kernel_name.clone()),
+                            display_name: Some(kernel_name),
+                            group_segment_size: lds,
+                            private_segment_size: scratch,
+                            sgpr_count: sgpr,
+                            arch_vgpr_count: vgpr,
+                            accum_vgpr_count: accum,
+                            ..Default::default()
+                        },
+                    )?;
+                }
+                let event_id = st.out.event(&EventRow {
+                    category: "KERNEL_DISPATCH",
+                    stack_id: corr,
+                    parent_stack_id: corr,
+                    correlation_id: None,
+                    extdata: None,
+                })?;
+                match (start, end, agent_id) {
+                    (Some(start), Some(end), Some(agent_id)) => st.out.dispatch(
+                        &DispatchRow {
+                            dispatch_id,
+                            pid,
+                            tid,
+                            agent_id,
+                            kernel_id,
+                            queue_id: queue.unwrap_or(0),
+                            stream_id: 0,
+                            start,
+                            end,
+                            private_segment_size: scratch,
+                            group_segment_size: lds,
+                            workgroup: [wg.unwrap_or(0), 1, 1],
+                            grid: [grid.unwrap_or(0), 1, 1],
+                            region_name_id: None,
+                            extdata: Some(r#"{"from":"counter_collection"}"#.into()),
+                        },
+                        event_id,
+                    )?,
+                    // Without timestamps (2024 generations) there is no time to place a
+                    // dispatch at: the values stay attached to an event only.
+                    _ => {
+                        st.out.thread(pid, tid);
+                        st.out.remember_untimed(dispatch_id, event_id)?
+                    }
+                }
+                event_id
+            }
+        },
+    };
+    st.out.pmc_event(event_id, pmc_id, value)?;
+    Ok(())
+}
+
+/// The distinct values of the guid column of a `rocpd convert` CSV, in first-seen order
+/// (empty when the file has no guid column).
+pub(crate) fn distinct_guids(path: &Path) -> Result<Vec<String>> {
+    let mut rdr = open_csv(path)?;
+    let header = Header::new(rdr.byte_headers().map_err(|e| csv_error(path, &e))?);
+    let Some(gc) = header.guid else {
+        return Ok(Vec::new());
+    };
+    let mut seen: Vec<String> = Vec::new();
+    let mut rec = ByteRecord::new();
+    loop {
+        match rdr.read_byte_record(&mut rec) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) if matches!(e.kind(), csv::ErrorKind::Io(_)) => return Err(csv_error(path, &e)),
+            Err(_) => continue,
+        }
+        if let Some(g) = rec.get(gc) {
+            let g = String::from_utf8_lossy(g);
+            let g = g.trim();
+            if !g.is_empty() && !seen.iter().any(|s| s == g) {
+                seen.push(g.to_string());
+            }
+        }
+    }
+    Ok(seen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_by_header() {
+        let k = |l: &str| kind_of_header(l);
+        assert_eq!(
+            k(
+                r#""Kind","Agent_Id","Queue_Id","Kernel_Id","Kernel_Name","Correlation_Id","Start_Timestamp","End_Timestamp""#
+            ),
+            Some(CsvKind::KernelTrace)
+        );
+        assert_eq!(
+            k(
+                r#""Guid","Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp","End_Timestamp""#
+            ),
+            Some(CsvKind::Api)
+        );
+        assert_eq!(
+            k(
+                r#""Name","Calls","TotalDurationNs","AverageNs","Percentage","MinNs","MaxNs","StdDev""#
+            ),
+            Some(CsvKind::Stats)
+        );
+        // rocprof v1 and rocprof-compute files are not rocprofv3.
+        assert_eq!(
+            k(
+                r#""Index","KernelName","gpu-id","queue-id","queue-index","pid","tid","grd","wgr","lds","scr","arch_vgpr","accum_vgpr","sgpr","wave_size","sig","obj","DispatchNs","BeginNs","EndNs","CompleteNs","DurationNs""#
+            ),
+            None
+        );
+        assert_eq!(
+            k("Dispatch_ID,GPU_ID,Queue_ID,PID,TID,Grid_Size,Workgroup_Size,Kernel_Name,Start_Timestamp,End_Timestamp,Correlation_ID"),
+            None
+        );
+        assert_eq!(k("a,b,c"), None);
+    }
+
+    #[test]
+    fn numbers_and_agents() {
+        assert_eq!(parse_int("42"), Some(42));
+        assert_eq!(parse_int("0x00007ffb26354000"), Some(0x7ffb26354000));
+        assert_eq!(parse_int("18446744073709551615"), Some(-1));
+        assert_eq!(parse_int("3564.000000"), Some(3564));
+        assert_eq!(parse_int("1.5"), None);
+        assert_eq!(AgentRef::parse("Agent 4"), Ok(Some(AgentRef::Logical(4))));
+        assert_eq!(
+            AgentRef::parse("GPU 1"),
+            Ok(Some(AgentRef::Typed("GPU", 1)))
+        );
+        assert_eq!(AgentRef::parse("2"), Ok(Some(AgentRef::Bare(2))));
+        assert_eq!(AgentRef::parse(""), Ok(None));
+        assert!(AgentRef::parse("Agent x").is_err());
+        assert_eq!(copy_name("HOST_TO_DEVICE"), "MEMORY_COPY_HOST_TO_DEVICE");
+        assert_eq!(
+            copy_name("MEMORY_COPY_DEVICE_TO_HOST"),
+            "MEMORY_COPY_DEVICE_TO_HOST"
+        );
+        assert_eq!(
+            alloc_type("MEMORY_ALLOCATION_VMEM_FREE"),
+            (Some("FREE"), "VIRTUAL")
+        );
+        assert_eq!(
+            alloc_type("SCRATCH_MEMORY_ASYNC_RECLAIM"),
+            (Some("RECLAIM"), "SCRATCH")
+        );
+    }
+
+    #[test]
+    fn hostnames_from_layout() {
+        assert_eq!(
+            layout_hostname(Path::new("/x/node-01"), "1234_"),
+            Some("node-01".into())
+        );
+        assert_eq!(layout_hostname(Path::new("/x/node-01"), "decode_"), None);
+        assert_eq!(layout_hostname(Path::new("/x/123"), "1234_"), None);
+    }
+}

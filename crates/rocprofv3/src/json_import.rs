@@ -1,0 +1,1414 @@
+//! rocprofv3 `*_results.json` (also gzip-compressed): a streaming import of one
+//! per-process object of the `rocprofiler-sdk-tool` array.
+//!
+//! The document is walked with serde visitors over `serde_json::Deserializer::from_reader`:
+//! the top-level object, the process array and the sections of the selected process are
+//! visited key by key; array elements (agents, kernel symbols, records, ...) are parsed one
+//! at a time into a small `serde_json::Value`, written to the database and dropped. Nothing
+//! holds the whole document. Other processes' objects and unused sections are skipped with
+//! `IgnoredAny`.
+//!
+//! Records need the `strings` tables (kind/operation names) and the `agents` (handles →
+//! node ids). rocprofv3 writes both before the records; if a file puts records first, they
+//! are kept raw in a temporary table and imported once the object has been read.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use rocpd_model::{Error, Result};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use crate::db::{
+    AgentRow, AllocRow, CodeObjectRow, CopyRow, DispatchRow, EventRow, KernelSymbolRow, NodeRow,
+    Out, PmcRow, ProcessRow,
+};
+use crate::{skip_or_fail, ImportOptions, ImportReport};
+
+const TOOL_KEY: &str = "rocprofiler-sdk-tool";
+
+/// Whether `bytes` start (after whitespace) with `{` and name the rocprofv3 key early.
+pub(crate) fn looks_like_json(bytes: &[u8]) -> bool {
+    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    let start = bytes.iter().position(|b| !b.is_ascii_whitespace());
+    match start {
+        Some(i) if bytes[i] == b'{' => {
+            let window = &bytes[i..bytes.len().min(i + 4096)];
+            let key = format!("\"{TOOL_KEY}\"");
+            window.windows(key.len()).any(|w| w == key.as_bytes())
+        }
+        _ => false,
+    }
+}
+
+/// Decompresses as much of a gzip prefix as possible (at most `max` bytes).
+pub(crate) fn gunzip_prefix(head: &[u8], max: usize) -> Vec<u8> {
+    let mut d = flate2::read::GzDecoder::new(head);
+    let mut out = vec![0u8; max];
+    let mut n = 0;
+    while n < max {
+        match d.read(&mut out[n..]) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k,
+        }
+    }
+    out.truncate(n);
+    out
+}
+
+/// Counts the bytes the JSON parser has consumed (of the decompressed text).
+struct Counting<R> {
+    inner: R,
+    count: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.set(self.count.get() + n as u64);
+        Ok(n)
+    }
+}
+
+/// An opened JSON file: the (decompressed) text behind a buffer, whether it is
+/// compressed, and the count of bytes pulled into the buffer.
+struct Opened {
+    reader: BufReader<Counting<Box<dyn Read>>>,
+    gz: bool,
+    count: Rc<Cell<u64>>,
+}
+
+impl Opened {
+    /// Bytes of the (decompressed) text the parser has consumed.
+    fn consumed(&self) -> u64 {
+        self.count.get() - self.reader.buffer().len() as u64
+    }
+}
+
+/// Opens a JSON file, decompressing gzip input.
+fn open(path: &Path) -> Result<Opened> {
+    let mut f = std::fs::File::open(path).map_err(|e| Error::input(path, "open", e.to_string()))?;
+    let mut magic = [0u8; 2];
+    let n = f
+        .read(&mut magic)
+        .map_err(|e| Error::input(path, "byte 0", e.to_string()))?;
+    drop(f);
+    let f = std::fs::File::open(path).map_err(|e| Error::input(path, "open", e.to_string()))?;
+    let gz = n == 2 && magic == [0x1f, 0x8b];
+    let inner: Box<dyn Read> = if gz {
+        Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
+            1 << 16,
+            f,
+        )))
+    } else {
+        Box::new(f)
+    };
+    let count = Rc::new(Cell::new(0));
+    Ok(Opened {
+        reader: BufReader::with_capacity(
+            1 << 16,
+            Counting {
+                inner,
+                count: count.clone(),
+            },
+        ),
+        gz,
+        count,
+    })
+}
+
+/// Turns a parser error into an input error at the current byte offset.
+fn parse_error(path: &Path, gz: bool, offset: u64, within: &str, e: &serde_json::Error) -> Error {
+    let of = if gz { " of the decompressed data" } else { "" };
+    // For a syntax error, the offending byte is the last one consumed.
+    let offset = if e.is_syntax() {
+        offset.saturating_sub(1)
+    } else {
+        offset
+    };
+    let place = format!(
+        "byte offset {offset}{of} (line {}, column {}){within}",
+        e.line(),
+        e.column()
+    );
+    let msg = if e.is_io() {
+        if gz {
+            format!("truncated or corrupt gzip data: {e}")
+        } else {
+            format!("read error: {e}")
+        }
+    } else if e.is_eof() {
+        format!("the JSON document ends early (truncated file?): {e}")
+    } else {
+        format!("invalid JSON: {e}")
+    };
+    Error::input(path, place, msg)
+}
+
+/// What the pre-scan learns about each per-process object.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ProcMeta {
+    pub pid: Option<i64>,
+    pub init_time: Option<i64>,
+}
+
+/// Counts the per-process objects of a JSON file (one streaming pass) and reads each
+/// object's `metadata.pid` and `metadata.init_time`.
+pub(crate) fn prescan(path: &Path) -> Result<Vec<ProcMeta>> {
+    struct Top;
+    impl<'de> Visitor<'de> for Top {
+        type Value = Option<Vec<ProcMeta>>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            write!(f, "a JSON object with a {TOOL_KEY:?} array")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut found = None;
+            while let Some(key) = map.next_key::<String>()? {
+                if key == TOOL_KEY {
+                    found = Some(map.next_value_seed(ListSeed)?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(found)
+        }
+    }
+    struct ListSeed;
+    impl<'de> DeserializeSeed<'de> for ListSeed {
+        type Value = Vec<ProcMeta>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+    impl<'de> Visitor<'de> for ListSeed {
+        type Value = Vec<ProcMeta>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            write!(f, "an array of per-process objects")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut v = Vec::new();
+            while let Some(m) = seq.next_element_seed(MetaSeed)? {
+                v.push(m);
+            }
+            Ok(v)
+        }
+    }
+    struct MetaSeed;
+    impl<'de> DeserializeSeed<'de> for MetaSeed {
+        type Value = ProcMeta;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    impl<'de> Visitor<'de> for MetaSeed {
+        type Value = ProcMeta;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            write!(f, "a per-process object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut m = ProcMeta::default();
+            while let Some(key) = map.next_key::<String>()? {
+                if key == "metadata" {
+                    let v: Value = map.next_value()?;
+                    m.pid = int(v.get("pid"));
+                    m.init_time = int(v.get("init_time"));
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(m)
+        }
+    }
+
+    let mut input = open(path)?;
+    let r = {
+        let mut de = serde_json::Deserializer::from_reader(&mut input.reader);
+        de.deserialize_map(Top).and_then(|v| de.end().map(|_| v))
+    };
+    match r {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => Err(Error::input(
+            path,
+            "top level",
+            format!("no {TOOL_KEY:?} key: not a rocprofv3 JSON file"),
+        )),
+        Err(e) => Err(parse_error(path, input.gz, input.consumed(), "", &e)),
+    }
+}
+
+/// A JSON integer: a number (unsigned values above `i64::MAX` wrap), a `{"handle": n}`
+/// object, or a decimal / `0x` string.
+fn int(v: Option<&Value>) -> Option<i64> {
+    match v? {
+        Value::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_u64().map(|u| u as i64))
+            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64)),
+        Value::Object(o) => int(o.get("handle")),
+        Value::String(s) => {
+            let s = s.trim();
+            match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+                Some(h) => u64::from_str_radix(h, 16).ok().map(|u| u as i64),
+                None => s.parse().ok(),
+            }
+        }
+        Value::Bool(b) => Some(i64::from(*b)),
+        _ => None,
+    }
+}
+
+fn text(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
+/// `v[a][b]...`
+fn at<'v>(v: &'v Value, path: &[&str]) -> Option<&'v Value> {
+    path.iter().try_fold(v, |v, k| v.get(k))
+}
+
+/// Kind and operation names from `strings.buffer_records`.
+#[derive(Debug, Clone, serde::Deserialize)]
+struct KindNames {
+    kind: String,
+    #[serde(default)]
+    operations: Vec<String>,
+}
+
+/// What a record section holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Agents,
+    Counters,
+    CodeObjects,
+    KernelSymbols,
+    MarkerStrings,
+    ExternalStrings,
+    /// `buffer_records.kernel_dispatch`
+    Dispatch,
+    /// API records (`hip_api`, `hsa_api`, `marker_api`, ...)
+    Api,
+    Copy,
+    Alloc,
+    Scratch,
+    /// `callback_records.counter_collection`
+    Counter,
+    /// Records with no RocPD v3 table (PC samples, KFD events, ...): counted.
+    Ignored,
+}
+
+impl Section {
+    fn of_record(name: &str) -> Section {
+        match name {
+            "kernel_dispatch" => Section::Dispatch,
+            "hip_api" | "hsa_api" | "marker_api" | "rccl_api" | "rocdecode_api" | "rocjpeg_api"
+            | "hipfile_api" | "rocshmem_api" | "ompt" | "openmp" => Section::Api,
+            "memory_copy" => Section::Copy,
+            "memory_allocation" => Section::Alloc,
+            "scratch_memory" => Section::Scratch,
+            "counter_collection" => Section::Counter,
+            _ => Section::Ignored,
+        }
+    }
+
+    fn needs_agents(self) -> bool {
+        !matches!(
+            self,
+            Section::Agents
+                | Section::KernelSymbols
+                | Section::MarkerStrings
+                | Section::ExternalStrings
+                | Section::Ignored
+        )
+    }
+
+    fn needs_strings(self) -> bool {
+        matches!(
+            self,
+            Section::Dispatch | Section::Api | Section::Copy | Section::Alloc | Section::Scratch
+        )
+    }
+
+    fn code(self) -> &'static str {
+        match self {
+            Section::Agents => "agents",
+            Section::Counters => "counters",
+            Section::CodeObjects => "code_objects",
+            Section::KernelSymbols => "kernel_symbols",
+            Section::MarkerStrings => "marker_strings",
+            Section::ExternalStrings => "external_strings",
+            Section::Dispatch => "dispatch",
+            Section::Api => "api",
+            Section::Copy => "copy",
+            Section::Alloc => "alloc",
+            Section::Scratch => "scratch",
+            Section::Counter => "counter",
+            Section::Ignored => "ignored",
+        }
+    }
+
+    fn from_code(c: &str) -> Section {
+        [
+            Section::Agents,
+            Section::Counters,
+            Section::CodeObjects,
+            Section::KernelSymbols,
+            Section::MarkerStrings,
+            Section::ExternalStrings,
+            Section::Dispatch,
+            Section::Api,
+            Section::Copy,
+            Section::Alloc,
+            Section::Scratch,
+            Section::Counter,
+        ]
+        .into_iter()
+        .find(|s| s.code() == c)
+        .unwrap_or(Section::Ignored)
+    }
+}
+
+/// Import state of one process object.
+struct Json<'o, 'c, 'r> {
+    out: &'o mut Out<'c>,
+    path: PathBuf,
+    opts: &'r ImportOptions,
+    report: &'r mut ImportReport,
+    pid: i64,
+    kinds: Vec<KindNames>,
+    have_strings: bool,
+    have_agents: bool,
+    pending: bool,
+    strings_tables: bool,
+    /// The real error behind a serde custom error.
+    error: Option<Error>,
+    /// Where the parser is, for error messages.
+    section: String,
+    index: u64,
+    ignored: BTreeMap<String, u64>,
+    /// Whether counter records made dispatches (kernel dispatch records then look for them).
+    counter_dispatches: bool,
+}
+
+/// A record-level failure: bad input (skippable) or fatal.
+enum RecError {
+    Bad(String),
+    Fatal(Error),
+}
+
+impl From<Error> for RecError {
+    fn from(e: Error) -> Self {
+        RecError::Fatal(e)
+    }
+}
+
+type RecResult = std::result::Result<(), RecError>;
+
+fn bad(msg: impl Into<String>) -> RecError {
+    RecError::Bad(msg.into())
+}
+
+fn req(v: &Value, path: &[&str]) -> std::result::Result<i64, RecError> {
+    int(at(v, path)).ok_or_else(|| bad(format!("missing or non-integer field {}", path.join("."))))
+}
+
+impl Json<'_, '_, '_> {
+    fn kind_name(&self, kind: i64) -> String {
+        usize::try_from(kind)
+            .ok()
+            .and_then(|k| self.kinds.get(k))
+            .map_or_else(|| format!("KIND_{kind}"), |k| k.kind.clone())
+    }
+
+    fn op_name(&self, kind: i64, op: i64) -> String {
+        usize::try_from(kind)
+            .ok()
+            .and_then(|k| self.kinds.get(k))
+            .and_then(|k| usize::try_from(op).ok().and_then(|o| k.operations.get(o)))
+            .cloned()
+            .unwrap_or_else(|| format!("{}_OPERATION_{op}", self.kind_name(kind)))
+    }
+
+    fn ready_for(&self, s: Section) -> bool {
+        (!s.needs_agents() || self.have_agents) && (!s.needs_strings() || self.have_strings)
+    }
+
+    /// Handles one array element of a section (or defers it).
+    fn element(&mut self, s: Section, v: Value) -> Result<()> {
+        if !self.ready_for(s) {
+            return self.defer(s, &v);
+        }
+        match self.record(s, &v) {
+            Ok(()) => Ok(()),
+            Err(RecError::Fatal(e)) => Err(e),
+            Err(RecError::Bad(m)) => {
+                let place = format!("{}[{}]", self.section, self.index);
+                skip_or_fail(self.opts, self.report, Error::input(&self.path, place, m))
+            }
+        }
+    }
+
+    fn defer(&mut self, s: Section, v: &Value) -> Result<()> {
+        if !self.pending {
+            self.out.batch(
+                "CREATE TEMP TABLE rs_json_pending (seq INTEGER PRIMARY KEY, section TEXT, place TEXT, json TEXT);",
+            )?;
+            self.pending = true;
+        }
+        let place = format!("{}[{}]", self.section, self.index);
+        self.out
+            .conn()
+            .prepare_cached(
+                "INSERT INTO temp.rs_json_pending (section, place, json) VALUES (?, ?, ?)",
+            )
+            .and_then(|mut st| st.execute([s.code(), place.as_str(), v.to_string().as_str()]))
+            .map_err(|e| Error::output("temporary table", e.to_string()))?;
+        Ok(())
+    }
+
+    /// Imports the records that came before the tables they need.
+    fn replay(&mut self) -> Result<()> {
+        if !self.pending {
+            return Ok(());
+        }
+        let conn = self.out.conn();
+        let err = |e: rusqlite::Error| Error::output("temporary table", e.to_string());
+        let mut stmt = conn
+            .prepare("SELECT section, place, json FROM temp.rs_json_pending ORDER BY seq")
+            .map_err(err)?;
+        let mut rows = stmt.query([]).map_err(err)?;
+        while let Some(row) = rows.next().map_err(err)? {
+            let s = Section::from_code(&row.get::<_, String>(0).map_err(err)?);
+            let place: String = row.get(1).map_err(err)?;
+            let json: String = row.get(2).map_err(err)?;
+            let v: Value = serde_json::from_str(&json)
+                .map_err(|e| Error::output("temporary table", e.to_string()))?;
+            match self.record(s, &v) {
+                Ok(()) => {}
+                Err(RecError::Fatal(e)) => return Err(e),
+                Err(RecError::Bad(m)) => {
+                    skip_or_fail(self.opts, self.report, Error::input(&self.path, place, m))?
+                }
+            }
+        }
+        drop(rows);
+        drop(stmt);
+        self.out.batch("DROP TABLE temp.rs_json_pending;")?;
+        self.pending = false;
+        Ok(())
+    }
+
+    fn record(&mut self, s: Section, v: &Value) -> RecResult {
+        match s {
+            Section::Agents => self.agent(v),
+            Section::Counters => self.counter_info(v),
+            Section::CodeObjects => self.code_object(v),
+            Section::KernelSymbols => self.kernel_symbol(v),
+            Section::MarkerStrings => self.string_entry("rs_marker_text", v),
+            Section::ExternalStrings => self.string_entry("rs_external_text", v),
+            Section::Dispatch => self.dispatch(v),
+            Section::Api => self.api(v),
+            Section::Copy => self.copy(v),
+            Section::Alloc => self.alloc(v, false),
+            Section::Scratch => self.alloc(v, true),
+            Section::Counter => self.counter(v),
+            Section::Ignored => {
+                *self.ignored.entry(self.section.clone()).or_insert(0) += 1;
+                Ok(())
+            }
+        }
+    }
+
+    fn metadata(&mut self, v: &Value) {
+        if let Some(n) = v.get("node") {
+            let hostname = text(n.get("hostname"));
+            let mut node = NodeRow::from_hostname(hostname.as_deref());
+            if let Some(id) = int(n.get("id")) {
+                node.id = id;
+            }
+            if let Some(h) = int(n.get("hash")) {
+                node.hash = h;
+            }
+            if let Some(m) = text(n.get("machine_id")).filter(|m| !m.is_empty()) {
+                node.machine_id = m;
+            }
+            node.system_name = text(n.get("system_name"));
+            node.release = text(n.get("release"));
+            node.version = text(n.get("version"));
+            node.hardware_name = text(n.get("hardware_name"));
+            node.domain_name = text(n.get("domain_name"));
+            self.out.set_node(node);
+        }
+        if let Some(pid) = int(v.get("pid")) {
+            self.pid = pid;
+        }
+        let command = match v.get("command") {
+            Some(Value::Array(a)) => Some(
+                a.iter()
+                    .map(|x| text(Some(x)).unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            other => text(other),
+        };
+        self.out.set_process(
+            self.pid,
+            ProcessRow {
+                ppid: int(v.get("ppid")),
+                init: int(v.get("init_time")),
+                fini: int(v.get("fini_time")),
+                command,
+                environment: None,
+                extdata: v.get("config").map(Value::to_string),
+            },
+        );
+    }
+
+    fn agent(&mut self, v: &Value) -> RecResult {
+        let handle = int(at(v, &["id", "handle"])).or_else(|| int(v.get("id")));
+        let id = int(v.get("node_id"))
+            .or(handle)
+            .ok_or_else(|| bad("agent without node_id or id"))?;
+        let agent_type = match int(v.get("type")) {
+            Some(1) => Some("CPU"),
+            Some(2) => Some("GPU"),
+            _ => match text(v.get("type")).as_deref() {
+                Some("CPU") => Some("CPU"),
+                Some("GPU") => Some("GPU"),
+                _ => None,
+            },
+        };
+        let product = text(v.get("product_name"));
+        self.out.agents.add(
+            AgentRow {
+                id,
+                agent_type,
+                absolute_index: Some(id),
+                logical_index: int(v.get("logical_node_id")),
+                type_index: int(v.get("logical_node_type_id")),
+                uuid: int(v.get("device_id")),
+                name: text(v.get("name")),
+                model_name: text(v.get("model_name")),
+                vendor_name: text(v.get("vendor_name")),
+                product_name: product.clone(),
+                user_name: product,
+                extdata: Some(v.to_string()),
+            },
+            handle,
+        );
+        Ok(())
+    }
+
+    fn agent_of(&mut self, v: Option<&Value>, evidence: Option<&'static str>) -> Option<i64> {
+        int(v).map(|h| self.out.agents.by_handle(h, evidence))
+    }
+
+    fn counter_info(&mut self, v: &Value) -> RecResult {
+        let id = req(v, &["id"])?;
+        let agent_id = self.agent_of(v.get("agent_id"), None);
+        let name = text(v.get("name")).unwrap_or_else(|| format!("counter {id}"));
+        let target_arch = agent_id.and_then(|a| self.out.agents.agent_type(a));
+        self.out.pmc(
+            self.pid,
+            &PmcRow {
+                id,
+                agent_id,
+                target_arch,
+                name,
+                description: text(v.get("description")),
+                block: text(v.get("block")),
+                expression: text(v.get("expression")),
+                is_constant: int(v.get("is_constant")),
+                is_derived: int(v.get("is_derived")),
+                extdata: Some(v.to_string()),
+            },
+        )?;
+        Ok(())
+    }
+
+    fn code_object(&mut self, v: &Value) -> RecResult {
+        let id = req(v, &["code_object_id"])?;
+        let agent_id = self.agent_of(v.get("agent_id"), None);
+        let storage_type = match int(v.get("storage_type")) {
+            Some(1) => Some("FILE"),
+            Some(2) => Some("MEMORY"),
+            _ => None,
+        };
+        self.out.code_object(
+            self.pid,
+            &CodeObjectRow {
+                id,
+                agent_id,
+                uri: text(v.get("uri")),
+                load_base: int(v.get("load_base")),
+                load_size: int(v.get("load_size")),
+                load_delta: int(v.get("load_delta")),
+                storage_type,
+                extdata: Some(v.to_string()),
+            },
+        )?;
+        Ok(())
+    }
+
+    fn kernel_symbol(&mut self, v: &Value) -> RecResult {
+        let id = req(v, &["kernel_id"])?;
+        let kernel_name = text(v.get("kernel_name"));
+        let display = text(v.get("formatted_kernel_name"))
+            .filter(|s| !s.is_empty())
+            .or_else(|| text(v.get("demangled_kernel_name")))
+            .or_else(|| kernel_name.clone());
+        self.out.kernel_symbol(
+            self.pid,
+            &KernelSymbolRow {
+                id,
+                code_object_id: int(v.get("code_object_id")).unwrap_or(0),
+                kernel_name,
+                display_name: display,
+                kernel_object: int(v.get("kernel_object")),
+                kernarg_segment_size: int(v.get("kernarg_segment_size")),
+                kernarg_segment_alignment: int(v.get("kernarg_segment_alignment")),
+                group_segment_size: int(v.get("group_segment_size")),
+                private_segment_size: int(v.get("private_segment_size")),
+                sgpr_count: int(v.get("sgpr_count")),
+                arch_vgpr_count: int(v.get("arch_vgpr_count")),
+                accum_vgpr_count: int(v.get("accum_vgpr_count")),
+                extdata: Some(v.to_string()),
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Creates the temporary tables of `strings.marker_api` / `strings.correlation_id`.
+    fn ensure_string_tables(&mut self) -> Result<()> {
+        if !self.strings_tables {
+            self.out.batch(
+                "CREATE TEMP TABLE rs_marker_text (id INTEGER PRIMARY KEY, text TEXT);
+                 CREATE TEMP TABLE rs_external_text (id INTEGER PRIMARY KEY, text TEXT);",
+            )?;
+            self.strings_tables = true;
+        }
+        Ok(())
+    }
+
+    /// One `{"key": id, "value": text}` entry.
+    fn string_entry(&mut self, table: &str, v: &Value) -> RecResult {
+        let id = req(v, &["key"])?;
+        let t = text(v.get("value")).unwrap_or_default();
+        self.put_string(table, id, &t)?;
+        Ok(())
+    }
+
+    fn put_string(&mut self, table: &str, id: i64, t: &str) -> Result<()> {
+        self.ensure_string_tables()?;
+        self.out
+            .conn()
+            .prepare_cached(&format!(
+                "INSERT OR REPLACE INTO temp.{table} VALUES (?, ?)"
+            ))
+            .and_then(|mut s| s.execute(rusqlite::params![id, t]))
+            .map_err(|e| Error::output("temporary table", e.to_string()))?;
+        Ok(())
+    }
+
+    fn lookup_string(&self, table: &str, id: i64) -> Result<Option<String>> {
+        if !self.strings_tables {
+            return Ok(None);
+        }
+        use rusqlite::OptionalExtension;
+        self.out
+            .conn()
+            .prepare_cached(&format!("SELECT text FROM temp.{table} WHERE id = ?"))
+            .and_then(|mut s| s.query_row([id], |r| r.get(0)).optional())
+            .map_err(|e| Error::output("temporary table", e.to_string()))
+    }
+
+    /// Event ids of a record's `correlation_id` object: (internal, external, ancestor).
+    fn corr(v: &Value) -> (Option<i64>, Option<i64>, Option<i64>) {
+        match v.get("correlation_id") {
+            Some(c @ Value::Object(_)) => (
+                int(c.get("internal")).filter(|c| *c != 0),
+                int(c.get("external")),
+                int(c.get("ancestor")),
+            ),
+            other => (int(other).filter(|c| *c != 0), None, None),
+        }
+    }
+
+    fn api(&mut self, v: &Value) -> RecResult {
+        let kind = req(v, &["kind"])?;
+        let op = req(v, &["operation"])?;
+        let start = req(v, &["start_timestamp"])?;
+        let end = req(v, &["end_timestamp"])?;
+        let tid = int(v.get("thread_id")).unwrap_or(self.pid);
+        let (internal, external, ancestor) = Self::corr(v);
+        let internal = internal.ok_or_else(|| bad("missing correlation_id.internal"))?;
+        let category = self.kind_name(kind);
+        let name = self.op_name(kind, op);
+        let mut extdata = None;
+        if category.starts_with("MARKER") {
+            if let Some(msg) = self.lookup_string("rs_marker_text", internal)? {
+                extdata = Some(serde_json::json!({ "message": msg }).to_string());
+            }
+        }
+        let name_id = self.out.string(&name)?;
+        let event_id = self.out.event(&EventRow {
+            category: &category,
+            stack_id: Some(internal),
+            parent_stack_id: ancestor,
+            correlation_id: external,
+            extdata,
+        })?;
+        self.out
+            .region(internal, self.pid, tid, start, end, name_id, event_id)?;
+        Ok(())
+    }
+
+    /// A dispatch row from a `dispatch_info` object and the record around it.
+    fn dispatch_row(
+        &mut self,
+        v: &Value,
+        info: &Value,
+    ) -> std::result::Result<DispatchRow, RecError> {
+        let xyz = |k: &str| {
+            [
+                int(at(info, &[k, "x"])).unwrap_or(0),
+                int(at(info, &[k, "y"])).unwrap_or(0),
+                int(at(info, &[k, "z"])).unwrap_or(0),
+            ]
+        };
+        let agent_id = self
+            .agent_of(info.get("agent_id"), Some("GPU"))
+            .ok_or_else(|| bad("missing dispatch_info.agent_id"))?;
+        let kernel_id = req(info, &["kernel_id"])?;
+        if !self.out.has_kernel(kernel_id) {
+            self.out.kernel_symbol(
+                self.pid,
+                &KernelSymbolRow {
+                    id: kernel_id,
+                    extdata: Some(r#"{"synthesized":true}"#.into()),
+                    ..Default::default()
+                },
+            )?;
+        }
+        Ok(DispatchRow {
+            dispatch_id: req(info, &["dispatch_id"])?,
+            pid: self.pid,
+            tid: int(v.get("thread_id")),
+            agent_id,
+            kernel_id,
+            queue_id: int(info.get("queue_id")).unwrap_or(0),
+            stream_id: int(v.get("stream_id")).unwrap_or(0),
+            start: 0,
+            end: 0,
+            private_segment_size: int(info.get("private_segment_size")),
+            group_segment_size: int(info.get("group_segment_size")),
+            workgroup: xyz("workgroup_size"),
+            grid: xyz("grid_size"),
+            region_name_id: None,
+            extdata: None,
+        })
+    }
+
+    fn region_name(&mut self, external: Option<i64>) -> Result<Option<i64>> {
+        match external {
+            Some(e) if e != 0 => match self.lookup_string("rs_external_text", e)? {
+                Some(t) => Ok(Some(self.out.string(&t)?)),
+                None => Ok(None),
+            },
+            _ => Ok(None),
+        }
+    }
+
+    fn dispatch(&mut self, v: &Value) -> RecResult {
+        let info = v
+            .get("dispatch_info")
+            .ok_or_else(|| bad("missing dispatch_info"))?;
+        let kind = int(v.get("kind"));
+        let mut d = self.dispatch_row(v, info)?;
+        d.start = req(v, &["start_timestamp"])?;
+        d.end = req(v, &["end_timestamp"])?;
+        let (internal, external, _) = Self::corr(v);
+        d.region_name_id = self.region_name(external)?;
+        // A counter record may have made this dispatch already (callback records come
+        // before buffer records): complete it instead of adding a second one.
+        if self.counter_dispatches {
+            if let Some(found) = self.out.find_dispatch(d.dispatch_id)? {
+                if found.event_id.is_some() && found.stack_id == internal {
+                    self.out.update_dispatch(&d)?;
+                    return Ok(());
+                }
+            }
+        }
+        let category = kind.map_or_else(|| "KERNEL_DISPATCH".to_string(), |k| self.kind_name(k));
+        let event_id = self.out.event(&EventRow {
+            category: &category,
+            stack_id: internal,
+            parent_stack_id: internal,
+            correlation_id: external,
+            extdata: None,
+        })?;
+        self.out.dispatch(&d, event_id)?;
+        Ok(())
+    }
+
+    fn copy(&mut self, v: &Value) -> RecResult {
+        let kind = req(v, &["kind"])?;
+        let op = req(v, &["operation"])?;
+        let start = req(v, &["start_timestamp"])?;
+        let end = req(v, &["end_timestamp"])?;
+        let (internal, external, _) = Self::corr(v);
+        let name = crate::csv_import::copy_name(&self.op_name(kind, op));
+        let category = self.kind_name(kind);
+        let (src_t, dst_t) = match name.trim_start_matches("MEMORY_COPY_") {
+            "HOST_TO_DEVICE" => (Some("CPU"), Some("GPU")),
+            "DEVICE_TO_HOST" => (Some("GPU"), Some("CPU")),
+            "DEVICE_TO_DEVICE" | "PEER_TO_PEER" => (Some("GPU"), Some("GPU")),
+            "HOST_TO_HOST" => (Some("CPU"), Some("CPU")),
+            _ => (None, None),
+        };
+        let src_agent_id = self.agent_of(v.get("src_agent_id"), src_t);
+        let dst_agent_id = self.agent_of(v.get("dst_agent_id"), dst_t);
+        let name_id = self.out.string(&name)?;
+        let region_name_id = self.region_name(external)?;
+        let event_id = self.out.event(&EventRow {
+            category: &category,
+            stack_id: internal,
+            parent_stack_id: internal,
+            correlation_id: external,
+            extdata: None,
+        })?;
+        self.out.copy(
+            &CopyRow {
+                pid: self.pid,
+                tid: int(v.get("thread_id")),
+                start,
+                end,
+                name_id,
+                dst_agent_id,
+                dst_address: int(v.get("dst_address")),
+                src_agent_id,
+                src_address: int(v.get("src_address")),
+                size: int(v.get("bytes")).unwrap_or(0),
+                queue_id: None,
+                stream_id: int(v.get("stream_id")),
+                region_name_id,
+                extdata: None,
+            },
+            event_id,
+        )?;
+        Ok(())
+    }
+
+    fn alloc(&mut self, v: &Value, scratch: bool) -> RecResult {
+        let kind = req(v, &["kind"])?;
+        let op = req(v, &["operation"])?;
+        let start = req(v, &["start_timestamp"])?;
+        let end = req(v, &["end_timestamp"])?;
+        let (internal, external, _) = Self::corr(v);
+        let op_name = self.op_name(kind, op);
+        let category = self.kind_name(kind);
+        let (ty, level) = crate::csv_import::alloc_type(&op_name);
+        let level = if scratch { "SCRATCH" } else { level };
+        // Frees name no agent (handle 0 or absent).
+        let agent_id = match int(v.get("agent_id")) {
+            Some(h) if h != 0 => Some(self.out.agents.by_handle(h, scratch.then_some("GPU"))),
+            _ => None,
+        };
+        let mut ext = serde_json::Map::new();
+        if ty.is_none() {
+            ext.insert("operation".into(), Value::from(op_name));
+        }
+        if let Some(f) = v.get("flags") {
+            ext.insert("flags".into(), f.clone());
+        }
+        let event_id = self.out.event(&EventRow {
+            category: &category,
+            stack_id: internal,
+            parent_stack_id: internal,
+            correlation_id: external,
+            extdata: None,
+        })?;
+        self.out.alloc(
+            &AllocRow {
+                pid: self.pid,
+                tid: int(v.get("thread_id")),
+                agent_id,
+                kind: ty,
+                level: Some(level),
+                start,
+                end,
+                address: int(v.get("address")),
+                size: int(v.get("allocation_size")).unwrap_or(0),
+                queue_id: int(v.get("queue_id")),
+                stream_id: int(v.get("stream_id")),
+                extdata: (!ext.is_empty()).then(|| Value::Object(ext).to_string()),
+            },
+            event_id,
+        )?;
+        Ok(())
+    }
+
+    fn counter(&mut self, v: &Value) -> RecResult {
+        let dd = v
+            .get("dispatch_data")
+            .ok_or_else(|| bad("missing dispatch_data"))?;
+        let info = dd
+            .get("dispatch_info")
+            .ok_or_else(|| bad("missing dispatch_data.dispatch_info"))?;
+        let mut d = self.dispatch_row(v, info)?;
+        let (internal, external, _) = Self::corr(dd);
+        let start = int(dd.get("start_timestamp"));
+        let end = int(dd.get("end_timestamp"));
+        let event_id = match self.out.find_dispatch(d.dispatch_id)? {
+            Some(crate::db::FoundDispatch {
+                event_id: Some(e), ..
+            }) => e,
+            _ => match self.out.untimed_event(d.dispatch_id)? {
+                Some(e) => e,
+                None => {
+                    let event_id = self.out.event(&EventRow {
+                        category: "KERNEL_DISPATCH",
+                        stack_id: internal,
+                        parent_stack_id: internal,
+                        correlation_id: external,
+                        extdata: None,
+                    })?;
+                    self.counter_dispatches = true;
+                    match (start, end) {
+                        (Some(s), Some(e)) => {
+                            d.start = s;
+                            d.end = e;
+                            d.region_name_id = self.region_name(external)?;
+                            self.out.dispatch(&d, event_id)?;
+                        }
+                        _ => {
+                            self.out.thread(d.pid, d.tid);
+                            self.out.remember_untimed(d.dispatch_id, event_id)?;
+                        }
+                    }
+                    event_id
+                }
+            },
+        };
+        let records = match v.get("records") {
+            Some(Value::Array(a)) => a.as_slice(),
+            _ => &[],
+        };
+        for r in records {
+            let pmc_id = req(r, &["counter_id"])?;
+            let value = r
+                .get("value")
+                .and_then(Value::as_f64)
+                .ok_or_else(|| bad("counter record without a numeric value"))?;
+            if !self.out.has_pmc(pmc_id) {
+                self.out.pmc(
+                    self.pid,
+                    &PmcRow {
+                        id: pmc_id,
+                        agent_id: Some(d.agent_id),
+                        target_arch: Some("GPU"),
+                        name: format!("counter {pmc_id}"),
+                        extdata: Some(r#"{"synthesized":true}"#.into()),
+                        ..Default::default()
+                    },
+                )?;
+            }
+            self.out.pmc_event(event_id, pmc_id, value)?;
+        }
+        Ok(())
+    }
+}
+
+/// Turns an importer error into a serde error (the real one is kept in the state).
+fn stash<E: de::Error>(st: &mut Json<'_, '_, '_>, e: Error) -> E {
+    let msg = e.to_string();
+    st.error = Some(e);
+    E::custom(msg)
+}
+
+/// The top-level object: finds the process array.
+struct TopSeed<'a, 'o, 'c, 'r> {
+    st: &'a mut Json<'o, 'c, 'r>,
+    index: usize,
+}
+
+impl<'de> Visitor<'de> for TopSeed<'_, '_, '_, '_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a JSON object with a {TOOL_KEY:?} array")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<bool, A::Error> {
+        let st = self.st;
+        let mut found = false;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == TOOL_KEY {
+                found |= map.next_value_seed(ProcList {
+                    st: &mut *st,
+                    index: self.index,
+                })?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+struct ProcList<'a, 'o, 'c, 'r> {
+    st: &'a mut Json<'o, 'c, 'r>,
+    index: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for ProcList<'_, '_, '_, '_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<bool, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ProcList<'_, '_, '_, '_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "an array of per-process objects")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<bool, A::Error> {
+        let st = self.st;
+        let mut i = 0;
+        let mut found = false;
+        loop {
+            if i == self.index {
+                st.section = format!("{TOOL_KEY}[{i}]");
+                match seq.next_element_seed(ProcSeed { st: &mut *st })? {
+                    Some(()) => found = true,
+                    None => break,
+                }
+            } else if seq.next_element::<IgnoredAny>()?.is_none() {
+                break;
+            }
+            i += 1;
+        }
+        Ok(found)
+    }
+}
+
+/// The selected per-process object.
+struct ProcSeed<'a, 'o, 'c, 'r> {
+    st: &'a mut Json<'o, 'c, 'r>,
+}
+
+impl<'de> DeserializeSeed<'de> for ProcSeed<'_, '_, '_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ProcSeed<'_, '_, '_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a per-process object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        let st = self.st;
+        let base = st.section.clone();
+        while let Some(key) = map.next_key::<String>()? {
+            st.section = format!("{base}.{key}");
+            st.index = 0;
+            match key.as_str() {
+                "metadata" => {
+                    let v: Value = map.next_value()?;
+                    st.metadata(&v);
+                }
+                "agents" => {
+                    map.next_value_seed(Elements {
+                        st: &mut *st,
+                        section: Section::Agents,
+                    })?;
+                    st.have_agents = true;
+                }
+                "counters" => map.next_value_seed(Elements {
+                    st: &mut *st,
+                    section: Section::Counters,
+                })?,
+                "code_objects" => map.next_value_seed(Elements {
+                    st: &mut *st,
+                    section: Section::CodeObjects,
+                })?,
+                "kernel_symbols" => map.next_value_seed(Elements {
+                    st: &mut *st,
+                    section: Section::KernelSymbols,
+                })?,
+                "strings" => {
+                    map.next_value_seed(Strings { st: &mut *st })?;
+                    st.have_strings = true;
+                }
+                "callback_records" | "buffer_records" => map.next_value_seed(Sections {
+                    st: &mut *st,
+                    base: format!("{base}.{key}"),
+                })?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        st.section = base;
+        Ok(())
+    }
+}
+
+/// `strings`: kind/operation names, marker texts, kernel-rename texts.
+struct Strings<'a, 'o, 'c, 'r> {
+    st: &'a mut Json<'o, 'c, 'r>,
+}
+
+impl<'de> DeserializeSeed<'de> for Strings<'_, '_, '_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Strings<'_, '_, '_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "the strings object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        let st = self.st;
+        let base = st.section.clone();
+        while let Some(key) = map.next_key::<String>()? {
+            st.section = format!("{base}.{key}");
+            st.index = 0;
+            match key.as_str() {
+                "buffer_records" => {
+                    st.kinds = map.next_value::<Vec<KindNames>>()?;
+                }
+                "marker_api" => map.next_value_seed(Elements {
+                    st: &mut *st,
+                    section: Section::MarkerStrings,
+                })?,
+                "correlation_id" => map.next_value_seed(External { st: &mut *st })?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        st.section = base;
+        Ok(())
+    }
+}
+
+/// `strings.correlation_id`: `{"external": [{"key": id, "value": text}, ...]}`.
+struct External<'a, 'o, 'c, 'r> {
+    st: &'a mut Json<'o, 'c, 'r>,
+}
+
+impl<'de> DeserializeSeed<'de> for External<'_, '_, '_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for External<'_, '_, '_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "the correlation_id strings object")
+    }
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<(), E> {
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        let st = self.st;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "external" {
+                map.next_value_seed(Elements {
+                    st: &mut *st,
+                    section: Section::ExternalStrings,
+                })?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `callback_records` / `buffer_records`: one record array per key.
+struct Sections<'a, 'o, 'c, 'r> {
+    st: &'a mut Json<'o, 'c, 'r>,
+    base: String,
+}
+
+impl<'de> DeserializeSeed<'de> for Sections<'_, '_, '_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Sections<'_, '_, '_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "an object of record arrays")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        let st = self.st;
+        while let Some(key) = map.next_key::<String>()? {
+            st.section = format!("{}.{key}", self.base);
+            st.index = 0;
+            map.next_value_seed(Elements {
+                st: &mut *st,
+                section: Section::of_record(&key),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// An array whose elements are handled one at a time.
+struct Elements<'a, 'o, 'c, 'r> {
+    st: &'a mut Json<'o, 'c, 'r>,
+    section: Section,
+}
+
+impl<'de> DeserializeSeed<'de> for Elements<'_, '_, '_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Elements<'_, '_, '_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "an array")
+    }
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+        let st = self.st;
+        if self.section == Section::Ignored {
+            // Count without building values.
+            while seq.next_element::<IgnoredAny>()?.is_some() {
+                *st.ignored.entry(st.section.clone()).or_insert(0) += 1;
+                st.index += 1;
+            }
+            return Ok(());
+        }
+        while let Some(v) = seq.next_element::<Value>()? {
+            st.element(self.section, v).map_err(|e| stash(st, e))?;
+            st.index += 1;
+        }
+        Ok(())
+    }
+    /// A map of id → text (some writers emit string tables as objects).
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        let st = self.st;
+        while let Some((k, v)) = map.next_entry::<String, Value>()? {
+            let entry = serde_json::json!({ "key": k, "value": v });
+            st.element(self.section, entry).map_err(|e| stash(st, e))?;
+            st.index += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Imports per-process object `index` of the JSON file at `path`.
+pub(crate) fn import_process(
+    path: &Path,
+    index: usize,
+    out: &mut Out<'_>,
+    opts: &ImportOptions,
+    report: &mut ImportReport,
+) -> Result<()> {
+    let mut input = open(path)?;
+    let mut st = Json {
+        out,
+        path: path.to_path_buf(),
+        opts,
+        report,
+        pid: 0,
+        kinds: Vec::new(),
+        have_strings: false,
+        have_agents: false,
+        pending: false,
+        strings_tables: false,
+        error: None,
+        section: String::new(),
+        index: 0,
+        ignored: BTreeMap::new(),
+        counter_dispatches: false,
+    };
+    let parsed = {
+        let mut de = serde_json::Deserializer::from_reader(&mut input.reader);
+        de.deserialize_map(TopSeed { st: &mut st, index })
+            .and_then(|found| de.end().map(|_| found))
+    };
+    let found = match parsed {
+        Ok(f) => f,
+        Err(e) => {
+            if let Some(real) = st.error.take() {
+                return Err(real);
+            }
+            let within = if st.section.is_empty() {
+                String::new()
+            } else {
+                format!(", in {}[{}]", st.section, st.index)
+            };
+            return Err(parse_error(path, input.gz, input.consumed(), &within, &e));
+        }
+    };
+    if !found {
+        return Err(Error::input(
+            path,
+            TOOL_KEY,
+            format!("no per-process object #{index}"),
+        ));
+    }
+    // Records that came before the tables they need.
+    st.have_agents = true;
+    st.have_strings = true;
+    st.replay()?;
+    if st.strings_tables {
+        st.out
+            .batch("DROP TABLE temp.rs_marker_text; DROP TABLE temp.rs_external_text;")?;
+    }
+    st.out.thread(st.pid, None);
+    for (section, n) in std::mem::take(&mut st.ignored) {
+        st.report.ignored.push(format!(
+            "{}: {n} records of {section} not imported (RocPD v3 has no table for them)",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_detection() {
+        assert!(looks_like_json(b"  {\"rocprofiler-sdk-tool\": [ ]}"));
+        assert!(!looks_like_json(b"[1,2]"));
+        assert!(!looks_like_json(b"{\"traceEvents\": []}"));
+    }
+
+    #[test]
+    fn ints() {
+        let v: Value =
+            serde_json::json!({"a": {"handle": 7}, "b": "0x10", "c": 18446744073709551615u64});
+        assert_eq!(int(v.get("a")), Some(7));
+        assert_eq!(int(v.get("b")), Some(16));
+        assert_eq!(int(v.get("c")), Some(-1));
+    }
+}

@@ -1,0 +1,232 @@
+//! Importers of rocprofv3's own outputs (CSV file sets and `*_results.json`) into RocPD
+//! schema-v3 SQLite databases.
+//!
+//! rocprofv3 writes one output per profiled process. This crate turns each such *run* into a
+//! RocPD v3 database (one table set, one guid) that the caller places in a temporary
+//! directory; the RocPD reader (`rocpd-db`) then reads it like any database, so sorting by
+//! time, flow links and the catalog come for free and memory stays bounded.
+//!
+//! * [`sniff`] recognises the formats by content (a CSV header naming rocprofv3 columns;
+//!   JSON starting with `{` and naming `rocprofiler-sdk-tool`, also gzip-compressed).
+//! * [`group_runs`] groups CSV files into runs by directory and file-name prefix, and
+//!   splits a JSON file into one run per per-process object.
+//! * [`import`] writes one run into a new database, streaming: CSV records one at a time,
+//!   JSON through serde visitors over the record arrays (never a whole-file value).
+//!
+//! The mapping from rocprofv3 columns and records to RocPD rows is specified in
+//! `formats/rocprofv3/README.md`.
+
+mod csv_import;
+mod db;
+mod guid;
+mod json_import;
+mod walk;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use rocpd_model::{Error, Result};
+
+pub use csv_import::CsvKind;
+
+/// What a file is, judged by its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Detected {
+    /// A rocprofv3 CSV file of this kind.
+    Csv(CsvKind),
+    /// A rocprofv3 `*_results.json` (possibly gzip-compressed).
+    Json,
+}
+
+/// How many bytes of a file [`sniff`] wants to see (the CLI may pass fewer).
+pub const SNIFF_BYTES: usize = 8192;
+
+/// Recognises a rocprofv3 CSV or JSON file from its first bytes (`head`, a few KiB).
+///
+/// * CSV: the header line names rocprofv3 columns (matched by name, case-insensitively;
+///   an optional leading `Guid` column is allowed).
+/// * JSON: the text starts with `{` and names `"rocprofiler-sdk-tool"` early; gzip input
+///   (magic `1f 8b`) is decompressed in memory as far as `head` allows and checked the same
+///   way.
+///
+/// `path` is only used to read more of the file when `head` ends inside the CSV header.
+pub fn sniff(path: &Path, head: &[u8]) -> Option<Detected> {
+    if head.starts_with(&[0x1f, 0x8b]) {
+        let text = json_import::gunzip_prefix(head, SNIFF_BYTES);
+        return json_import::looks_like_json(&text).then_some(Detected::Json);
+    }
+    if json_import::looks_like_json(head) {
+        return Some(Detected::Json);
+    }
+    let line = csv_import::first_line(head).or_else(|| {
+        // The header line may be longer than the head (or the file may be just a header
+        // without a line end): read up to 64 KiB for it.
+        let mut buf = Vec::new();
+        std::fs::File::open(path)
+            .ok()?
+            .take(65536)
+            .read_to_end(&mut buf)
+            .ok()?;
+        let whole = buf.len() < 65536;
+        csv_import::header_line(&buf, whole)
+    })?;
+    csv_import::kind_of_header(&line).map(Detected::Csv)
+}
+
+/// Reads the first [`SNIFF_BYTES`] of `path` and calls [`sniff`].
+pub fn sniff_file(path: &Path) -> Result<Option<Detected>> {
+    let mut f = std::fs::File::open(path).map_err(|e| Error::input(path, "open", e.to_string()))?;
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    (&mut f)
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| Error::input(path, "byte 0", e.to_string()))?;
+    Ok(sniff(path, &head))
+}
+
+/// Where a run's data comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunSource {
+    /// A set of CSV files of one process.
+    Csv {
+        /// Directory holding the files.
+        dir: PathBuf,
+        /// The file-name prefix before the `<kind>.csv` part (`1234_`, `decode_`, or
+        /// `""`); for a file whose name ends in no known kind, its whole stem plus `_`.
+        prefix: String,
+        /// Content kind of each file of [`Run::files`], in the same order.
+        kinds: Vec<CsvKind>,
+        /// For `rocpd convert` CSVs (leading `Guid` column): only rows of this guid.
+        guid: Option<String>,
+    },
+    /// One per-process object of a `*_results.json` file (the run's only file).
+    Json {
+        /// Index of the object in the `rocprofiler-sdk-tool` array.
+        index: usize,
+        /// `metadata.pid`, if the pre-scan found it.
+        pid: Option<i64>,
+        /// `metadata.init_time` (ns), if the pre-scan found it.
+        init_time: Option<i64>,
+    },
+}
+
+/// The outputs of one profiled process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    /// A short human-readable name (`<dir>/<prefix>` for CSV, `<file>#<index> pid <pid>` for
+    /// JSON).
+    pub label: String,
+    /// The input files, in import order.
+    pub files: Vec<PathBuf>,
+    /// Format details.
+    pub source: RunSource,
+}
+
+/// Groups input files (and the files found by walking input directories) into runs.
+///
+/// CSV files are grouped by directory and by the prefix before the `<kind>` part of the
+/// name (`1234_kernel_trace.csv` → prefix `1234_`); the same kind twice in one group is an
+/// error. `rocpd convert` CSVs (leading `Guid` column) are split further by guid (one
+/// pre-scan of those files). Each JSON file yields one run per per-process object (one
+/// streaming pre-scan of the file). Files named explicitly must be rocprofv3 CSV or JSON;
+/// inside directories, other files are ignored.
+pub fn group_runs(paths: &[PathBuf]) -> Result<Vec<Run>> {
+    walk::group_runs(paths)
+}
+
+/// Options of [`import`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// Skip (and count) rows and files that cannot be read instead of failing.
+    pub skip_bad_rows: bool,
+}
+
+/// What an import wrote and what it left out.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ImportReport {
+    /// Rows per RocPD table base name (`rocpd_region`, ...), in schema order.
+    pub rows: Vec<(String, u64)>,
+    /// Rows (CSV records, JSON records) skipped as bad (only with `skip_bad_rows`).
+    pub skipped_rows: u64,
+    /// The first few reasons for skipped rows and files, each naming file and line or offset.
+    pub skipped: Vec<String>,
+    /// Input that was read but has no place in RocPD and was left out on purpose (stats
+    /// files, PC-sampling files and records, ...), with counts.
+    pub ignored: Vec<String>,
+    /// The guid of the written database.
+    pub guid: String,
+}
+
+impl ImportReport {
+    /// Rows written to table `base` (`rocpd_kernel_dispatch`, ...).
+    pub fn count(&self, base: &str) -> u64 {
+        self.rows
+            .iter()
+            .find(|(t, _)| t == base)
+            .map_or(0, |(_, n)| *n)
+    }
+}
+
+/// How many skip reasons [`ImportReport::skipped`] keeps.
+pub const MAX_SKIP_REASONS: usize = 20;
+
+/// Imports one run into a new RocPD v3 database at `dest` (which must not exist).
+///
+/// The database's guid is derived deterministically from the run (see
+/// `formats/rocprofv3/README.md`): importing the same files twice gives the same guid.
+/// On error the partial database is removed.
+pub fn import(run: &Run, dest: &Path, opts: &ImportOptions) -> Result<ImportReport> {
+    if dest.exists() {
+        return Err(Error::output(
+            dest,
+            "refusing to overwrite an existing file",
+        ));
+    }
+    let result = import_inner(run, dest, opts);
+    if result.is_err() {
+        let _ = std::fs::remove_file(dest);
+    }
+    result
+}
+
+fn import_inner(run: &Run, dest: &Path, opts: &ImportOptions) -> Result<ImportReport> {
+    let guid = guid::run_guid(run)?;
+    let conn = db::create(dest, &guid)?;
+    let mut report = ImportReport {
+        guid: guid.clone(),
+        ..Default::default()
+    };
+    db::begin(&conn, dest)?;
+    {
+        let mut out = db::Out::new(&conn, dest, &guid)?;
+        match &run.source {
+            RunSource::Csv { .. } => csv_import::import_run(run, &mut out, opts, &mut report)?,
+            RunSource::Json { index, .. } => {
+                json_import::import_process(&run.files[0], *index, &mut out, opts, &mut report)?
+            }
+        }
+        out.finish()?;
+    }
+    db::commit(&conn, dest)?;
+    report.rows = db::table_counts(&conn, dest, &guid)?;
+    conn.close()
+        .map_err(|(_, e)| Error::output(dest, e.to_string()))?;
+    Ok(report)
+}
+
+/// Records a skipped row or file in the report (or turns it into the error when rows may
+/// not be skipped).
+pub(crate) fn skip_or_fail(
+    opts: &ImportOptions,
+    report: &mut ImportReport,
+    err: Error,
+) -> Result<()> {
+    if !opts.skip_bad_rows {
+        return Err(err);
+    }
+    report.skipped_rows += 1;
+    if report.skipped.len() < MAX_SKIP_REASONS {
+        report.skipped.push(err.to_string());
+    }
+    Ok(())
+}
