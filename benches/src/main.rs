@@ -95,15 +95,18 @@ fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Mea
     let _ = std::fs::remove_dir_all(&out);
     let report = dir.join("report.json");
     let mut cmd = Command::new(rocpd);
-    let format = if extra.contains(&"rocpd") { "rocpd" } else { "pftrace" };
-    let extra: Vec<&str> = extra.iter().copied().filter(|a| *a != "rocpd").collect();
+    // A leading format name in `extra` picks the output format (default pftrace).
+    let (format, extra) = match extra.first() {
+        Some(&f) if ["rocpd", "parquet", "otf2"].contains(&f) => (f, &extra[1..]),
+        _ => ("pftrace", extra),
+    };
     cmd.args(["convert", "-q", "-f", format, "-o", "bench", "-i"])
         .arg(dir.join("db"))
         .arg("-d")
         .arg(&out)
         .arg("--report")
         .arg(&report)
-        .args(&extra);
+        .args(extra);
     let (seconds, peak_rss_kib) = run_measured(&mut cmd)?;
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&report)?)?;
     let events = v["rows_in"]
@@ -202,17 +205,35 @@ fn main() -> Result<()> {
     // Splitting must cost about the same as not splitting.
     let case = &cases[1];
     println!("\nsplitting {} ({} events):", case.name, results[1].events);
-    println!("{:<28} {:>6} {:>8} {:>9}", "split", "files", "seconds", "peak MiB");
+    println!(
+        "{:<28} {:>6} {:>8} {:>9}",
+        "split", "files", "seconds", "peak MiB"
+    );
     for (label, extra) in [
         ("none", vec![]),
-        ("--split-by time, 4 parts", vec!["--split-by", "time", "--split-count", "4"]),
-        ("--split-by time, 64 parts", vec!["--split-by", "time", "--split-count", "64"]),
+        (
+            "--split-by time, 4 parts",
+            vec!["--split-by", "time", "--split-count", "4"],
+        ),
+        (
+            "--split-by time, 64 parts",
+            vec!["--split-by", "time", "--split-count", "64"],
+        ),
         ("--max-file-size 4MiB", vec!["--max-file-size", "4MiB"]),
     ] {
         let m = measure(&rocpd, case, &root, &extra)?;
-        let files = std::fs::read_dir(root.join(format!("{}-p{}-i{}", case.name, case.processes, case.iterations)).join("out"))?
-            .filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "pftrace")))
-            .count();
+        let files = std::fs::read_dir(
+            root.join(format!(
+                "{}-p{}-i{}",
+                case.name, case.processes, case.iterations
+            ))
+            .join("out"),
+        )?
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "pftrace"))
+        })
+        .count();
         println!(
             "{:<28} {:>6} {:>8.2} {:>9.1}",
             label,
@@ -221,14 +242,44 @@ fn main() -> Result<()> {
             m.peak_rss_kib as f64 / 1024.0
         );
     }
+    // Parquet datasets and OTF2 archives at every size.
+    for (title, format) in [
+        ("Parquet datasets (-f parquet)", "parquet"),
+        ("OTF2 archives (-f otf2)", "otf2"),
+    ] {
+        println!("\n{title}:");
+        println!(
+            "{:<12} {:>10} {:>8} {:>8} {:>10} {:>9}",
+            "case", "events", "out MiB", "seconds", "events/s", "peak MiB"
+        );
+        for (i, case) in cases.iter().enumerate() {
+            let m = measure(&rocpd, case, &root, &[format])?;
+            println!(
+                "{:<12} {:>10} {:>8.1} {:>8.2} {:>10.0} {:>9.1}",
+                case.name,
+                results[i].events,
+                m.output_bytes as f64 / 1048576.0,
+                m.seconds,
+                results[i].events as f64 / m.seconds,
+                m.peak_rss_kib as f64 / 1024.0
+            );
+        }
+    }
+
     // Merged RocPD output: the copy inside SQLite, and the selective path (a window).
     println!("\nmerged RocPD output (-f rocpd):");
-    println!("{:<12} {:<22} {:>10} {:>8} {:>10} {:>9}", "case", "mode", "events", "seconds", "events/s", "peak MiB");
+    println!(
+        "{:<12} {:<22} {:>10} {:>8} {:>10} {:>9}",
+        "case", "mode", "events", "seconds", "events/s", "peak MiB"
+    );
     for i in [1, 2, 4, 5] {
         let case = &cases[i];
         for (mode, extra) in [
             ("copy (no filter)", vec!["rocpd"]),
-            ("window 25%..75%", vec!["rocpd", "--start", "25%", "--end", "75%"]),
+            (
+                "window 25%..75%",
+                vec!["rocpd", "--start", "25%", "--end", "75%"],
+            ),
         ] {
             let m = measure(&rocpd, case, &root, &extra)?;
             let events = results[i].events;
