@@ -470,6 +470,19 @@ pub fn table_name(base: &str, guid: &str) -> String {
     format!("{base}{}", uuid_suffix(guid))
 }
 
+/// The columns of table `base` a writer fills: every column but `guid` (which defaults to
+/// the database's guid), in table order. Empty for an unknown table.
+pub fn data_columns(base: &str) -> Vec<&'static str> {
+    table_def(base)
+        .map(|t| {
+            t.column_names()
+                .into_iter()
+                .filter(|c| *c != "guid")
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Quote an SQL identifier with double quotes.
 fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
