@@ -72,6 +72,7 @@ check fixture fixtures/generated
 check real_csv_llamacpp fixtures/rocprofv3-csv-llamacpp
 check real_csv_docs fixtures/rocprofv3-csv-docs
 check real_json fixtures/rocprofv3-json
+check real_proton fixtures/proton
 "$py" - fixtures/rocprofv3-csv-llamacpp "$work/real_csv_llamacpp" <<'PY'
 import collections, csv, glob, json, os, sys
 src, out = sys.argv[1:3]

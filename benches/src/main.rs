@@ -89,8 +89,27 @@ fn inputs_for(case: &Case, root: &Path) -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// The case's databases written out as rocprofv3 CSV sets (cached beside them).
+fn csv_for(case: &Case, root: &Path) -> Result<PathBuf> {
+    let dir = inputs_for(case, root)?;
+    let csv = dir.join("csv");
+    if !dir.join("csv-done").exists() {
+        let _ = std::fs::remove_dir_all(&csv);
+        for e in std::fs::read_dir(dir.join("db"))? {
+            rocpd_gen::export_csv(&e?.path(), &csv)?;
+        }
+        std::fs::write(dir.join("csv-done"), "")?;
+    }
+    Ok(csv)
+}
+
 fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Measured> {
     let dir = inputs_for(case, root)?;
+    // `--csv` as the first argument reads the case as rocprofv3 CSV instead of RocPD.
+    let (input, extra) = match extra.first() {
+        Some(&"--csv") => (csv_for(case, root)?, &extra[1..]),
+        _ => (dir.join("db"), extra),
+    };
     let out = dir.join("out");
     let _ = std::fs::remove_dir_all(&out);
     let report = dir.join("report.json");
@@ -101,7 +120,7 @@ fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Mea
         _ => ("pftrace", extra),
     };
     cmd.args(["convert", "-q", "-f", format, "-o", "bench", "-i"])
-        .arg(dir.join("db"))
+        .arg(&input)
         .arg("-d")
         .arg(&out)
         .arg("--report")
@@ -115,7 +134,7 @@ fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Mea
         .unwrap_or(0);
     Ok(Measured {
         events,
-        input_bytes: dir_size(&dir.join("db")),
+        input_bytes: dir_size(&input),
         output_bytes: dir_size(&out),
         seconds,
         peak_rss_kib,
@@ -264,6 +283,26 @@ fn main() -> Result<()> {
                 m.peak_rss_kib as f64 / 1024.0
             );
         }
+    }
+
+    // Reading rocprofv3 CSV (the same traces written as CSV sets): import + convert.
+    println!("\nrocprofv3 CSV input (-f pftrace):");
+    println!(
+        "{:<12} {:>10} {:>8} {:>8} {:>10} {:>9}",
+        "case", "events", "in MiB", "seconds", "events/s", "peak MiB"
+    );
+    for i in [0, 1, 3, 4] {
+        let case = &cases[i];
+        let m = measure(&rocpd, case, &root, &["--csv"])?;
+        println!(
+            "{:<12} {:>10} {:>8.1} {:>8.2} {:>10.0} {:>9.1}",
+            case.name,
+            m.events,
+            m.input_bytes as f64 / 1048576.0,
+            m.seconds,
+            m.events as f64 / m.seconds,
+            m.peak_rss_kib as f64 / 1024.0
+        );
     }
 
     // Merged RocPD output: the copy inside SQLite, and the selective path (a window).

@@ -1,6 +1,6 @@
 //! `rocpd convert`: inputs → event stream → stages → writers, in one or more passes.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -70,6 +70,7 @@ pub fn event_span(dbs: &[Database]) -> Result<Option<(i64, i64)>> {
 /// Opens `paths` and streams every table of every database, merged in time order.
 fn produce(
     paths: &[PathBuf],
+    origins: &HashMap<PathBuf, (String, Vec<PathBuf>)>,
     with_args: bool,
     emit: &mut dyn FnMut(Message) -> rocpd_model::Result<()>,
 ) -> rocpd_model::Result<()> {
@@ -80,6 +81,12 @@ fn produce(
     let mut catalog = Catalog::default();
     for db in &dbs {
         catalog.extend(db.catalog(catalog.sources.len() as u32)?);
+    }
+    for s in &mut catalog.sources {
+        if let Some((format, files)) = origins.get(&s.path) {
+            s.format = format.clone();
+            s.imported_from = files.clone();
+        }
     }
     emit(Message::Catalog(Arc::new(catalog)))?;
     let mut untimed = 0;
@@ -184,8 +191,10 @@ pub struct Plan {
     /// Write the RocPD output as `<dir>/<name>.db` (`rocpd merge`) instead of
     /// `<dir>/<name>_results.db`.
     pub merge_naming: bool,
-    /// Input files.
+    /// Input databases (imported inputs are temporary databases).
     pub inputs: Vec<PathBuf>,
+    /// Imported databases: their format and the files they came from.
+    pub origins: HashMap<PathBuf, (String, Vec<PathBuf>)>,
     /// Output directory.
     pub dir: PathBuf,
     /// Output name prefix.
@@ -315,13 +324,14 @@ fn run_pass(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunReport> {
     let paths = plan.inputs.clone();
+    let origins = plan.origins.clone();
     // Arguments cost an extra aggregation: read them when an output shows or keeps them.
     let with_args = (plan.perfetto.annotate_args
         && plan.perfetto.annotations
         && plan.formats.contains(&Fmt::Pftrace))
         || plan.formats.contains(&Fmt::Parquet);
     Ok(run(
-        move |emit| produce(&paths, with_args, emit),
+        move |emit| produce(&paths, &origins, with_args, emit),
         stages(plan, window),
         sinks,
         &plan.run,
@@ -456,7 +466,7 @@ pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<Ru
                 Ok(o) => o,
                 Err(e) => {
                     for o in &report.outputs {
-                        let _ = std::fs::remove_file(&o.path);
+                        remove_output(&o.path);
                     }
                     return Err(e.into());
                 }
@@ -516,7 +526,7 @@ pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<Ru
                     Err(e) => {
                         // Outputs are whole or absent for the run, not only per pass.
                         for o in total.iter().flat_map(|t| &t.outputs) {
-                            let _ = std::fs::remove_file(&o.path);
+                            remove_output(&o.path);
                         }
                         return Err(e);
                     }
@@ -561,7 +571,14 @@ fn write_manifest(plan: &Plan, split: &Split, report: &RunReport) -> Result<()> 
         .collect();
     let v = serde_json::json!({
         "split_by": by,
-        "inputs": plan.inputs,
+        "inputs": plan
+            .inputs
+            .iter()
+            .flat_map(|p| match plan.origins.get(p) {
+                Some((_, files)) => files.clone(),
+                None => vec![p.clone()],
+            })
+            .collect::<Vec<_>>(),
         "events_read": report.rows_in,
         "dropped": report.dropped,
         "outputs": outputs,
@@ -570,6 +587,20 @@ fn write_manifest(plan: &Plan, split: &Split, report: &RunReport) -> Result<()> 
     serde_json::to_writer_pretty(f.writer(), &v).with_context(|| format!("{}", path.display()))?;
     f.commit()?;
     Ok(())
+}
+
+/// Removes a finished output of a run that failed later: a file, a dataset directory, or an
+/// OTF2 archive (anchor, `.def` and event directory).
+fn remove_output(path: &Path) {
+    if path.is_dir() {
+        let _ = std::fs::remove_dir_all(path);
+    } else {
+        let _ = std::fs::remove_file(path);
+    }
+    if path.extension().is_some_and(|e| e == "otf2") {
+        let _ = std::fs::remove_file(path.with_extension("def"));
+        let _ = std::fs::remove_dir_all(path.with_extension(""));
+    }
 }
 
 /// Writes the report as JSON.

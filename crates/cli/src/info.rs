@@ -10,7 +10,17 @@ pub fn run(args: &[String], as_json: bool) -> Result<()> {
     let paths = inputs::expand(args)?;
     let resolved = crate::sources::resolve(&paths, false)?;
     let dbs = convert::open_all(&resolved.dbs)?;
-    let cat = convert::catalog_of(&dbs)?;
+    let mut cat = convert::catalog_of(&dbs)?;
+    // Imported inputs: show the files they came from, not the temporary database.
+    for s in &mut cat.sources {
+        if let Some(o) = resolved.origins.get(&s.path) {
+            s.format = o.format.clone();
+            s.imported_from = o.files.clone();
+            if let Some(first) = o.files.first() {
+                s.path = first.clone();
+            }
+        }
+    }
     let mut counts: std::collections::BTreeMap<&'static str, u64> = Default::default();
     let mut span: Option<(i64, i64)> = None;
     for db in &dbs {

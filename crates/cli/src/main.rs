@@ -17,7 +17,8 @@ use rocpd_perfetto::PerfettoOptions;
 use rocpd_pipeline::RunOptions;
 use rocpd_stages::{time, FilterRule, SplitMode};
 
-/// Convert ROCm profiling traces (RocPD databases) to Perfetto, fast and in bounded memory.
+/// Convert ROCm profiling traces (RocPD databases, rocprofv3 CSV/JSON, Triton Proton) to
+/// Perfetto, OTF2, Parquet or merged RocPD, fast and in bounded memory.
 #[derive(Parser, Debug)]
 #[command(name = "rocpd", version, about)]
 struct Cli {
@@ -81,7 +82,8 @@ enum AgentIndex {
 
 #[derive(clap::Args, Debug)]
 struct ConvertArgs {
-    /// Input files, globs or directories (RocPD `.db` files; the format is detected by content).
+    /// Input files, globs or directories (RocPD databases, rocprofv3 CSV/JSON, Proton files;
+    /// the format is detected by content).
     #[arg(short, long = "input", required = true, num_args = 1..)]
     input: Vec<String>,
     /// Output formats.
@@ -207,7 +209,7 @@ struct SummaryArgs {
     /// Input files, globs or directories.
     #[arg(short, long = "input", required = true, num_args = 1..)]
     input: Vec<String>,
-    /// One summary per process (rank) as well as the whole.
+    /// One summary per process (rank) instead of one over all inputs.
     #[arg(long = "summary-by-rank", alias = "by-rank")]
     by_rank: bool,
     /// Output formats; console prints to stdout, the others write files.
@@ -332,6 +334,7 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
         formats,
         merge_naming: false,
         inputs: resolved.dbs.clone(),
+        origins: resolved.origin_map(),
         dir: args.output_path.clone(),
         name: args.output_file.clone(),
         perfetto: PerfettoOptions {
@@ -430,6 +433,7 @@ fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
         formats: vec![convert::Fmt::Rocpd],
         merge_naming: true,
         inputs: resolved.dbs.clone(),
+        origins: resolved.origin_map(),
         dir: args.output_path.clone(),
         name,
         perfetto: PerfettoOptions::default(),
@@ -457,6 +461,7 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
         formats: Vec::new(),
         merge_naming: false,
         inputs: resolved.dbs.clone(),
+        origins: resolved.origin_map(),
         dir: args.output_path.clone(),
         name: args.output_file.clone(),
         perfetto: PerfettoOptions::default(),

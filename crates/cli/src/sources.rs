@@ -1,6 +1,6 @@
 //! Turning the input files into RocPD databases: SQLite files are used as they are;
-//! rocprofv3 CSV sets and JSON files are imported, streaming, into temporary RocPD
-//! databases (in the system's temporary directory, never beside the input) that live as
+//! rocprofv3 CSV sets and JSON files, and Triton Proton trees and traces, are imported into
+//! temporary RocPD databases (in the system's temporary directory, never beside the input) that live as
 //! long as the command.
 
 use std::collections::HashMap;
@@ -47,16 +47,29 @@ fn head(path: &Path) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
+impl Inputs {
+    /// Imported databases: their format and the files they came from.
+    pub fn origin_map(&self) -> HashMap<PathBuf, (String, Vec<PathBuf>)> {
+        self.origins
+            .iter()
+            .map(|(k, v)| (k.clone(), (v.format.clone(), v.files.clone())))
+            .collect()
+    }
+}
+
 /// Whether the content of `path` is an input this tool reads (for directory walks).
 pub fn recognised(path: &Path) -> Result<bool> {
     let h = head(path)?;
-    Ok(rocpd_db::looks_like_sqlite(&h) || rocpd_rocprofv3::sniff(path, &h).is_some())
+    Ok(rocpd_db::looks_like_sqlite(&h)
+        || rocpd_rocprofv3::sniff(path, &h).is_some()
+        || rocpd_proton::sniff(path, &h).is_some())
 }
 
-/// Sorts `paths` into databases and rocprofv3 files, and imports the latter.
+/// Sorts `paths` into databases, rocprofv3 files and Proton files, and imports the latter.
 pub fn resolve(paths: &[PathBuf], skip_bad_rows: bool) -> Result<Inputs> {
     let mut dbs = Vec::new();
     let mut rocprof = Vec::new();
+    let mut proton = Vec::new();
     for p in paths {
         let h = head(p)?;
         let ext = p
@@ -66,8 +79,11 @@ pub fn resolve(paths: &[PathBuf], skip_bad_rows: bool) -> Result<Inputs> {
             .to_ascii_lowercase();
         if rocpd_db::looks_like_sqlite(&h) {
             dbs.push(p.clone());
+        } else if let Some(kind) = rocpd_proton::sniff(p, &h) {
+            proton.push((p.clone(), kind));
         } else if rocpd_rocprofv3::sniff(p, &h).is_some()
-            || ["csv", "json", "gz"].contains(&ext.as_str())
+            || ["csv", "json"].contains(&ext.as_str())
+            || (ext == "gz" && p.to_string_lossy().to_ascii_lowercase().contains(".json"))
         {
             // Unrecognised .csv/.json files go to the importer too: it says what is wrong.
             rocprof.push(p.clone());
@@ -83,7 +99,7 @@ pub fn resolve(paths: &[PathBuf], skip_bad_rows: bool) -> Result<Inputs> {
         skipped_rows: 0,
         _tmp: None,
     };
-    if rocprof.is_empty() {
+    if rocprof.is_empty() && proton.is_empty() {
         return Ok(inputs);
     }
     let tmp = tempfile::Builder::new()
@@ -91,7 +107,30 @@ pub fn resolve(paths: &[PathBuf], skip_bad_rows: bool) -> Result<Inputs> {
         .tempdir()
         .context("cannot create a temporary directory for imported inputs")?;
     let opts = ImportOptions { skip_bad_rows };
-    for (i, run) in rocpd_rocprofv3::group_runs(&rocprof)?.iter().enumerate() {
+    for (i, (path, kind)) in proton.iter().enumerate() {
+        let dest = tmp.path().join(format!("proton-{i:04}.db"));
+        let report = rocpd_proton::import(path, *kind, &dest)?;
+        inputs.notes.extend(
+            report
+                .notes
+                .iter()
+                .map(|n| format!("{}: {n}", path.display())),
+        );
+        inputs.origins.insert(
+            dest.clone(),
+            Origin {
+                format: "proton".into(),
+                files: vec![path.to_path_buf()],
+            },
+        );
+        inputs.dbs.push(dest);
+    }
+    let runs = if rocprof.is_empty() {
+        Vec::new()
+    } else {
+        rocpd_rocprofv3::group_runs(&rocprof)?
+    };
+    for (i, run) in runs.iter().enumerate() {
         let dest = tmp.path().join(format!("import-{i:04}.db"));
         let report: ImportReport = rocpd_rocprofv3::import(run, &dest, &opts)?;
         let format = match run.source {

@@ -166,3 +166,92 @@ fn otf2_archives_are_written_whole_and_the_reference_reader_accepts_them() {
         eprintln!("note: otf2-print not installed; archive structure checked by the OTF2 crate's own tests");
     }
 }
+
+#[test]
+fn the_same_trace_as_rocpd_and_as_rocprofv3_csv_converts_to_the_same_slices() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dbs = generate(&tmp.path().join("in"), 52, 2, 8);
+    let csv = tmp.path().join("csv");
+    for db in &dbs {
+        rocpd_gen::export_csv(db, &csv).unwrap();
+    }
+    let from_db = decode(&convert(&dbs, &tmp.path().join("a"), &[]));
+    let from_csv = decode(&convert(
+        std::slice::from_ref(&csv),
+        &tmp.path().join("b"),
+        &[],
+    ));
+    // Every slice (API calls, markers, kernels, copies, allocations) is the same, with the
+    // same category, name and start; CSV has no place for samples, so instants are left out.
+    assert_eq!(from_db.slices_by_category, from_csv.slices_by_category);
+    let instant_cats: std::collections::BTreeSet<&String> =
+        from_db.instants_by_category.keys().collect();
+    let slices = |d: &Decoded| -> Vec<(String, String, u64)> {
+        let mut v: Vec<_> = d
+            .events
+            .iter()
+            .filter(|e| d.slices_by_category.contains_key(&e.0) && !instant_cats.contains(&e.0))
+            .cloned()
+            .collect();
+        v.sort();
+        v
+    };
+    let (a, b) = (slices(&from_db), slices(&from_csv));
+    let only_a: Vec<_> = a.iter().filter(|x| !b.contains(x)).take(5).collect();
+    let only_b: Vec<_> = b.iter().filter(|x| !a.contains(x)).take(5).collect();
+    assert!(
+        a == b,
+        "slices differ between RocPD and CSV: {only_a:?} vs {only_b:?}"
+    );
+    assert!(from_csv.flows > 0);
+}
+
+#[test]
+fn proton_trees_and_traces_convert_with_one_slice_per_node_or_event() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let tree = "../../fixtures/proton/real_gpu/triton_lang_triton_matmul_b200.hatchet";
+    run_ok(&[
+        "convert",
+        "-q",
+        "-i",
+        tree,
+        "-f",
+        "pftrace",
+        "-d",
+        out.to_str().unwrap(),
+    ]);
+    let d = decode(&out.join("out_results.pftrace"));
+    // Count the tree's nodes other than ROOT independently of the importer.
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tree).unwrap()).unwrap();
+    let mut stack = vec![&v[0]];
+    let mut nodes = 0u64;
+    while let Some(n) = stack.pop() {
+        if n["frame"]["name"] != "ROOT" {
+            nodes += 1;
+        }
+        stack.extend(n["children"].as_array().into_iter().flatten());
+    }
+    assert_eq!(d.slices_by_category.values().sum::<u64>(), nodes);
+    assert!(
+        d.threads
+            .iter()
+            .any(|(_, _, n)| n.contains("aggregated, synthetic time")),
+        "{:?}",
+        d.threads
+    );
+    // A whole directory of Proton files of every version converts.
+    let all = tmp.path().join("all");
+    run_ok(&[
+        "convert",
+        "-q",
+        "-i",
+        "../../fixtures/proton",
+        "-f",
+        "pftrace",
+        "-d",
+        all.to_str().unwrap(),
+    ]);
+    decode(&all.join("out_results.pftrace"));
+}

@@ -17,6 +17,7 @@ pub mod layout;
 pub mod names;
 pub mod rng;
 
+mod csv_export;
 mod db;
 mod sim;
 
@@ -95,6 +96,9 @@ fn db_path(out_dir: &Path, node: &layout::NodeInfo, p: &layout::ProcInfo) -> Pat
 /// Generate one database per process into `out_dir` (created if missing).
 /// Returns the paths in rank order. Refuses to overwrite existing files;
 /// each file is written under a temporary name and renamed when complete.
+pub use csv_export::{export_csv, CsvCounts};
+
+/// Generates the databases.
 pub fn generate(cfg: &GenConfig, out_dir: &Path) -> Result<Vec<PathBuf>> {
     cfg.validate()?;
     std::fs::create_dir_all(out_dir)

@@ -36,6 +36,10 @@ struct Args {
     /// Use plain names only (no quotes, newlines, non-ASCII, …).
     #[arg(long)]
     no_odd_names: bool,
+    /// Also write each database as a rocprofv3 CSV set under `<out>/csv/<host>/<pid>_*.csv`
+    /// (the same trace, for cross-checks and CSV benchmarks).
+    #[arg(long)]
+    csv: bool,
 }
 
 fn main() -> Result<()> {
@@ -69,6 +73,17 @@ fn main() -> Result<()> {
         all += n;
     }
     println!("{:<width$} {all:>12}", "total");
+    if a.csv {
+        for path in &paths {
+            let (dir, n) = rocpd_gen::export_csv(path, &a.out.join("csv"))?;
+            println!(
+                "{} ({} kernels, {} API calls as CSV)",
+                dir.display(),
+                n.kernels,
+                n.api
+            );
+        }
+    }
     let secs = elapsed.as_secs_f64();
     eprintln!(
         "generated {} database(s), {all} rows in {secs:.2} s ({:.0} rows/s)",

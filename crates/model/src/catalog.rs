@@ -24,6 +24,10 @@ pub struct SourceInfo {
     pub uuid: String,
     /// Schema version found in the source.
     pub schema_version: String,
+    /// For sources imported from another format (rocprofv3 CSV/JSON, Proton), the files
+    /// they were imported from; `path` is then a temporary database.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub imported_from: Vec<PathBuf>,
 }
 
 /// A machine.

@@ -116,6 +116,7 @@ impl Database {
                 guid: set.guid.clone(),
                 uuid: set.uuid.clone(),
                 schema_version: set.schema_version.clone(),
+                imported_from: Vec::new(),
             });
             catalog::read_set(&self.conn, &self.path, set, source, &mut cat)?;
         }

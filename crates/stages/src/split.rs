@@ -96,6 +96,11 @@ impl Drop for SplitSink {
                 if std::fs::remove_file(&o.path).is_err() {
                     let _ = std::fs::remove_dir_all(&o.path);
                 }
+                // An OTF2 archive is an anchor, a .def file and an event directory.
+                if o.path.extension().is_some_and(|e| e == "otf2") {
+                    let _ = std::fs::remove_file(o.path.with_extension("def"));
+                    let _ = std::fs::remove_dir_all(o.path.with_extension(""));
+                }
             }
         }
     }

@@ -1,0 +1,208 @@
+//! Importer of Triton Proton profiles into RocPD schema-v3 SQLite databases.
+//!
+//! * `.hatchet` (JSON) and `.hatchet_msgpack` trees, including `.part_N` phase files: an
+//!   aggregated calling-context tree without timestamps, written as a **synthetic-time**
+//!   flame layout (one region per node, nested by inclusive width) on one thread named
+//!   `Proton tree (aggregated, synthetic time)`.
+//! * `.chrome_trace` (trace mode): real timeline events; complete (`ph: "X"`) events become
+//!   regions on their pid/tid.
+//!
+//! Each input file becomes its own database (its own guid, process and source). The
+//! mapping is specified in `formats/proton/README.md`. Parsing is done by small pull
+//! parsers (JSON and MessagePack) without recursion, so trees of any depth work, and every
+//! parse error names the file and the byte offset.
+
+mod pull;
+mod trace;
+mod tree;
+mod writer;
+
+use std::path::Path;
+
+use rocpd_model::{Error, Result};
+
+/// What kind of Proton file an input is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProtonKind {
+    /// A `.hatchet` JSON tree (`[root, device_metadata]`).
+    Tree,
+    /// A `.hatchet_msgpack` tree (same structure, MessagePack).
+    TreeMsgpack,
+    /// A `.chrome_trace` file (one or several concatenated JSON documents).
+    ChromeTrace,
+}
+
+/// How many bytes of a file [`sniff`] wants to see.
+pub const SNIFF_BYTES: usize = 8192;
+
+/// What an import wrote.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ImportReport {
+    /// Rows per RocPD table base name, in schema order.
+    pub rows: Vec<(String, u64)>,
+    /// Remarks: what was synthesised, what was left out on purpose.
+    pub notes: Vec<String>,
+    /// The guid of the written database.
+    pub guid: String,
+}
+
+impl ImportReport {
+    /// Rows written to table `base` (`rocpd_region`, ...).
+    pub fn count(&self, base: &str) -> u64 {
+        self.rows
+            .iter()
+            .find(|(t, _)| t == base)
+            .map_or(0, |(_, n)| *n)
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Recognises a Proton file from its first bytes (`head`).
+///
+/// * Tree: a JSON array whose first element is an object with a `"frame"` key (or a bare
+///   root object with `"frame"` and `"children"`).
+/// * MessagePack tree: first byte `0x92`/`0x91` (array of 2/1), then a map, and a
+///   `frame` key in the head.
+/// * Chrome trace: a JSON object naming `"traceEvents"`, or an array of objects with
+///   `"ph"`. An empty file named `*.chrome_trace` (what Proton 3.5–3.7 write for a session
+///   without events) is a chrome trace too.
+pub fn sniff(path: &Path, head: &[u8]) -> Option<ProtonKind> {
+    let is_ext = |e: &str| path.extension().and_then(|x| x.to_str()) == Some(e);
+    let head = head.strip_prefix(&[0xEF, 0xBB, 0xBF][..]).unwrap_or(head);
+    if let [0x91 | 0x92, m, ..] = head {
+        if (0x80..=0x8f).contains(m) || *m == 0xde || *m == 0xdf {
+            return find(head, b"frame").map(|_| ProtonKind::TreeMsgpack);
+        }
+        return None;
+    }
+    let start = head.iter().position(|c| !c.is_ascii_whitespace());
+    let Some(start) = start else {
+        return (head.iter().all(|c| c.is_ascii_whitespace()) && is_ext("chrome_trace"))
+            .then_some(ProtonKind::ChromeTrace);
+    };
+    let body = &head[start..];
+    let frame = find(body, b"\"frame\"");
+    let ph = find(body, b"\"ph\"");
+    match body[0] {
+        b'{' => {
+            if find(body, b"\"traceEvents\"").is_some() {
+                Some(ProtonKind::ChromeTrace)
+            } else if frame.is_some() && find(body, b"\"children\"").is_some() {
+                Some(ProtonKind::Tree)
+            } else {
+                None
+            }
+        }
+        b'[' => {
+            let next = body[1..].iter().find(|c| !c.is_ascii_whitespace());
+            if next != Some(&b'{') {
+                return None;
+            }
+            match (frame, ph) {
+                (Some(f), Some(p)) if p < f => Some(ProtonKind::ChromeTrace),
+                (Some(_), _) => Some(ProtonKind::Tree),
+                (None, Some(_)) => Some(ProtonKind::ChromeTrace),
+                (None, None) => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Reads the first [`SNIFF_BYTES`] of `path` and calls [`sniff`].
+pub fn sniff_file(path: &Path) -> Result<Option<ProtonKind>> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| Error::input(path, "open", e.to_string()))?;
+    let mut head = Vec::new();
+    f.take(SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| Error::input(path, "byte 0", e.to_string()))?;
+    Ok(sniff(path, &head))
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_OFFSET_2: u64 = 0x6c62_272e_07bb_0142;
+
+pub(crate) fn fnv1a64(bytes: &[u8], state: u64) -> u64 {
+    bytes.iter().fold(state, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The deterministic guid of a file: FNV-1a hashes of the format, file name, size and
+/// first 64 KiB, laid out as a UUIDv7-shaped string.
+fn file_guid(path: &Path, kind: ProtonKind, bytes: &[u8]) -> String {
+    let mut a = FNV_OFFSET;
+    let mut b = FNV_OFFSET_2;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let kind_tag = format!("proton:{kind:?}");
+    for part in [
+        kind_tag.as_bytes(),
+        name.as_bytes(),
+        &(bytes.len() as u64).to_le_bytes(),
+        &bytes[..bytes.len().min(65536)],
+    ] {
+        a = fnv1a64(part, a);
+        b = fnv1a64(part, b);
+    }
+    let a = (a & !0xF000) | 0x7000; // version 7 nibble in the third group
+    let b = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000; // variant 10
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xFFFF,
+        a & 0xFFFF,
+        b >> 48,
+        b & 0xFFFF_FFFF_FFFF
+    )
+}
+
+/// Imports one Proton file into a new RocPD v3 database at `dest` (which must not exist).
+///
+/// The guid is derived from the file (same file → same guid). On error the partial
+/// database is removed. Parse errors name the file and the byte offset.
+pub fn import(path: &Path, kind: ProtonKind, dest: &Path) -> Result<ImportReport> {
+    if dest.exists() {
+        return Err(Error::output(
+            dest,
+            "refusing to overwrite an existing file",
+        ));
+    }
+    let result = import_inner(path, kind, dest);
+    if result.is_err() {
+        let _ = std::fs::remove_file(dest);
+    }
+    result
+}
+
+fn import_inner(path: &Path, kind: ProtonKind, dest: &Path) -> Result<ImportReport> {
+    let bytes = std::fs::read(path).map_err(|e| Error::input(path, "open", e.to_string()))?;
+    let guid = file_guid(path, kind, &bytes);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut w = writer::Writer::create(dest, &guid)?;
+    let node_hash = (fnv1a64(b"proton", FNV_OFFSET) % i64::MAX as u64) as i64;
+    w.node("unknown", node_hash)?;
+    let mut notes = Vec::new();
+    match kind {
+        ProtonKind::Tree | ProtonKind::TreeMsgpack => {
+            tree::import(path, &name, &bytes, kind, &mut w, &mut notes)?
+        }
+        ProtonKind::ChromeTrace => trace::import(path, &name, &bytes, &mut w, &mut notes)?,
+    }
+    let rows = w.finish()?;
+    Ok(ImportReport { rows, notes, guid })
+}
+
+/// A parse error as an input error naming the byte offset.
+pub(crate) fn parse_error(path: &Path, e: pull::PullError) -> Error {
+    Error::input(path, format!("byte {}", e.offset), e.message)
+}

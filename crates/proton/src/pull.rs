@@ -1,0 +1,599 @@
+//! Pull parsers (one token at a time, no recursion) for JSON and MessagePack.
+//!
+//! Both yield the same [`Tok`] stream, so the tree builder works on either format and on
+//! trees of any depth. Errors carry the byte offset where the input went wrong.
+
+use serde_json::{Number, Value};
+
+/// One token of a JSON or MessagePack document.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Tok {
+    BeginArr,
+    EndArr,
+    BeginMap,
+    EndMap,
+    /// A map key (MessagePack non-string keys are converted to their text form).
+    Key(String),
+    /// A scalar value (string, number, bool or null).
+    Scalar(Value),
+    /// End of the document.
+    Eof,
+}
+
+/// A parse error: byte offset and message.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PullError {
+    pub offset: usize,
+    pub message: String,
+}
+
+pub(crate) type PResult<T> = std::result::Result<T, PullError>;
+
+/// A source of tokens.
+pub(crate) trait Pull {
+    fn next_tok(&mut self) -> PResult<Tok>;
+    /// The current byte offset (for messages).
+    fn offset(&self) -> usize;
+}
+
+fn perr<T>(offset: usize, message: impl Into<String>) -> PResult<T> {
+    Err(PullError {
+        offset,
+        message: message.into(),
+    })
+}
+
+/// Maximum nesting accepted inside one scalar-ish value read by [`read_value`].
+const VALUE_DEPTH: usize = 256;
+
+/// Reads one whole value whose first token is `first` (used for metric values, frames and
+/// the device table, which are shallow). Nesting deeper than 256 is an error.
+pub(crate) fn read_value(p: &mut dyn Pull, first: Tok) -> PResult<Value> {
+    enum C {
+        A(Vec<Value>),
+        M(serde_json::Map<String, Value>, Option<String>),
+    }
+    let mut stack: Vec<C> = Vec::new();
+    let mut tok = first;
+    loop {
+        let done: Value = match tok {
+            Tok::BeginArr => {
+                stack.push(C::A(Vec::new()));
+                if stack.len() > VALUE_DEPTH {
+                    return perr(p.offset(), "value nested too deeply");
+                }
+                tok = p.next_tok()?;
+                continue;
+            }
+            Tok::BeginMap => {
+                stack.push(C::M(serde_json::Map::new(), None));
+                if stack.len() > VALUE_DEPTH {
+                    return perr(p.offset(), "value nested too deeply");
+                }
+                tok = p.next_tok()?;
+                continue;
+            }
+            Tok::Key(k) => {
+                if let Some(C::M(_, key)) = stack.last_mut() {
+                    *key = Some(k);
+                }
+                tok = p.next_tok()?;
+                continue;
+            }
+            Tok::EndArr => match stack.pop() {
+                Some(C::A(v)) => Value::Array(v),
+                _ => return perr(p.offset(), "unexpected end of array"),
+            },
+            Tok::EndMap => match stack.pop() {
+                Some(C::M(m, _)) => Value::Object(m),
+                _ => return perr(p.offset(), "unexpected end of object"),
+            },
+            Tok::Scalar(v) => v,
+            Tok::Eof => return perr(p.offset(), "unexpected end of input"),
+        };
+        match stack.last_mut() {
+            None => return Ok(done),
+            Some(C::A(v)) => v.push(done),
+            Some(C::M(m, key)) => {
+                let k = key.take().unwrap_or_default();
+                m.insert(k, done);
+            }
+        }
+        tok = p.next_tok()?;
+    }
+}
+
+/// Skips one value whose first token is `first`.
+pub(crate) fn skip_value(p: &mut dyn Pull, first: Tok) -> PResult<()> {
+    let mut depth = 0usize;
+    let mut tok = first;
+    loop {
+        match tok {
+            Tok::BeginArr | Tok::BeginMap => depth += 1,
+            Tok::EndArr | Tok::EndMap => depth = depth.saturating_sub(1),
+            Tok::Key(_) => {
+                tok = p.next_tok()?;
+                continue;
+            }
+            Tok::Scalar(_) => {}
+            Tok::Eof => return perr(p.offset(), "unexpected end of input"),
+        }
+        if depth == 0 {
+            return Ok(());
+        }
+        tok = p.next_tok()?;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// JSON
+
+struct JCtx {
+    map: bool,
+    count: usize,
+}
+
+/// A JSON pull parser over a byte slice.
+pub(crate) struct JsonPull<'a> {
+    b: &'a [u8],
+    pos: usize,
+    stack: Vec<JCtx>,
+    after_key: bool,
+    done: bool,
+}
+
+impl<'a> JsonPull<'a> {
+    pub fn new(b: &'a [u8]) -> Self {
+        // A UTF-8 byte-order mark is tolerated.
+        let pos = if b.starts_with(&[0xEF, 0xBB, 0xBF]) {
+            3
+        } else {
+            0
+        };
+        JsonPull {
+            b,
+            pos,
+            stack: Vec::new(),
+            after_key: false,
+            done: false,
+        }
+    }
+
+    fn ws(&mut self) {
+        while self.pos < self.b.len() && matches!(self.b[self.pos], b' ' | b'\t' | b'\n' | b'\r') {
+            self.pos += 1;
+        }
+    }
+
+    fn peek(&self) -> PResult<u8> {
+        match self.b.get(self.pos) {
+            Some(c) => Ok(*c),
+            None => perr(self.pos, "unexpected end of input (truncated JSON)"),
+        }
+    }
+
+    fn expect(&mut self, c: u8) -> PResult<()> {
+        let got = self.peek()?;
+        if got != c {
+            return perr(
+                self.pos,
+                format!("expected '{}', found '{}'", c as char, got.escape_ascii()),
+            );
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    fn hex4(&mut self) -> PResult<u32> {
+        let s = self
+            .b
+            .get(self.pos..self.pos + 4)
+            .ok_or_else(|| PullError {
+                offset: self.pos,
+                message: "unexpected end of input in \\u escape".into(),
+            })?;
+        let s = std::str::from_utf8(s).ok();
+        let v = s.and_then(|s| u32::from_str_radix(s, 16).ok());
+        match v {
+            Some(v) => {
+                self.pos += 4;
+                Ok(v)
+            }
+            None => perr(self.pos, "bad \\u escape"),
+        }
+    }
+
+    fn string(&mut self) -> PResult<String> {
+        self.expect(b'"')?;
+        let mut out: Vec<u8> = Vec::new();
+        loop {
+            let start = self.pos;
+            while self.pos < self.b.len() && !matches!(self.b[self.pos], b'"' | b'\\') {
+                if self.b[self.pos] < 0x20 {
+                    return perr(self.pos, "control character in string");
+                }
+                self.pos += 1;
+            }
+            out.extend_from_slice(&self.b[start..self.pos]);
+            match self.peek()? {
+                b'"' => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => {
+                    self.pos += 1;
+                    let e = self.peek()?;
+                    self.pos += 1;
+                    match e {
+                        b'"' => out.push(b'"'),
+                        b'\\' => out.push(b'\\'),
+                        b'/' => out.push(b'/'),
+                        b'b' => out.push(8),
+                        b'f' => out.push(12),
+                        b'n' => out.push(b'\n'),
+                        b'r' => out.push(b'\r'),
+                        b't' => out.push(b'\t'),
+                        b'u' => {
+                            let mut cp = self.hex4()?;
+                            if (0xD800..0xDC00).contains(&cp)
+                                && self.b.get(self.pos..self.pos + 2) == Some(b"\\u")
+                            {
+                                self.pos += 2;
+                                let lo = self.hex4()?;
+                                if (0xDC00..0xE000).contains(&lo) {
+                                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                                } else {
+                                    cp = 0xFFFD;
+                                }
+                            }
+                            let ch = char::from_u32(cp).unwrap_or('\u{FFFD}');
+                            let mut buf = [0u8; 4];
+                            out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                        }
+                        _ => return perr(self.pos - 1, "bad escape in string"),
+                    }
+                }
+            }
+        }
+        match String::from_utf8(out) {
+            Ok(s) => Ok(s),
+            Err(e) => Ok(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        }
+    }
+
+    fn number(&mut self) -> PResult<Value> {
+        let start = self.pos;
+        let mut float = false;
+        while self.pos < self.b.len() {
+            match self.b[self.pos] {
+                b'0'..=b'9' | b'-' | b'+' => {}
+                b'.' | b'e' | b'E' => float = true,
+                _ => break,
+            }
+            self.pos += 1;
+        }
+        let text = std::str::from_utf8(&self.b[start..self.pos]).unwrap_or("");
+        if !float {
+            if let Ok(i) = text.parse::<i64>() {
+                return Ok(Value::Number(i.into()));
+            }
+            if let Ok(u) = text.parse::<u64>() {
+                return Ok(Value::Number(u.into()));
+            }
+        }
+        match text.parse::<f64>() {
+            Ok(f) => Ok(Number::from_f64(f).map_or(Value::Null, Value::Number)),
+            Err(_) => perr(start, format!("bad number '{text}'")),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], v: Value) -> PResult<Value> {
+        if self.b.get(self.pos..self.pos + word.len()) == Some(word) {
+            self.pos += word.len();
+            Ok(v)
+        } else if self.pos + word.len() > self.b.len() && word.starts_with(&self.b[self.pos..]) {
+            perr(self.b.len(), "unexpected end of input (truncated JSON)")
+        } else {
+            perr(self.pos, "invalid literal")
+        }
+    }
+
+    fn value(&mut self) -> PResult<Tok> {
+        self.ws();
+        match self.peek()? {
+            b'{' => {
+                self.pos += 1;
+                self.stack.push(JCtx {
+                    map: true,
+                    count: 0,
+                });
+                Ok(Tok::BeginMap)
+            }
+            b'[' => {
+                self.pos += 1;
+                self.stack.push(JCtx {
+                    map: false,
+                    count: 0,
+                });
+                Ok(Tok::BeginArr)
+            }
+            b'"' => Ok(Tok::Scalar(Value::String(self.string()?))),
+            b't' => Ok(Tok::Scalar(self.literal(b"true", Value::Bool(true))?)),
+            b'f' => Ok(Tok::Scalar(self.literal(b"false", Value::Bool(false))?)),
+            b'n' => Ok(Tok::Scalar(self.literal(b"null", Value::Null)?)),
+            b'N' => Ok(Tok::Scalar(self.literal(b"NaN", Value::Null)?)),
+            b'-' | b'0'..=b'9' => Ok(Tok::Scalar(self.number()?)),
+            c => perr(self.pos, format!("unexpected '{}'", c.escape_ascii())),
+        }
+    }
+}
+
+impl Pull for JsonPull<'_> {
+    fn offset(&self) -> usize {
+        self.pos
+    }
+
+    fn next_tok(&mut self) -> PResult<Tok> {
+        self.ws();
+        let Some(top) = self.stack.last_mut() else {
+            if self.done {
+                if self.pos < self.b.len() {
+                    return perr(self.pos, "trailing data after the JSON document");
+                }
+                return Ok(Tok::Eof);
+            }
+            self.done = true;
+            return self.value();
+        };
+        if top.map {
+            if self.after_key {
+                self.after_key = false;
+                return self.value();
+            }
+            if self.b.get(self.pos) == Some(&b'}') {
+                self.pos += 1;
+                self.stack.pop();
+                return Ok(Tok::EndMap);
+            }
+            if top.count > 0 {
+                self.expect(b',')?;
+                self.ws();
+            }
+            if let Some(t) = self.stack.last_mut() {
+                t.count += 1;
+            }
+            let k = self.string()?;
+            self.ws();
+            self.expect(b':')?;
+            self.after_key = true;
+            Ok(Tok::Key(k))
+        } else {
+            if self.b.get(self.pos) == Some(&b']') {
+                self.pos += 1;
+                self.stack.pop();
+                return Ok(Tok::EndArr);
+            }
+            let count = top.count;
+            top.count += 1;
+            if count > 0 {
+                self.expect(b',')?;
+            }
+            self.value()
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// MessagePack
+
+struct MCtx {
+    map: bool,
+    /// Items left (a map of n pairs counts 2n).
+    left: usize,
+}
+
+/// A MessagePack pull parser over a byte slice.
+pub(crate) struct MsgpackPull<'a> {
+    b: &'a [u8],
+    pos: usize,
+    stack: Vec<MCtx>,
+    done: bool,
+}
+
+enum MItem {
+    Arr(usize),
+    Map(usize),
+    Val(Value),
+}
+
+impl<'a> MsgpackPull<'a> {
+    pub fn new(b: &'a [u8]) -> Self {
+        MsgpackPull {
+            b,
+            pos: 0,
+            stack: Vec::new(),
+            done: false,
+        }
+    }
+
+    fn take(&mut self, n: usize) -> PResult<&'a [u8]> {
+        match self.b.get(self.pos..self.pos.saturating_add(n)) {
+            Some(s) if self.pos.checked_add(n).is_some() => {
+                self.pos += n;
+                Ok(s)
+            }
+            _ => perr(self.pos, "unexpected end of input (truncated MessagePack)"),
+        }
+    }
+
+    fn uint(&mut self, n: usize) -> PResult<u64> {
+        Ok(self
+            .take(n)?
+            .iter()
+            .fold(0u64, |a, b| (a << 8) | u64::from(*b)))
+    }
+
+    fn str_of(&mut self, n: usize) -> PResult<Value> {
+        let s = self.take(n)?;
+        Ok(Value::String(String::from_utf8_lossy(s).into_owned()))
+    }
+
+    fn item(&mut self) -> PResult<MItem> {
+        let at = self.pos;
+        let c = self.take(1)?[0];
+        let v = match c {
+            0x00..=0x7f => Value::from(c),
+            0x80..=0x8f => return Ok(MItem::Map((c & 0x0f) as usize)),
+            0x90..=0x9f => return Ok(MItem::Arr((c & 0x0f) as usize)),
+            0xa0..=0xbf => self.str_of((c & 0x1f) as usize)?,
+            0xc0 => Value::Null,
+            0xc2 => Value::Bool(false),
+            0xc3 => Value::Bool(true),
+            0xc4..=0xc6 => {
+                let n = self.uint(1 << (c - 0xc4))? as usize;
+                self.str_of(n)?
+            }
+            0xc7..=0xc9 => {
+                let n = self.uint(1 << (c - 0xc7))? as usize;
+                self.take(n + 1)?;
+                Value::Null
+            }
+            0xca => {
+                let bits = self.uint(4)? as u32;
+                Number::from_f64(f64::from(f32::from_bits(bits))).map_or(Value::Null, Value::Number)
+            }
+            0xcb => {
+                let bits = self.uint(8)?;
+                Number::from_f64(f64::from_bits(bits)).map_or(Value::Null, Value::Number)
+            }
+            0xcc..=0xcf => Value::from(self.uint(1 << (c - 0xcc))?),
+            0xd0..=0xd3 => {
+                let n = 1usize << (c - 0xd0);
+                let u = self.uint(n)?;
+                let shift = 64 - 8 * n as u32;
+                Value::from(((u << shift) as i64) >> shift)
+            }
+            0xd4..=0xd8 => {
+                self.take(1 + (1usize << (c - 0xd4)))?;
+                Value::Null
+            }
+            0xd9..=0xdb => {
+                let n = self.uint(1 << (c - 0xd9))? as usize;
+                self.str_of(n)?
+            }
+            0xdc | 0xdd => {
+                return Ok(MItem::Arr(
+                    self.uint(if c == 0xdc { 2 } else { 4 })? as usize
+                ))
+            }
+            0xde | 0xdf => {
+                return Ok(MItem::Map(
+                    self.uint(if c == 0xde { 2 } else { 4 })? as usize
+                ))
+            }
+            0xe0..=0xff => Value::from(c as i8),
+            0xc1 => return perr(at, "invalid MessagePack byte 0xc1"),
+        };
+        Ok(MItem::Val(v))
+    }
+
+    fn open(&mut self, it: MItem) -> Tok {
+        match it {
+            MItem::Arr(n) => {
+                self.stack.push(MCtx {
+                    map: false,
+                    left: n,
+                });
+                Tok::BeginArr
+            }
+            MItem::Map(n) => {
+                self.stack.push(MCtx {
+                    map: true,
+                    left: n.saturating_mul(2),
+                });
+                Tok::BeginMap
+            }
+            MItem::Val(v) => Tok::Scalar(v),
+        }
+    }
+}
+
+impl Pull for MsgpackPull<'_> {
+    fn offset(&self) -> usize {
+        self.pos
+    }
+
+    fn next_tok(&mut self) -> PResult<Tok> {
+        let Some(top) = self.stack.last_mut() else {
+            if self.done {
+                if self.pos < self.b.len() {
+                    return perr(self.pos, "trailing data after the MessagePack document");
+                }
+                return Ok(Tok::Eof);
+            }
+            self.done = true;
+            let it = self.item()?;
+            return Ok(self.open(it));
+        };
+        if top.left == 0 {
+            let map = top.map;
+            self.stack.pop();
+            return Ok(if map { Tok::EndMap } else { Tok::EndArr });
+        }
+        let key_pos = top.map && top.left % 2 == 0;
+        top.left -= 1;
+        let at = self.pos;
+        let it = self.item()?;
+        if key_pos {
+            return match it {
+                MItem::Val(Value::String(s)) => Ok(Tok::Key(s)),
+                MItem::Val(v) => Ok(Tok::Key(v.to_string())),
+                _ => perr(at, "map key is an array or a map"),
+            };
+        }
+        Ok(self.open(it))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(p: &mut dyn Pull) -> PResult<Value> {
+        let t = p.next_tok()?;
+        let v = read_value(p, t)?;
+        assert_eq!(p.next_tok()?, Tok::Eof);
+        Ok(v)
+    }
+
+    #[test]
+    fn json_roundtrip() {
+        let text = r#" {"a": [1, -2, 18446744073709551615, 1.5e3, "x\"\u00e9\ud83d\ude00", null, true], "b": {}} "#;
+        let v = all(&mut JsonPull::new(text.as_bytes())).unwrap();
+        let want: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(v, want);
+    }
+
+    #[test]
+    fn json_errors_have_offsets() {
+        let e = all(&mut JsonPull::new(b"[1, 2")).unwrap_err();
+        assert_eq!(e.offset, 5);
+        let e = all(&mut JsonPull::new(b"[1,, 2]")).unwrap_err();
+        assert_eq!(e.offset, 3);
+        let e = all(&mut JsonPull::new(b"[1] x")).unwrap_err();
+        assert_eq!(e.offset, 4);
+    }
+
+    #[test]
+    fn msgpack_values() {
+        // {"a": [1, -1, 300, 1.5], 7: nil}
+        let b = [
+            0x82, 0xa1, b'a', 0x94, 0x01, 0xff, 0xcd, 0x01, 0x2c, 0xcb, 0x3f, 0xf8, 0, 0, 0, 0, 0,
+            0, 0x07, 0xc0,
+        ];
+        let v = all(&mut MsgpackPull::new(&b)).unwrap();
+        assert_eq!(v, serde_json::json!({"a": [1, -1, 300, 1.5], "7": null}));
+        let e = all(&mut MsgpackPull::new(&b[..5])).unwrap_err();
+        assert_eq!(e.offset, 5);
+    }
+}

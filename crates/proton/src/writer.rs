@@ -1,0 +1,207 @@
+//! A small RocPD v3 writer: one database, one transaction, the rows this importer needs.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use rocpd_model::{Error, Result};
+use rocpd_schema::{create_tables_sql, create_views_sql, metadata_rows, table_name, TABLES};
+use rusqlite::{params, Connection, OptionalExtension};
+
+pub(crate) struct Writer {
+    conn: Connection,
+    path: PathBuf,
+    guid: String,
+    strings: HashMap<String, i64>,
+    next_event: i64,
+    pub nid: i64,
+}
+
+impl Writer {
+    pub fn create(path: &Path, guid: &str) -> Result<Writer> {
+        let err = |e: rusqlite::Error| Error::output(path, e.to_string());
+        let conn = Connection::open(path).map_err(err)?;
+        conn.execute_batch(
+            "PRAGMA page_size = 4096; PRAGMA foreign_keys = OFF; PRAGMA journal_mode = OFF;
+             PRAGMA synchronous = OFF; PRAGMA locking_mode = EXCLUSIVE;",
+        )
+        .map_err(err)?;
+        conn.execute_batch(&create_tables_sql(guid)).map_err(err)?;
+        conn.execute_batch(&create_views_sql(guid)).map_err(err)?;
+        conn.execute_batch("BEGIN").map_err(err)?;
+        let w = Writer {
+            conn,
+            path: path.to_path_buf(),
+            guid: guid.to_string(),
+            strings: HashMap::new(),
+            next_event: 1,
+            nid: 0,
+        };
+        for (tag, value) in metadata_rows(guid) {
+            w.exec(
+                &format!(
+                    "INSERT INTO {} (tag, value) VALUES (?, ?)",
+                    w.t("rocpd_metadata")
+                ),
+                params![tag, value],
+            )?;
+        }
+        Ok(w)
+    }
+
+    fn err(&self, e: rusqlite::Error) -> Error {
+        Error::output(&self.path, e.to_string())
+    }
+
+    fn t(&self, base: &str) -> String {
+        format!("\"{}\"", table_name(base, &self.guid))
+    }
+
+    fn exec(&self, sql: &str, p: impl rusqlite::Params) -> Result<()> {
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut s| s.execute(p))
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    pub fn string(&mut self, s: &str) -> Result<i64> {
+        if let Some(id) = self.strings.get(s) {
+            return Ok(*id);
+        }
+        let t = self.t("rocpd_string");
+        let found: Option<i64> = self
+            .conn
+            .prepare_cached(&format!("SELECT id FROM {t} WHERE string = ?"))
+            .and_then(|mut st| st.query_row([s], |r| r.get(0)).optional())
+            .map_err(|e| self.err(e))?;
+        let id = match found {
+            Some(id) => id,
+            None => {
+                self.exec(&format!("INSERT INTO {t} (string) VALUES (?)"), [s])?;
+                self.conn.last_insert_rowid()
+            }
+        };
+        self.strings.insert(s.to_string(), id);
+        Ok(id)
+    }
+
+    /// The machine row (a synthetic node named `host`).
+    pub fn node(&mut self, host: &str, hash: i64) -> Result<()> {
+        self.nid = hash % i64::from(u32::MAX);
+        self.exec(
+            &format!(
+                "INSERT INTO {} (id, hash, machine_id, hostname) VALUES (?, ?, ?, ?)",
+                self.t("rocpd_info_node")
+            ),
+            params![self.nid, hash, host, host],
+        )
+    }
+
+    pub fn process(&self, pid: i64, command: &str, extdata: &str) -> Result<()> {
+        let r = self.t("rocpd_region");
+        let (start, end): (Option<i64>, Option<i64>) = self
+            .conn
+            .query_row(
+                &format!("SELECT MIN(start), MAX(\"end\") FROM {r} WHERE pid = ?"),
+                [pid],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| self.err(e))?;
+        self.exec(
+            &format!(
+                "INSERT INTO {} (id, nid, pid, start, \"end\", command, environment, extdata) \
+                 VALUES (?, ?, ?, ?, ?, ?, '{{}}', ?)",
+                self.t("rocpd_info_process")
+            ),
+            params![pid, self.nid, pid, start, end, command, extdata],
+        )
+    }
+
+    pub fn thread(&self, pid: i64, tid: i64, name: Option<&str>) -> Result<()> {
+        self.exec(
+            &format!(
+                "INSERT INTO {} (id, nid, pid, tid, name, extdata) VALUES (?, ?, ?, ?, ?, '{{}}')",
+                self.t("rocpd_info_thread")
+            ),
+            params![tid, self.nid, pid, tid, name],
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn agent(
+        &self,
+        id: i64,
+        pid: i64,
+        index: Option<i64>,
+        type_index: i64,
+        name: &str,
+        vendor: &str,
+        extdata: &str,
+    ) -> Result<()> {
+        self.exec(
+            &format!(
+                "INSERT INTO {} (id, nid, pid, type, absolute_index, logical_index, type_index, \
+                 name, model_name, vendor_name, product_name, user_name, extdata) \
+                 VALUES (?, ?, ?, 'GPU', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                self.t("rocpd_info_agent")
+            ),
+            params![
+                id, self.nid, pid, index, index, type_index, name, name, vendor, name, name,
+                extdata
+            ],
+        )
+    }
+
+    /// One `rocpd_event` (category, extdata) plus its `rocpd_region`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn region(
+        &mut self,
+        pid: i64,
+        tid: i64,
+        start: i64,
+        end: i64,
+        name: &str,
+        category: &str,
+        extdata: &str,
+    ) -> Result<()> {
+        let cat = self.string(category)?;
+        let name_id = self.string(name)?;
+        let id = self.next_event;
+        self.next_event += 1;
+        self.exec(
+            &format!(
+                "INSERT INTO {} (id, category_id, stack_id, parent_stack_id, correlation_id, extdata) \
+                 VALUES (?, ?, ?, 0, ?, ?)",
+                self.t("rocpd_event")
+            ),
+            params![id, cat, id, id, extdata],
+        )?;
+        self.exec(
+            &format!(
+                "INSERT INTO {} (id, nid, pid, tid, start, \"end\", name_id, event_id, extdata) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, '{{}}')",
+                self.t("rocpd_region")
+            ),
+            params![id, self.nid, pid, tid, start, end, name_id, id],
+        )
+    }
+
+    /// Commits and returns the rows per table.
+    pub fn finish(self) -> Result<Vec<(String, u64)>> {
+        self.conn.execute_batch("COMMIT").map_err(|e| self.err(e))?;
+        let mut rows = Vec::new();
+        for t in TABLES {
+            let n: i64 = self
+                .conn
+                .query_row(&format!("SELECT COUNT(*) FROM {}", self.t(t)), [], |r| {
+                    r.get(0)
+                })
+                .map_err(|e| self.err(e))?;
+            rows.push((t.to_string(), n as u64));
+        }
+        self.conn
+            .close()
+            .map_err(|(_, e)| Error::output(&self.path, e.to_string()))?;
+        Ok(rows)
+    }
+}
