@@ -6,26 +6,16 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
 use rocpd_db::{Database, RocpdSink};
-use rocpd_model::{Catalog, Table};
+use rocpd_model::Catalog;
 use rocpd_otf2::{Otf2Options, Otf2Sink};
 use rocpd_parquet::{ParquetOptions, ParquetSink};
 use rocpd_perfetto::{PerfettoOptions, PerfettoSink, SizePlanner};
-use rocpd_pipeline::{
-    run, BatchStream, Message, OutputFile, Progress, RunOptions, RunReport, Sink, Stage, StageDrop,
-    TimeMerge,
-};
+use rocpd_pipeline::{run, OutputFile, Progress, RunOptions, RunReport, Sink, Stage};
 use rocpd_stages::time::parse_time;
 use rocpd_stages::{Filter, FilterRule, KeyFilter, SplitKey, SplitMode, SplitSink, Window};
 
-/// Rows buffered over all input streams at once; each stream's batch size follows from it.
-const ROW_BUDGET: usize = 1 << 16;
 /// Most time parts a split may have.
 const MAX_PARTS: usize = 100_000;
-
-/// Batch size per stream for `streams` concurrent streams.
-pub fn batch_rows(streams: usize) -> usize {
-    (ROW_BUDGET / streams.max(1)).clamp(256, 8192)
-}
 
 /// Opens every input as a RocPD database.
 pub fn open_all(inputs: &[PathBuf]) -> Result<Vec<Database>> {
@@ -65,60 +55,6 @@ pub fn event_span(dbs: &[Database]) -> Result<Option<(i64, i64)>> {
         }
     }
     Ok(span)
-}
-
-/// Opens `paths` and streams every table of every database, merged in time order.
-fn produce(
-    paths: &[PathBuf],
-    origins: &HashMap<PathBuf, (String, Vec<PathBuf>)>,
-    with_args: bool,
-    emit: &mut dyn FnMut(Message) -> rocpd_model::Result<()>,
-) -> rocpd_model::Result<()> {
-    let dbs: Vec<Database> = paths
-        .iter()
-        .map(|p| Database::open(p))
-        .collect::<rocpd_model::Result<_>>()?;
-    let mut catalog = Catalog::default();
-    for db in &dbs {
-        catalog.extend(db.catalog(catalog.sources.len() as u32)?);
-    }
-    for s in &mut catalog.sources {
-        if let Some((format, files)) = origins.get(&s.path) {
-            s.format = format.clone();
-            s.imported_from = files.clone();
-        }
-    }
-    emit(Message::Catalog(Arc::new(catalog)))?;
-    let mut untimed = 0;
-    for db in &dbs {
-        untimed += db.untimed_pmc_rows()?;
-    }
-    if untimed > 0 {
-        emit(Message::Dropped(StageDrop {
-            stage: "reader (PMC values whose event is neither a kernel dispatch nor a sample have no time)".into(),
-            rows: [(Table::PmcValue.name(), untimed)].into_iter().collect(),
-        }))?;
-    }
-    let mut n_streams = 0;
-    for db in &dbs {
-        n_streams += db.queries(0, 1, false)?.len();
-    }
-    let rows = batch_rows(n_streams);
-    let mut queries = Vec::new();
-    let mut first_source = 0u32;
-    for db in &dbs {
-        queries.extend(db.queries(first_source, rows, with_args)?);
-        first_source += db.table_sets().len() as u32;
-    }
-    let mut streams: Vec<Box<dyn BatchStream + '_>> = Vec::with_capacity(queries.len());
-    for q in &mut queries {
-        streams.push(Box::new(q.stream()?));
-    }
-    let mut merge = TimeMerge::new(streams);
-    while let Some(chunk) = merge.next_chunk()? {
-        emit(Message::Chunk(chunk))?;
-    }
-    Ok(())
 }
 
 /// How to split outputs.
@@ -331,7 +267,18 @@ fn run_pass(
         && plan.formats.contains(&Fmt::Pftrace))
         || plan.formats.contains(&Fmt::Parquet);
     Ok(run(
-        move |emit| produce(&paths, &origins, with_args, emit),
+        move |emit| {
+            // Imported inputs: name the files they came from, not the temporary database.
+            let adjust = |c: &mut Catalog| {
+                for s in &mut c.sources {
+                    if let Some((format, files)) = origins.get(&s.path) {
+                        s.format = format.clone();
+                        s.imported_from = files.clone();
+                    }
+                }
+            };
+            rocpd_db::produce(&paths, with_args, &adjust, emit)
+        },
         stages(plan, window),
         sinks,
         &plan.run,

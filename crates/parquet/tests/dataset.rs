@@ -71,30 +71,8 @@ fn write_dataset(
     out: &Path,
     opts: ParquetOptions,
 ) -> rocpd_model::Result<Vec<OutputReport>> {
-    let dbs: Vec<Database> = inputs
-        .iter()
-        .map(|p| Database::open(p))
-        .collect::<rocpd_model::Result<_>>()?;
-    let mut catalog = Catalog::default();
-    for db in &dbs {
-        catalog.extend(db.catalog(catalog.sources.len() as u32)?);
-    }
     let mut sink: Box<dyn Sink> = Box::new(ParquetSink::new(out, opts));
-    sink.begin(&Arc::new(catalog))?;
-    let mut queries = Vec::new();
-    let mut first_source = 0u32;
-    for db in &dbs {
-        queries.extend(db.queries(first_source, 700, false)?);
-        first_source += db.table_sets().len() as u32;
-    }
-    let mut streams: Vec<Box<dyn BatchStream + '_>> = Vec::new();
-    for q in &mut queries {
-        streams.push(Box::new(q.stream()?));
-    }
-    let mut merge = TimeMerge::new(streams);
-    while let Some(chunk) = merge.next_chunk()? {
-        sink.write(&chunk)?;
-    }
+    rocpd_db::convert_into(inputs, sink.as_mut())?;
     sink.finish()
 }
 

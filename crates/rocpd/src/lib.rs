@@ -11,6 +11,7 @@
 mod catalog;
 mod detect;
 mod merge;
+mod produce;
 mod query;
 mod value;
 mod views;
@@ -22,6 +23,7 @@ use rusqlite::{Connection, OpenFlags};
 
 pub use detect::looks_like_sqlite;
 pub use merge::{merge, RocpdSink};
+pub use produce::{batch_rows, convert_into, produce, ROW_BUDGET};
 pub use query::{RowStream, TableQuery};
 
 /// One set of suffixed tables inside a database.
