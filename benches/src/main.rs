@@ -103,11 +103,26 @@ fn csv_for(case: &Case, root: &Path) -> Result<PathBuf> {
     Ok(csv)
 }
 
+/// The case's databases written out as rocprofv3 JSON files (cached beside them).
+fn json_for(case: &Case, root: &Path) -> Result<PathBuf> {
+    let dir = inputs_for(case, root)?;
+    let json = dir.join("json");
+    if !dir.join("json-done").exists() {
+        let _ = std::fs::remove_dir_all(&json);
+        for e in std::fs::read_dir(dir.join("db"))? {
+            rocpd_gen::export_json(&e?.path(), &json)?;
+        }
+        std::fs::write(dir.join("json-done"), "")?;
+    }
+    Ok(json)
+}
+
 fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Measured> {
     let dir = inputs_for(case, root)?;
-    // `--csv` as the first argument reads the case as rocprofv3 CSV instead of RocPD.
+    // `--csv` / `--json` as the first argument reads the case as rocprofv3 CSV or JSON.
     let (input, extra) = match extra.first() {
         Some(&"--csv") => (csv_for(case, root)?, &extra[1..]),
+        Some(&"--json") => (json_for(case, root)?, &extra[1..]),
         _ => (dir.join("db"), extra),
     };
     let out = dir.join("out");
@@ -285,24 +300,29 @@ fn main() -> Result<()> {
         }
     }
 
-    // Reading rocprofv3 CSV (the same traces written as CSV sets): import + convert.
-    println!("\nrocprofv3 CSV input (-f pftrace):");
-    println!(
-        "{:<12} {:>10} {:>8} {:>8} {:>10} {:>9}",
-        "case", "events", "in MiB", "seconds", "events/s", "peak MiB"
-    );
-    for i in [0, 1, 3, 4] {
-        let case = &cases[i];
-        let m = measure(&rocpd, case, &root, &["--csv"])?;
+    // Reading rocprofv3 CSV and JSON (the same traces written out): import + convert.
+    for (title, flag) in [
+        ("rocprofv3 CSV input (-f pftrace)", "--csv"),
+        ("rocprofv3 JSON input (-f pftrace)", "--json"),
+    ] {
+        println!("\n{title}:");
         println!(
-            "{:<12} {:>10} {:>8.1} {:>8.2} {:>10.0} {:>9.1}",
-            case.name,
-            m.events,
-            m.input_bytes as f64 / 1048576.0,
-            m.seconds,
-            m.events as f64 / m.seconds,
-            m.peak_rss_kib as f64 / 1024.0
+            "{:<12} {:>10} {:>8} {:>8} {:>10} {:>9}",
+            "case", "events", "in MiB", "seconds", "events/s", "peak MiB"
         );
+        for i in [0, 1, 3, 4] {
+            let case = &cases[i];
+            let m = measure(&rocpd, case, &root, &[flag])?;
+            println!(
+                "{:<12} {:>10} {:>8.1} {:>8.2} {:>10.0} {:>9.1}",
+                case.name,
+                m.events,
+                m.input_bytes as f64 / 1048576.0,
+                m.seconds,
+                m.events as f64 / m.seconds,
+                m.peak_rss_kib as f64 / 1024.0
+            );
+        }
     }
 
     // Merged RocPD output: the copy inside SQLite, and the selective path (a window).

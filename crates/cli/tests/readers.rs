@@ -168,7 +168,7 @@ fn otf2_archives_are_written_whole_and_the_reference_reader_accepts_them() {
 }
 
 #[test]
-fn the_same_trace_as_rocpd_and_as_rocprofv3_csv_converts_to_the_same_slices() {
+fn the_same_trace_as_rocpd_csv_and_json_converts_to_the_same_slices() {
     let tmp = tempfile::tempdir().unwrap();
     let dbs = generate(&tmp.path().join("in"), 52, 2, 8);
     let csv = tmp.path().join("csv");

@@ -40,6 +40,9 @@ struct Args {
     /// (the same trace, for cross-checks and CSV benchmarks).
     #[arg(long)]
     csv: bool,
+    /// Also write each database as a rocprofv3 JSON file under `<out>/json/<pid>_results.json`.
+    #[arg(long)]
+    json: bool,
 }
 
 fn main() -> Result<()> {

@@ -27,7 +27,10 @@ pub fn produce(
     adjust: &dyn Fn(&mut Catalog),
     emit: &mut dyn FnMut(Message) -> Result<()>,
 ) -> Result<()> {
-    let dbs: Vec<Database> = paths.iter().map(|p| Database::open(p)).collect::<Result<_>>()?;
+    let dbs: Vec<Database> = paths
+        .iter()
+        .map(|p| Database::open(p))
+        .collect::<Result<_>>()?;
     let mut catalog = Catalog::default();
     for db in &dbs {
         catalog.extend(db.catalog(catalog.sources.len() as u32)?);
