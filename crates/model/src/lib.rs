@@ -12,6 +12,7 @@ mod catalog;
 mod error;
 pub mod naming;
 mod table;
+pub mod view;
 
 pub use builder::{BatchBuilder, ColumnBuilder};
 pub use catalog::{

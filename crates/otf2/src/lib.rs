@@ -15,7 +15,6 @@
 //! The archive is built in a temporary directory next to it and renamed into place by
 //! [`Sink::finish`] (anchor last); dropped unfinished, the sink removes everything.
 
-mod access;
 mod defs;
 mod encode;
 mod evt;

@@ -17,13 +17,13 @@ use rocpd_model::naming::{allocation_operation, output_category};
 use rocpd_model::{AgentIndexMode, Catalog, CatalogIndex, EventBatch, Table};
 use rocpd_pipeline::{Chunk, OutputReport};
 
-use crate::access::{int, text, Cols};
 use crate::defs::{
     paradigm, role, Defs, Group, Location, LocationType, Process, ATTR_BYTES, ATTR_CATEGORY,
     ATTR_CORR_ID, ATTR_DISPATCH_ID,
 };
 use crate::encode::{event, put_i64, put_record, put_u32, put_u64, ty, ATTRIBUTE_LIST};
 use crate::evt::EventStream;
+use rocpd_model::view::{gi as int, gs as text, Cols};
 
 /// What a location stands for; slices of one key share a location (and its overlap lanes).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

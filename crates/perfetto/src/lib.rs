@@ -6,7 +6,6 @@
 //! `COPY BYTES`, `ALLOCATE BYTES` and `PMC` counter tracks, flows from API calls to the
 //! kernels and copies they launched); see `formats/perfetto/README.md`.
 
-mod access;
 mod encoder;
 mod plan;
 pub mod proto;

@@ -12,9 +12,9 @@ use std::sync::{Arc, Mutex};
 use rocpd_model::{Catalog, Error, Result};
 use rocpd_pipeline::{Chunk, OutputReport, Sink};
 
-use crate::access::Cols;
 use crate::writer::Writer;
 use crate::PerfettoOptions;
+use rocpd_model::view::Cols;
 
 /// Bytes kept free in each part for the next row and what a cut still writes (pending
 /// ends and counter points are estimated separately): 64 KiB, or an eighth of the cap.

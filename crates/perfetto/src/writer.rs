@@ -17,11 +17,11 @@ use rocpd_model::naming::{allocation_operation, output_category};
 use rocpd_model::{AgentIndexMode, Catalog, CatalogIndex, EventBatch, Table};
 use rocpd_pipeline::{Chunk, OutputReport};
 
-use crate::access::{gi, gs, oi, os, Cols};
 use crate::encoder::{CounterValue, Encoder, Value};
 use crate::proto::{
     event_type, unit, CounterDescriptor, ProcessDescriptor, ThreadDescriptor, TrackDescriptor,
 };
+use rocpd_model::view::{gi, gs, oi, os, Cols};
 
 /// What the Perfetto output contains.
 #[derive(Debug, Clone)]

@@ -1,33 +1,35 @@
-//! Typed, per-batch access to the columns the writer reads (looked up once per batch, not
-//! per row).
+//! Typed, per-batch access to the columns writers read: every column is looked up by
+//! name once per batch, not once per row. Shared by the Perfetto and OTF2 writers.
 
+use crate::Table;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, UInt32Type};
 use arrow_array::{
     Array, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array,
 };
-use rocpd_model::Table;
 
-pub(crate) fn i64s<'a>(b: &'a RecordBatch, t: Table, name: &str) -> &'a Int64Array {
+pub fn i64s<'a>(b: &'a RecordBatch, t: Table, name: &str) -> &'a Int64Array {
     b.column(t.column_index(name)).as_primitive::<Int64Type>()
 }
-pub(crate) fn strs<'a>(b: &'a RecordBatch, t: Table, name: &str) -> &'a StringArray {
+pub fn strs<'a>(b: &'a RecordBatch, t: Table, name: &str) -> &'a StringArray {
     b.column(t.column_index(name)).as_string::<i32>()
 }
 
 /// The integer at `r`, or `None` where null.
-pub(crate) fn oi(a: &Int64Array, r: usize) -> Option<i64> {
+pub fn oi(a: &Int64Array, r: usize) -> Option<i64> {
     a.is_valid(r).then(|| a.value(r))
 }
 /// The text at `r`, or `None` where null.
-pub(crate) fn os(a: &StringArray, r: usize) -> Option<&str> {
+pub fn os(a: &StringArray, r: usize) -> Option<&str> {
     a.is_valid(r).then(|| a.value(r))
 }
 
 /// Typed references to the columns the writer reads, looked up once per batch; a column
 /// the batch's table does not have is `None`.
-pub(crate) struct Cols<'a> {
+#[allow(missing_docs)]
+pub struct Cols<'a> {
     pub source: &'a UInt32Array,
+    pub nid: &'a Int64Array,
     pub pid: &'a Int64Array,
     pub tid: &'a Int64Array,
     pub start: &'a Int64Array,
@@ -65,6 +67,7 @@ pub(crate) struct Cols<'a> {
 }
 
 impl<'a> Cols<'a> {
+    /// Looks up every column of `b` (a batch of table `t`).
     pub fn new(b: &'a RecordBatch, t: Table) -> Self {
         let at = |name: &str| t.column_position(name).map(|i| b.column(i));
         let i = |name: &str| at(name).map(|c| c.as_primitive::<Int64Type>());
@@ -73,6 +76,7 @@ impl<'a> Cols<'a> {
             source: b
                 .column(t.column_index("source"))
                 .as_primitive::<UInt32Type>(),
+            nid: i64s(b, t, "nid"),
             pid: i64s(b, t, "pid"),
             tid: i64s(b, t, "tid"),
             start: i64s(b, t, "start"),
@@ -112,11 +116,11 @@ impl<'a> Cols<'a> {
 }
 
 /// The value of an optional integer column at `r`.
-pub(crate) fn gi(a: Option<&Int64Array>, r: usize) -> Option<i64> {
+pub fn gi(a: Option<&Int64Array>, r: usize) -> Option<i64> {
     a.and_then(|a| oi(a, r))
 }
 
 /// The value of an optional text column at `r`.
-pub(crate) fn gs(a: Option<&StringArray>, r: usize) -> Option<&str> {
+pub fn gs(a: Option<&StringArray>, r: usize) -> Option<&str> {
     a.and_then(|a| os(a, r))
 }
