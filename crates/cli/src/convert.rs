@@ -130,7 +130,7 @@ pub struct Plan {
     /// Input databases (imported inputs are temporary databases).
     pub inputs: Vec<PathBuf>,
     /// Imported databases: their format and the files they came from.
-    pub origins: HashMap<PathBuf, (String, Vec<PathBuf>)>,
+    pub origins: HashMap<PathBuf, crate::sources::Origin>,
     /// Output directory.
     pub dir: PathBuf,
     /// Output name prefix.
@@ -269,14 +269,7 @@ fn run_pass(
     Ok(run(
         move |emit| {
             // Imported inputs: name the files they came from, not the temporary database.
-            let adjust = |c: &mut Catalog| {
-                for s in &mut c.sources {
-                    if let Some((format, files)) = origins.get(&s.path) {
-                        s.format = format.clone();
-                        s.imported_from = files.clone();
-                    }
-                }
-            };
+            let adjust = |c: &mut Catalog| crate::sources::mark_imported(c, &origins);
             rocpd_db::produce(&paths, with_args, &adjust, emit)
         },
         stages(plan, window),
@@ -286,29 +279,33 @@ fn run_pass(
     )?)
 }
 
-/// The writer of `fmt` for the output named with `label` (a split key), if any.
-fn make_sink(plan: &SinkPlan, fmt: Fmt, label: Option<&str>) -> Box<dyn Sink> {
-    let SinkPlan {
-        dir,
-        name,
-        merge_naming,
-        perfetto,
-        parquet,
-    } = plan;
-    let merge_naming = *merge_naming;
+/// Where the output of `fmt` goes: `<dir>/<name>_results[.<label>].<ext>`, or
+/// `<dir>/<name>[.<label>].db` for `rocpd merge`.
+fn format_path(
+    dir: &Path,
+    name: &str,
+    merge_naming: bool,
+    fmt: Fmt,
+    label: Option<&str>,
+) -> PathBuf {
     let ext = match label {
         Some(l) => format!("{l}.{}", fmt.ext()),
         None => fmt.ext().to_string(),
     };
-    let path = if merge_naming && fmt == Fmt::Rocpd {
+    if merge_naming && fmt == Fmt::Rocpd {
         dir.join(format!("{name}.{ext}"))
     } else {
         output_path(dir, name, &ext)
-    };
+    }
+}
+
+/// The writer of `fmt` for the output named with `label` (a split key), if any.
+fn make_sink(plan: &SinkPlan, fmt: Fmt, label: Option<&str>) -> Box<dyn Sink> {
+    let path = format_path(&plan.dir, &plan.name, plan.merge_naming, fmt, label);
     match fmt {
-        Fmt::Pftrace => Box::new(PerfettoSink::new(&path, perfetto.clone())),
+        Fmt::Pftrace => Box::new(PerfettoSink::new(&path, plan.perfetto.clone())),
         Fmt::Rocpd => Box::new(RocpdSink::new(&path)),
-        Fmt::Parquet => Box::new(ParquetSink::new(&path, parquet.clone())),
+        Fmt::Parquet => Box::new(ParquetSink::new(&path, plan.parquet.clone())),
         Fmt::Otf2 => Box::new(Otf2Sink::new(&path, Otf2Options::default())),
     }
 }
@@ -403,11 +400,7 @@ pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<Ru
         };
         if fast && plan.formats.contains(&Fmt::Rocpd) {
             let started = std::time::Instant::now();
-            let path = if plan.merge_naming {
-                plan.dir.join(format!("{}.db", plan.name))
-            } else {
-                output_path(&plan.dir, &plan.name, "db")
-            };
+            let path = format_path(&plan.dir, &plan.name, plan.merge_naming, Fmt::Rocpd, None);
             let out = rocpd_db::merge(&plan.inputs, &path);
             let out = match out {
                 Ok(o) => o,
@@ -522,7 +515,7 @@ fn write_manifest(plan: &Plan, split: &Split, report: &RunReport) -> Result<()> 
             .inputs
             .iter()
             .flat_map(|p| match plan.origins.get(p) {
-                Some((_, files)) => files.clone(),
+                Some(o) => o.files.clone(),
                 None => vec![p.clone()],
             })
             .collect::<Vec<_>>(),

@@ -12,25 +12,19 @@ pub fn run(args: &[String], as_json: bool) -> Result<()> {
     let dbs = convert::open_all(&resolved.dbs)?;
     let mut cat = convert::catalog_of(&dbs)?;
     // Imported inputs: show the files they came from, not the temporary database.
+    crate::sources::mark_imported(&mut cat, &resolved.origins);
     for s in &mut cat.sources {
-        if let Some(o) = resolved.origins.get(&s.path) {
-            s.format = o.format.clone();
-            s.imported_from = o.files.clone();
-            if let Some(first) = o.files.first() {
-                s.path = first.clone();
-            }
+        if let Some(first) = s.imported_from.first() {
+            s.path = first.clone();
         }
     }
     let mut counts: std::collections::BTreeMap<&'static str, u64> = Default::default();
-    let mut span: Option<(i64, i64)> = None;
     for db in &dbs {
         for (t, n) in db.count_rows()? {
             *counts.entry(t.name()).or_default() += n;
         }
-        if let Some((a, b)) = db.event_span()? {
-            span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
-        }
     }
+    let span = convert::event_span(&dbs)?;
     let host = |source: u32, nid: i64| {
         cat.nodes
             .iter()

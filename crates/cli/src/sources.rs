@@ -47,13 +47,14 @@ fn head(path: &Path) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-impl Inputs {
-    /// Imported databases: their format and the files they came from.
-    pub fn origin_map(&self) -> HashMap<PathBuf, (String, Vec<PathBuf>)> {
-        self.origins
-            .iter()
-            .map(|(k, v)| (k.clone(), (v.format.clone(), v.files.clone())))
-            .collect()
+/// Marks the catalog's sources read from imported databases with the format and files
+/// they came from, so reports name those files rather than the temporary database.
+pub fn mark_imported(catalog: &mut rocpd_model::Catalog, origins: &HashMap<PathBuf, Origin>) {
+    for s in &mut catalog.sources {
+        if let Some(o) = origins.get(&s.path) {
+            s.format = o.format.clone();
+            s.imported_from = o.files.clone();
+        }
     }
 }
 
