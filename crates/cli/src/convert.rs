@@ -10,7 +10,7 @@ use rocpd_model::Catalog;
 use rocpd_otf2::{Otf2Options, Otf2Sink};
 use rocpd_parquet::{ParquetOptions, ParquetSink};
 use rocpd_perfetto::{PerfettoOptions, PerfettoSink, SizePlanner};
-use rocpd_pipeline::{run, OutputFile, Progress, RunOptions, RunReport, Sink, Stage};
+use rocpd_pipeline::{run, OutputFile, PathGuard, Progress, RunOptions, RunReport, Sink, Stage};
 use rocpd_stages::time::parse_time;
 use rocpd_stages::{Filter, FilterRule, KeyFilter, SplitKey, SplitMode, SplitSink, Window};
 
@@ -149,6 +149,14 @@ pub struct Plan {
     pub max_open: usize,
     /// Driver options.
     pub run: RunOptions,
+    /// The user's input files (what outputs must never replace).
+    pub input_files: Vec<PathBuf>,
+    /// `--report FILE.json`.
+    pub report: Option<PathBuf>,
+    /// What the imports of rocprofv3 and Proton inputs left out, for the report.
+    pub import_notes: Vec<String>,
+    /// Rows skipped as bad with `--skip-bad-rows`.
+    pub skipped_rows: u64,
 }
 
 fn marker_time(dbs: &[Database], text: &str, end: bool) -> Result<i64> {
@@ -230,25 +238,31 @@ pub fn output_path(dir: &Path, name: &str, ext: &str) -> PathBuf {
     }
 }
 
+/// The cut times of a time split of `[lo, hi]`: computed in i128, since the span of a
+/// trace may exceed what an i64 holds, so no cut wraps around.
 fn time_cuts(lo: i64, hi: i64, split: &Split) -> Result<Vec<i64>> {
-    let len = (hi - lo).max(0) as i128 + 1;
-    let parts = match *split {
-        Split::TimeCount(n) => n,
+    let len = (hi as i128 - lo as i128).max(0) + 1;
+    let parts: i128 = match *split {
+        Split::TimeCount(n) => n as i128,
         Split::TimeDuration(d) => {
             if d <= 0 {
                 bail!("--split-duration must be positive");
             }
-            ((len + d as i128 - 1) / d as i128) as usize
+            (len + d as i128 - 1) / d as i128
         }
         _ => unreachable!("time splits only"),
     };
-    if parts == 0 || parts > MAX_PARTS {
+    if parts == 0 || parts > MAX_PARTS as i128 {
         bail!("a time split needs between 1 and {MAX_PARTS} parts, not {parts}");
     }
     Ok((1..parts)
-        .map(|k| match *split {
-            Split::TimeDuration(d) => lo + k as i64 * d,
-            _ => lo + (len * k as i128 / parts as i128) as i64,
+        .map(|k| {
+            let offset = match *split {
+                Split::TimeDuration(d) => k * d as i128,
+                _ => len * k / parts,
+            };
+            // lo + offset < hi + 1 for every k < parts, so it fits in an i64.
+            (lo as i128 + offset) as i64
         })
         .collect())
 }
@@ -332,6 +346,31 @@ impl SinkPlan {
     }
 }
 
+/// Claims every path the output of `fmt` (with split key `label`) creates.
+fn claim_format(guard: &mut PathGuard, plan: &Plan, fmt: Fmt, label: Option<&str>) -> Result<()> {
+    let path = format_path(&plan.dir, &plan.name, plan.merge_naming, fmt, label);
+    match fmt {
+        Fmt::Pftrace | Fmt::Rocpd => guard.claim_file(&path)?,
+        Fmt::Parquet => guard.claim_file(&path)?,
+        Fmt::Otf2 => {
+            guard.claim(&path)?;
+            guard.claim(&path.with_extension("def"))?;
+            guard.claim(&path.with_extension(""))?;
+        }
+    }
+    Ok(())
+}
+
+/// Claims the outputs of every format for each label (`None`: unsplit).
+fn claim_outputs(guard: &mut PathGuard, plan: &Plan, labels: &[Option<String>]) -> Result<()> {
+    for fmt in &plan.formats {
+        for l in labels {
+            claim_format(guard, plan, *fmt, l.as_deref())?;
+        }
+    }
+    Ok(())
+}
+
 /// The sinks of every format for an unsplit run.
 fn sinks(plan: &Plan, formats: &[Fmt]) -> Vec<Box<dyn Sink>> {
     formats
@@ -381,10 +420,93 @@ pub fn run_into(
     run_pass(plan, window, vec![sink], on_progress)
 }
 
-/// Runs the whole conversion; returns the report (and writes the manifest of a split).
+/// Creates the report file (so a bad `--report` path fails before any output exists).
+fn open_report(path: &Path, guard: &mut PathGuard) -> Result<OutputFile> {
+    if path.is_dir() {
+        bail!(
+            "--report {}: is a directory; give a file name",
+            path.display()
+        );
+    }
+    let parent = path.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = parent {
+        if !dir.is_dir() {
+            bail!(
+                "--report {}: the directory {} does not exist",
+                path.display(),
+                dir.display()
+            );
+        }
+    }
+    guard.claim_file(path)?;
+    Ok(OutputFile::create(path)?)
+}
+
+/// Runs the whole conversion: checks every output path against the inputs and each other
+/// first, then writes the outputs, the manifest of a split and the `--report` file. On an
+/// error after some outputs were written, those outputs are removed again.
 pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<RunReport> {
     let (catalog, span, window) = prepare(plan)?;
+    let mut guard = PathGuard::new(&plan.input_files);
+    let report_file = plan
+        .report
+        .as_deref()
+        .map(|p| open_report(p, &mut guard))
+        .transpose()?;
+    let mut report = write_outputs(plan, &catalog, span, window, &mut guard, on_progress)?;
+    add_import_notes(&mut report, plan);
+    if let Some(mut f) = report_file {
+        let written = serde_json::to_writer_pretty(f.writer(), &report)
+            .map_err(|e| anyhow::anyhow!("{}: cannot write report: {e}", f.path().display()))
+            .and_then(|_| f.commit().map_err(anyhow::Error::from));
+        if let Err(e) = written {
+            for o in &report.outputs {
+                remove_output(&o.path);
+            }
+            return Err(e);
+        }
+    }
+    Ok(report)
+}
+
+/// Adds what the imports of rocprofv3 and Proton inputs left out to the report.
+fn add_import_notes(report: &mut RunReport, plan: &Plan) {
+    let mut origins: Vec<_> = plan.origins.iter().collect();
+    origins.sort_by(|a, b| a.0.cmp(b.0));
+    for (db, origin) in origins {
+        let files: Vec<String> = origin
+            .files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect();
+        report.notes.push(format!(
+            "{} imported from {} ({})",
+            db.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            files.join(", "),
+            origin.format
+        ));
+    }
+    report.notes.extend(plan.import_notes.iter().cloned());
+    if plan.skipped_rows > 0 {
+        report.dropped.push(rocpd_pipeline::StageDrop {
+            stage: "reader (bad rows skipped with --skip-bad-rows)".into(),
+            rows: [("input_rows", plan.skipped_rows)].into_iter().collect(),
+        });
+    }
+}
+
+fn write_outputs(
+    plan: &Plan,
+    catalog: &Catalog,
+    span: Option<Span>,
+    window: Option<Span>,
+    guard: &mut PathGuard,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<RunReport> {
     let Some(split) = &plan.split else {
+        claim_outputs(guard, plan, &[None])?;
         // Unfiltered RocPD output is a copy inside SQLite; everything else streams.
         let fast = plan.rules.is_empty() && window.is_none();
         let streamed: Vec<Fmt> = plan
@@ -419,10 +541,18 @@ pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<Ru
         }
         return Ok(report);
     };
+    let claim_keys = |guard: &mut PathGuard, keys: &[String]| -> Result<()> {
+        let labels: Vec<Option<String>> = keys.iter().cloned().map(Some).collect();
+        claim_outputs(guard, plan, &labels)?;
+        guard.claim_file(&output_path(&plan.dir, &plan.name, "manifest.json"))?;
+        Ok(())
+    };
     let report = match split {
         Split::TimeCount(_) | Split::TimeDuration(_) => {
             let (lo, hi) = window.or(span).unwrap_or((0, 0));
             let cuts = time_cuts(lo, hi, split)?;
+            let mode = SplitMode::Time { cuts: cuts.clone() };
+            claim_keys(guard, &SplitSink::keys(&mode, catalog))?;
             run_pass(
                 plan,
                 window,
@@ -438,6 +568,8 @@ pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<Ru
             let planner = SizePlanner::new(*cap, plan.perfetto.clone(), cuts.clone());
             run_pass(plan, window, vec![Box::new(planner)], on_progress)?;
             let cuts = std::mem::take(&mut *cuts.lock().expect("not poisoned"));
+            let mode = SplitMode::Time { cuts: cuts.clone() };
+            claim_keys(guard, &SplitSink::keys(&mode, catalog))?;
             run_pass(
                 plan,
                 window,
@@ -446,7 +578,8 @@ pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<Ru
             )?
         }
         Split::Keyed(mode) => {
-            let keys = SplitSink::keys(mode, &catalog);
+            let keys = SplitSink::keys(mode, catalog);
+            claim_keys(guard, &keys)?;
             let known: Arc<HashSet<String>> = Arc::new(keys.iter().cloned().collect());
             let mut total: Option<RunReport> = None;
             for (i, group) in keys.chunks(plan.max_open.max(1)).enumerate() {
@@ -518,6 +651,8 @@ fn write_manifest(plan: &Plan, split: &Split, report: &RunReport) -> Result<()> 
                 Some(o) => o.files.clone(),
                 None => vec![p.clone()],
             })
+            // JSON strings are UTF-8: a name that is not is shown with replacement characters.
+            .map(|p| p.to_string_lossy().into_owned())
             .collect::<Vec<_>>(),
         "events_read": report.rows_in,
         "dropped": report.dropped,
@@ -541,10 +676,4 @@ fn remove_output(path: &Path) {
         let _ = std::fs::remove_file(path.with_extension("def"));
         let _ = std::fs::remove_dir_all(path.with_extension(""));
     }
-}
-
-/// Writes the report as JSON.
-pub fn write_report(path: &Path, report: &RunReport) -> Result<()> {
-    let text = serde_json::to_string_pretty(report)?;
-    std::fs::write(path, text).with_context(|| format!("{}: cannot write report", path.display()))
 }

@@ -3,10 +3,16 @@
 use anyhow::Result;
 use serde_json::json;
 
+use crate::out::{stdout, stdout_line};
 use crate::{convert, inputs};
 
+/// The length of `[a, b]` in ns, exactly (an i64 difference can overflow).
+fn span_len(a: i64, b: i64) -> i128 {
+    b as i128 - a as i128
+}
+
 /// Prints processes, agents, time span and row counts per table.
-pub fn run(args: &[String], as_json: bool) -> Result<()> {
+pub fn run(args: &[std::ffi::OsString], as_json: bool) -> Result<()> {
     let paths = inputs::expand(args)?;
     let resolved = crate::sources::resolve(&paths, false)?;
     let dbs = convert::open_all(&resolved.dbs)?;
@@ -38,7 +44,7 @@ pub fn run(args: &[String], as_json: bool) -> Result<()> {
             .iter()
             .map(|p| {
                 json!({
-                    "file": cat.sources[p.source as usize].path,
+                    "file": cat.sources[p.source as usize].path.to_string_lossy(),
                     "guid": cat.sources[p.source as usize].guid,
                     "hostname": host(p.source, p.nid),
                     "pid": p.pid,
@@ -53,23 +59,35 @@ pub fn run(args: &[String], as_json: bool) -> Result<()> {
             .map(|a| json!({"guid": cat.sources[a.source as usize].guid, "hostname": host(a.source, a.nid), "id": a.id, "type": a.agent_type, "name": a.name, "product_name": a.product_name}))
             .collect();
         let v = json!({
-            "files": paths,
+            "files": paths.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
             "processes": processes,
             "agents": agents,
-            "time_span_ns": span.map(|(a, b)| json!({"start": a, "end": b, "duration": b - a})),
+            "time_span_ns": span.map(|(a, b)| {
+                // Fits u64 for every pair of i64 with b >= a; a span ending before it starts
+                // (only in broken inputs) is still reported exactly.
+                let len = span_len(a, b);
+                let duration = u64::try_from(len)
+                    .map(serde_json::Value::from)
+                    .or_else(|_| i64::try_from(len).map(serde_json::Value::from))
+                    .unwrap_or(serde_json::Value::Null);
+                json!({"start": a, "end": b, "duration": duration})
+            }),
             "rows": counts,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
-        return Ok(());
+        return stdout_line(&serde_json::to_string_pretty(&v)?);
     }
-    println!(
+    let mut text = String::new();
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        text,
         "{} file(s), {} process(es), {} agent(s)",
         paths.len(),
         cat.processes.len(),
         cat.agents.len()
     );
     for p in &cat.processes {
-        println!(
+        let _ = writeln!(
+            text,
             "  process {:>8} on {:<16} {} ({})",
             p.pid,
             host(p.source, p.nid),
@@ -80,7 +98,8 @@ pub fn run(args: &[String], as_json: bool) -> Result<()> {
     let mut seen = std::collections::HashSet::new();
     for a in &cat.agents {
         if seen.insert((host(a.source, a.nid), a.id)) {
-            println!(
+            let _ = writeln!(
+                text,
                 "  agent   {:>8} on {:<16} {} {}",
                 a.id,
                 host(a.source, a.nid),
@@ -93,12 +112,18 @@ pub fn run(args: &[String], as_json: bool) -> Result<()> {
         }
     }
     match span {
-        Some((a, b)) => println!("time span: {a} .. {b} ns ({:.6} s)", (b - a) as f64 / 1e9),
-        None => println!("time span: no events"),
+        Some((a, b)) => {
+            let _ = writeln!(
+                text,
+                "time span: {a} .. {b} ns ({:.6} s)",
+                span_len(a, b) as f64 / 1e9
+            );
+        }
+        None => text.push_str("time span: no events\n"),
     }
-    println!("rows:");
+    text.push_str("rows:\n");
     for (t, n) in &counts {
-        println!("  {t:<18} {n:>12}");
+        let _ = writeln!(text, "  {t:<18} {n:>12}");
     }
-    Ok(())
+    stdout(&text)
 }

@@ -29,10 +29,12 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 /// Expands the `-i` arguments. Files named explicitly are kept whatever their content
 /// (the reader explains what is wrong with them); directories contribute the files whose
 /// content is recognised. The same file named twice is read once.
-pub fn expand(args: &[String]) -> Result<Vec<PathBuf>> {
+pub fn expand(args: &[std::ffi::OsString]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
-    for a in args {
-        let p = Path::new(a);
+    for arg in args {
+        let p = Path::new(arg);
+        // Messages and glob patterns need text; a path that is not UTF-8 is never a pattern.
+        let a = &arg.to_string_lossy();
         if p.is_dir() {
             let before = out.len();
             walk(p, &mut out)?;
@@ -40,8 +42,10 @@ pub fn expand(args: &[String]) -> Result<Vec<PathBuf>> {
                 bail!("{a}: directory holds no profiling database");
             }
         } else if p.exists() {
+            // A FIFO or device would block or never end: refuse it before opening it.
+            rocpd_pipeline::check_regular(p)?;
             out.push(p.to_path_buf());
-        } else if has_glob(a) {
+        } else if arg.to_str().is_some() && has_glob(a) {
             let mut matched: Vec<PathBuf> = glob::glob(a)
                 .with_context(|| format!("{a}: bad pattern"))?
                 .filter_map(|r| r.ok())
@@ -54,6 +58,7 @@ pub fn expand(args: &[String]) -> Result<Vec<PathBuf>> {
                 if m.is_dir() {
                     walk(&m, &mut out)?;
                 } else {
+                    rocpd_pipeline::check_regular(&m)?;
                     out.push(m);
                 }
             }

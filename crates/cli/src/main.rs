@@ -3,6 +3,7 @@
 mod convert;
 mod info;
 mod inputs;
+mod out;
 mod sources;
 
 use std::io::IsTerminal;
@@ -14,7 +15,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use rocpd_model::AgentIndexMode;
 use rocpd_parquet::{ParquetOptions, PartitionKey};
 use rocpd_perfetto::PerfettoOptions;
-use rocpd_pipeline::RunOptions;
+use rocpd_pipeline::{PathGuard, RunOptions};
 use rocpd_stages::{time, FilterRule, SplitMode};
 
 /// Convert ROCm profiling traces (RocPD databases, rocprofv3 CSV/JSON, Triton Proton) to
@@ -85,7 +86,7 @@ struct ConvertArgs {
     /// Input files, globs or directories (RocPD databases, rocprofv3 CSV/JSON, Proton files;
     /// the format is detected by content).
     #[arg(short, long = "input", required = true, num_args = 1..)]
-    input: Vec<String>,
+    input: Vec<std::ffi::OsString>,
     /// Output formats.
     #[arg(short = 'f', long = "output-format", required = true, num_args = 1.., ignore_case = true)]
     format: Vec<Format>,
@@ -208,7 +209,7 @@ struct SelectArgs {
 struct SummaryArgs {
     /// Input files, globs or directories.
     #[arg(short, long = "input", required = true, num_args = 1..)]
-    input: Vec<String>,
+    input: Vec<std::ffi::OsString>,
     /// One summary per process (rank) instead of one over all inputs.
     #[arg(long = "summary-by-rank", alias = "by-rank")]
     by_rank: bool,
@@ -242,7 +243,7 @@ struct SummaryArgs {
 struct MergeArgs {
     /// Input files, globs or directories.
     #[arg(short, long = "input", required = true, num_args = 1..)]
-    input: Vec<String>,
+    input: Vec<std::ffi::OsString>,
     /// Output name: the database is `<DIR>/<NAME>.db`.
     #[arg(
         short = 'o',
@@ -279,7 +280,7 @@ enum SummaryFormat {
 struct InfoArgs {
     /// Input files, globs or directories.
     #[arg(short, long = "input", required = true, num_args = 1..)]
-    input: Vec<String>,
+    input: Vec<std::ffi::OsString>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -329,7 +330,8 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
         .collect();
     formats.sort_by_key(|f| *f as u8);
     formats.dedup();
-    let resolved = sources::resolve(&inputs::expand(&args.input)?, args.select.skip_bad_rows)?;
+    let files = inputs::expand(&args.input)?;
+    let resolved = sources::resolve(&files, args.select.skip_bad_rows)?;
     let plan = convert::Plan {
         formats,
         merge_naming: false,
@@ -366,6 +368,10 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
             decode_thread: args.threads > 1,
             ..Default::default()
         },
+        input_files: files,
+        report: args.report.clone(),
+        import_notes: resolved.notes.clone(),
+        skipped_rows: resolved.skipped_rows,
     };
     let bar = progress_bar(quiet);
     let report = convert::convert(&plan, &mut |p| {
@@ -376,12 +382,8 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
         bar.set_message(format!("{} events", p.rows));
     })?;
     bar.finish_and_clear();
-    let report = with_import_notes(report, &resolved);
-    if let Some(path) = &args.report {
-        convert::write_report(path, &report)?;
-    }
     if !quiet {
-        eprintln!("{}", report.render());
+        out::stderr_line(&report.render());
     }
     Ok(())
 }
@@ -428,7 +430,8 @@ fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
         .strip_suffix(".db")
         .unwrap_or(&args.output_file)
         .to_string();
-    let resolved = sources::resolve(&inputs::expand(&args.input)?, args.select.skip_bad_rows)?;
+    let files = inputs::expand(&args.input)?;
+    let resolved = sources::resolve(&files, args.select.skip_bad_rows)?;
     let plan = convert::Plan {
         formats: vec![convert::Fmt::Rocpd],
         merge_naming: true,
@@ -443,20 +446,21 @@ fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
         split: None,
         max_open: 1,
         run: RunOptions::default(),
+        input_files: files,
+        report: args.report.clone(),
+        import_notes: resolved.notes.clone(),
+        skipped_rows: resolved.skipped_rows,
     };
     let report = convert::convert(&plan, &mut |_| {})?;
-    let report = with_import_notes(report, &resolved);
-    if let Some(path) = &args.report {
-        convert::write_report(path, &report)?;
-    }
     if !quiet {
-        eprintln!("{}", report.render());
+        out::stderr_line(&report.render());
     }
     Ok(())
 }
 
 fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
-    let resolved = sources::resolve(&inputs::expand(&args.input)?, args.select.skip_bad_rows)?;
+    let files = inputs::expand(&args.input)?;
+    let resolved = sources::resolve(&files, args.select.skip_bad_rows)?;
     let plan = convert::Plan {
         formats: Vec::new(),
         merge_naming: false,
@@ -474,6 +478,10 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
             decode_thread: args.threads > 1,
             ..Default::default()
         },
+        input_files: files.clone(),
+        report: None,
+        import_notes: Vec::new(),
+        skipped_rows: 0,
     };
     let result = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let bar = progress_bar(quiet);
@@ -485,6 +493,11 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
     let views = std::mem::take(&mut *result.lock().expect("not poisoned"));
     let mut formats = args.format.clone();
     formats.dedup();
+    // Render everything and check every file name first: no file is written when one of
+    // them would replace an input or another.
+    let mut guard = PathGuard::new(&files);
+    let mut console = String::new();
+    let mut written = Vec::new();
     for f in formats {
         let (format, ext) = match f {
             SummaryFormat::Console => (rocpd_summary::OutputFormat::Console, ""),
@@ -494,7 +507,7 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
         };
         for (name, text) in rocpd_summary::render(&views, format, args.by_rank) {
             if format == rocpd_summary::OutputFormat::Console {
-                print!("{text}");
+                console.push_str(&text);
                 continue;
             }
             let file = if args.output_file.is_empty() {
@@ -503,48 +516,25 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
                 format!("{}_{name}.{ext}", args.output_file)
             };
             let path = args.output_path.join(file);
-            let mut out = rocpd_pipeline::OutputFile::create(&path)?;
-            std::io::Write::write_all(out.writer(), text.as_bytes())
-                .map_err(|e| out.io_error(e))?;
-            out.commit()?;
-            if !quiet {
-                eprintln!("wrote {}", path.display());
-            }
+            guard.claim_file(&path)?;
+            written.push((path, text));
         }
     }
-    Ok(())
-}
-
-/// Adds what the imports of rocprofv3 inputs left out to the report.
-fn with_import_notes(
-    mut report: rocpd_pipeline::RunReport,
-    inputs: &sources::Inputs,
-) -> rocpd_pipeline::RunReport {
-    let mut origins: Vec<_> = inputs.origins.iter().collect();
-    origins.sort_by(|a, b| a.0.cmp(b.0));
-    for (db, origin) in origins {
-        let files: Vec<String> = origin
-            .files
-            .iter()
-            .map(|f| f.display().to_string())
-            .collect();
-        report.notes.push(format!(
-            "{} imported from {} ({})",
-            db.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            files.join(", "),
-            origin.format
-        ));
+    let mut files_out = Vec::new();
+    for (path, text) in &written {
+        let mut f = rocpd_pipeline::OutputFile::create(path)?;
+        std::io::Write::write_all(f.writer(), text.as_bytes()).map_err(|e| f.io_error(e))?;
+        files_out.push(f);
     }
-    report.notes.extend(inputs.notes.iter().cloned());
-    if inputs.skipped_rows > 0 {
-        report.dropped.push(rocpd_pipeline::StageDrop {
-            stage: "reader (bad rows skipped with --skip-bad-rows)".into(),
-            rows: [("input_rows", inputs.skipped_rows)].into_iter().collect(),
-        });
+    // Commit only when every file was written whole.
+    for f in files_out {
+        let path = f.path().to_path_buf();
+        f.commit()?;
+        if !quiet {
+            out::stderr_line(&format!("wrote {}", path.display()));
+        }
     }
-    report
+    out::stdout(&console)
 }
 
 fn progress_bar(quiet: bool) -> indicatif::ProgressBar {
@@ -561,8 +551,36 @@ fn progress_bar(quiet: bool) -> indicatif::ProgressBar {
     bar
 }
 
+/// On SIGINT or SIGTERM, asks the run to stop at its next chunk (its unwinding removes
+/// temporaries and unfinished outputs); if it has not ended after a grace period, or on a
+/// second signal, removes every registered temporary itself and exits.
+fn handle_signals() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    const GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        let mut seen = false;
+        for sig in signals.forever() {
+            rocpd_pipeline::cleanup::request_cancel(sig);
+            if seen {
+                rocpd_pipeline::cleanup::remove_registered();
+                std::process::exit(128 + sig);
+            }
+            seen = true;
+            std::thread::spawn(move || {
+                std::thread::sleep(GRACE);
+                rocpd_pipeline::cleanup::remove_registered();
+                std::process::exit(128 + sig);
+            });
+        }
+    });
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    handle_signals();
     let result = match cli.command {
         Command::Convert(args) => run_convert(*args, cli.quiet),
         Command::Info(args) => info::run(&args.input, args.json),
@@ -571,9 +589,32 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<out::StdoutClosed>() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("rocpd: error: {e:#}");
-            ExitCode::from(1)
+            let interrupted = rocpd_pipeline::cleanup::cancelled_by().or_else(|| {
+                e.chain()
+                    .find_map(|c| match c.downcast_ref::<rocpd_model::Error>() {
+                        Some(rocpd_model::Error::Interrupted { signal }) => Some(*signal),
+                        _ => None,
+                    })
+            });
+            match interrupted {
+                Some(sig) => {
+                    out::stderr_line(&format!(
+                        "rocpd: interrupted{}; temporary files removed",
+                        if sig > 0 {
+                            format!(" by signal {sig}")
+                        } else {
+                            String::new()
+                        }
+                    ));
+                    ExitCode::from(u8::try_from(128 + sig).unwrap_or(130))
+                }
+                None => {
+                    out::stderr_line(&format!("rocpd: error: {e:#}"));
+                    ExitCode::from(1)
+                }
+            }
         }
     }
 }

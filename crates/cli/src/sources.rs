@@ -29,13 +29,12 @@ pub struct Inputs {
     pub notes: Vec<String>,
     /// Rows skipped as bad with `--skip-bad-rows`.
     pub skipped_rows: u64,
-    _tmp: Option<tempfile::TempDir>,
+    _tmp: Option<(tempfile::TempDir, rocpd_pipeline::cleanup::Registered)>,
 }
 
 fn head(path: &Path) -> Result<Vec<u8>> {
     let mut buf = vec![0u8; 8192];
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let mut f = rocpd_pipeline::open_regular(path)?;
     let mut n = 0;
     while n < buf.len() {
         match f.read(&mut buf[n..])? {
@@ -107,6 +106,8 @@ pub fn resolve(paths: &[PathBuf], skip_bad_rows: bool) -> Result<Inputs> {
         .prefix("rocpd-import-")
         .tempdir()
         .context("cannot create a temporary directory for imported inputs")?;
+    // Registered at once, so an interrupted import leaves nothing in the temporary directory.
+    let registered = rocpd_pipeline::cleanup::Registered::new(tmp.path());
     let opts = ImportOptions { skip_bad_rows };
     for (i, (path, kind)) in proton.iter().enumerate() {
         let dest = tmp.path().join(format!("proton-{i:04}.db"));
@@ -151,6 +152,6 @@ pub fn resolve(paths: &[PathBuf], skip_bad_rows: bool) -> Result<Inputs> {
         );
         inputs.dbs.push(dest);
     }
-    inputs._tmp = Some(tmp);
+    inputs._tmp = Some((tmp, registered));
     Ok(inputs)
 }

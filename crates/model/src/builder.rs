@@ -59,7 +59,16 @@ impl ColumnBuilder {
     }
 }
 
+/// Bytes of string data one batch holds by default before it counts as full.
+///
+/// Besides bounding memory when values are large (1 MB strings), it keeps every string
+/// column far below the 2 GiB that Arrow's 32-bit offsets can address: a batch is closed
+/// as soon as it passes the budget, so a column holds at most the budget plus one value
+/// (SQLite's own limit on a value is 1 GB).
+pub const BATCH_BYTES: usize = 8 << 20;
+
 /// Builds batches of one table, a row at a time: fill every column, then [`end_row`].
+/// A batch is full at `capacity` rows or at its byte budget, whichever comes first.
 ///
 /// [`end_row`]: BatchBuilder::end_row
 #[derive(Debug)]
@@ -68,6 +77,7 @@ pub struct BatchBuilder {
     columns: Vec<ColumnBuilder>,
     rows: usize,
     capacity: usize,
+    byte_budget: usize,
 }
 
 impl BatchBuilder {
@@ -83,7 +93,25 @@ impl BatchBuilder {
             columns,
             rows: 0,
             capacity,
+            byte_budget: BATCH_BYTES,
         }
+    }
+
+    /// The same builder with a byte budget of `bytes` (at least one row is always taken).
+    pub fn with_byte_budget(mut self, bytes: usize) -> Self {
+        self.byte_budget = bytes.max(1);
+        self
+    }
+
+    /// Bytes of string data in the current batch.
+    pub fn string_bytes(&self) -> usize {
+        self.columns
+            .iter()
+            .map(|c| match c {
+                ColumnBuilder::Str(b) => b.values_slice().len(),
+                _ => 0,
+            })
+            .sum()
     }
 
     /// The table being built.
@@ -111,9 +139,9 @@ impl BatchBuilder {
         self.rows == 0
     }
 
-    /// Whether the current batch reached its capacity.
+    /// Whether the current batch reached its row capacity or its byte budget.
     pub fn is_full(&self) -> bool {
-        self.rows >= self.capacity
+        self.rows >= self.capacity || (self.rows > 0 && self.string_bytes() >= self.byte_budget)
     }
 
     /// Finishes the current batch (validated against the table's schema) and starts a new one.

@@ -30,6 +30,13 @@ pub enum Error {
     /// The request itself is wrong (bad option value, nothing to do, ...).
     #[error("{0}")]
     Usage(String),
+    /// The run was cancelled (a signal, or a front's cancel request) and stopped without
+    /// output. `signal` is the signal number, 0 when there was none.
+    #[error("interrupted{}", if *signal > 0 { format!(" by signal {signal}") } else { String::new() })]
+    Interrupted {
+        /// The signal number, 0 for a cancel without a signal.
+        signal: i32,
+    },
     /// An internal Arrow error (a bug, or a schema mismatch between a reader and the model).
     #[error("arrow: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),

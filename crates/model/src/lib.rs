@@ -14,7 +14,7 @@ pub mod naming;
 mod table;
 pub mod view;
 
-pub use builder::{BatchBuilder, ColumnBuilder};
+pub use builder::{BatchBuilder, ColumnBuilder, BATCH_BYTES};
 pub use catalog::{
     Agent, AgentIndexMode, Catalog, CatalogIndex, CodeObject, KernelSymbol, Node, Pmc, Process,
     Queue, SourceInfo, Stream, Thread,

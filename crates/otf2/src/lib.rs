@@ -69,6 +69,7 @@ struct Archive {
     /// Final paths already renamed into place (removed again if the commit fails).
     placed: Vec<PathBuf>,
     committed: bool,
+    _registered: rocpd_pipeline::cleanup::Registered,
 }
 
 static SERIAL: AtomicU64 = AtomicU64::new(0);
@@ -108,6 +109,7 @@ impl Archive {
             std::process::id(),
             SERIAL.fetch_add(1, Ordering::Relaxed)
         ));
+        let registered = rocpd_pipeline::cleanup::Registered::new(&tmp);
         fs::create_dir(&tmp)
             .and_then(|_| fs::create_dir(tmp.join(&name)))
             .map_err(|e| Error::output(&tmp, format!("cannot create directory: {e}")))?;
@@ -118,6 +120,7 @@ impl Archive {
             name,
             tmp,
             placed: Vec::new(),
+            _registered: registered,
             committed: false,
         })
     }

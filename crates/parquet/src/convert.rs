@@ -100,7 +100,7 @@ impl Resolver {
                 Src::Duration => {
                     let (s, e) = (i64col("start").values(), i64col("end").values());
                     Arc::new(Int64Array::from_iter_values(
-                        s.iter().zip(e.iter()).map(|(s, e)| e.wrapping_sub(*s)),
+                        s.iter().zip(e.iter()).map(|(s, e)| e.saturating_sub(*s)),
                     ))
                 }
                 Src::Name => self.names(table, batch),

@@ -115,6 +115,7 @@ impl PartitionKey {
 pub struct ParquetSink {
     dir: PathBuf,
     tmp: PathBuf,
+    registered: Option<rocpd_pipeline::cleanup::Registered>,
     opts: ParquetOptions,
     state: Option<State>,
 }
@@ -130,6 +131,7 @@ impl ParquetSink {
         ParquetSink {
             dir: dir.to_path_buf(),
             tmp: PathBuf::new(),
+            registered: None,
             opts,
             state: None,
         }
@@ -215,12 +217,6 @@ impl Sink for ParquetSink {
                 "already exists; refusing to overwrite it",
             ));
         }
-        let name = self
-            .dir
-            .file_name()
-            .ok_or_else(|| Error::output(&self.dir, "not a directory name"))?
-            .to_string_lossy()
-            .into_owned();
         let parent = self
             .dir
             .parent()
@@ -228,7 +224,8 @@ impl Sink for ParquetSink {
             .unwrap_or(Path::new("."));
         std::fs::create_dir_all(parent)
             .map_err(|e| Error::output(parent, format!("cannot create directory: {e}")))?;
-        let tmp = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        let tmp = rocpd_pipeline::temp_sibling(&self.dir)?;
+        self.registered = Some(rocpd_pipeline::cleanup::Registered::new(&tmp));
         if tmp.symlink_metadata().is_ok() {
             // Left behind by a crashed run of a process with the same pid.
             std::fs::remove_dir_all(&tmp)

@@ -171,7 +171,7 @@ fn build_layout(table: Table) -> Vec<OutColumn> {
         from: Src::Duration,
         data_type: DataType::Int64,
         nullable: false,
-        doc: "`end_ns - start_ns`, ns (0 for instants; negative when the source has an end before its start)".into(),
+        doc: "`end_ns - start_ns`, ns (0 for instants; negative when the source has an end before its start; saturated at the Int64 range when the difference does not fit)".into(),
     });
     let name_nullable = table == Table::PmcValue;
     v.push(dict(

@@ -536,7 +536,9 @@ impl Writer {
         if annotate {
             ann.push(("begin_ns", Value::U(start as u64)));
             ann.push(("end_ns", Value::U(end as u64)));
-            ann.push(("delta_ns", Value::I(end - start)));
+            // Exact for every pair of i64 (widened; a difference past i64 saturates).
+            let delta = (end as i128 - start as i128).clamp(i64::MIN as i128, i64::MAX as i128);
+            ann.push(("delta_ns", Value::I(delta as i64)));
         }
         match table {
             Table::Region | Table::Marker | Table::Sample => {
@@ -611,7 +613,11 @@ impl Writer {
                     ann.push(("LDS_Block_Size", Value::I(size(c.group_segment_size))));
                     let dims = |d: &[Option<&Int64Array>; 3]| {
                         let (x, y, z) = (size(d[0]), size(d[1]), size(d[2]));
-                        format!("{} (x={x}, y={y}, z={z})", x * y * z)
+                        match x.checked_mul(y).and_then(|xy| xy.checked_mul(z)) {
+                            Some(n) => format!("{n} (x={x}, y={y}, z={z})"),
+                            // The product does not fit in 64 bits: show the factors only.
+                            None => format!("(x={x}, y={y}, z={z})"),
+                        }
                     };
                     ann.push(("workgroup_size", Value::Owned(dims(&c.workgroup))));
                     ann.push(("grid_size", Value::Owned(dims(&c.grid))));
@@ -795,6 +801,26 @@ impl Writer {
     /// Writes everything still pending.
     pub fn finish(&mut self, out: &mut impl Write) -> io::Result<()> {
         self.advance(out, i64::MAX)?;
+        if self.enc.written == 0 {
+            // No event at all: describe the processes, so the file is a trace that opens
+            // (and shows what was profiled) rather than an empty file.
+            let procs: Vec<(u32, i64)> =
+                self.cat.processes.iter().map(|p| (p.source, p.pid)).collect();
+            for (source, pid) in procs {
+                self.process_track(out, source, pid)?;
+            }
+            if self.enc.written == 0 {
+                let d = TrackDescriptor {
+                    uuid: Some(fnv(b"rocpd-rs/no-events")),
+                    name: Some("no events".into()),
+                    ..Default::default()
+                };
+                self.describe(out, d)?;
+            }
+            self.report
+                .notes
+                .push("no events to write: the trace holds only the process descriptions".into());
+        }
         let mut points: Vec<(usize, PmcPoint)> = self.pmc_pending.drain().collect();
         points.sort_by_key(|(c, p)| (p.ts, *c));
         for (c, p) in points {

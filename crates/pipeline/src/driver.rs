@@ -16,7 +16,7 @@ pub enum Message {
     /// The next time slab of events.
     Chunk(Chunk),
     /// Rows a reader read but cannot place in the stream (e.g. counter values without a
-    /// timestamp), for the report.
+    /// timestamp): counted as read and as dropped by the reader in the report.
     Dropped(StageDrop),
 }
 
@@ -86,6 +86,7 @@ struct Consumer<'s> {
 
 impl Consumer<'_> {
     fn accept(&mut self, msg: Message) -> Result<()> {
+        crate::cleanup::check_cancelled()?;
         match msg {
             Message::Catalog(catalog) => {
                 self.progress.span = catalog.time_span();
@@ -114,7 +115,13 @@ impl Consumer<'_> {
                 }
                 (self.on_progress)(&self.progress);
             }
-            Message::Dropped(d) => self.report.dropped.push(d),
+            Message::Dropped(d) => {
+                // Read but not streamed: counted as read so that reads equal writes plus drops.
+                for (t, n) in &d.rows {
+                    *self.report.rows_in.entry(t).or_default() += n;
+                }
+                self.report.dropped.push(d);
+            }
         }
         Ok(())
     }
@@ -130,6 +137,7 @@ impl Consumer<'_> {
                 });
             }
         }
+        crate::cleanup::check_cancelled()?;
         for s in self.sinks {
             report.outputs.extend(s.finish()?);
         }

@@ -8,15 +8,22 @@
 //! * [`run`]: the driver, optionally with the decoding on its own thread behind a bounded
 //!   channel, producing a [`RunReport`].
 //! * [`OutputFile`]: whole-or-absent output files (temporary name, renamed on success).
+//! * [`PathGuard`]: refuses outputs that would replace an input or each other.
+//! * [`cleanup`]: cancellation between chunks and the list of temporary paths.
 
 mod chunk;
+pub mod cleanup;
 mod driver;
+mod guard;
+mod input;
 mod merge;
 mod output;
 mod report;
 
 pub use chunk::{Chunk, TimeOrder};
 pub use driver::{run, Message, Progress, RunOptions, Sink, Stage};
+pub use guard::PathGuard;
+pub use input::{check_regular, open_regular};
 pub use merge::{BatchStream, TimeMerge};
-pub use output::OutputFile;
+pub use output::{temp_sibling, OutputFile};
 pub use report::{OutputReport, RunReport, StageDrop, TableCounts};

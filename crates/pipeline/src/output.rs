@@ -6,6 +6,21 @@ use std::path::{Path, PathBuf};
 
 use rocpd_model::{Error, Result};
 
+use crate::cleanup::Registered;
+
+/// The temporary name of an output while it is written: `.<name>.partial-<pid>` beside
+/// `path`, built from the raw file name (never a lossy copy, so names that are not UTF-8
+/// keep working).
+pub fn temp_sibling(path: &Path) -> Result<PathBuf> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::output(path, "not a file name"))?;
+    let mut tmp = std::ffi::OsString::from(".");
+    tmp.push(name);
+    tmp.push(format!(".partial-{}", std::process::id()));
+    Ok(path.with_file_name(tmp))
+}
+
 /// A file written under a temporary name in its final directory and renamed into place by
 /// [`OutputFile::commit`]. Dropped without a commit, it removes the temporary file, so a
 /// failed run leaves nothing that looks complete.
@@ -14,6 +29,7 @@ pub struct OutputFile {
     path: PathBuf,
     tmp: PathBuf,
     writer: Option<BufWriter<File>>,
+    _registered: Registered,
 }
 
 impl OutputFile {
@@ -24,17 +40,15 @@ impl OutputFile {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::output(dir, format!("cannot create directory: {e}")))?;
         }
-        let name = path
-            .file_name()
-            .ok_or_else(|| Error::output(path, "not a file name"))?
-            .to_string_lossy();
-        let tmp = path.with_file_name(format!(".{name}.partial-{}", std::process::id()));
+        let tmp = temp_sibling(path)?;
+        let registered = Registered::new(&tmp);
         let file =
             File::create(&tmp).map_err(|e| Error::output(&tmp, format!("cannot create: {e}")))?;
         Ok(OutputFile {
             path: path.to_path_buf(),
             tmp,
             writer: Some(BufWriter::with_capacity(1 << 20, file)),
+            _registered: registered,
         })
     }
 

@@ -18,10 +18,17 @@ pub struct StageDrop {
     pub rows: TableCounts,
 }
 
+/// A path as a JSON string: JSON strings are UTF-8, so a name that is not gets
+/// replacement characters instead of failing the report.
+fn lossy_path<S: serde::Serializer>(p: &std::path::Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&p.to_string_lossy())
+}
+
 /// What one output file received.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct OutputReport {
-    /// The file (or directory) written.
+    /// The file (or directory) written (in JSON lossily as UTF-8).
+    #[serde(serialize_with = "lossy_path")]
     pub path: PathBuf,
     /// The split key of this output (`part-001_of_004`, `pid-4711`, ...), if split.
     #[serde(skip_serializing_if = "Option::is_none")]

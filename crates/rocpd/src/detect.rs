@@ -19,7 +19,7 @@ pub fn looks_like_sqlite(head: &[u8]) -> bool {
 /// Checks the file exists, is SQLite, and is not shorter than its header says.
 pub(crate) fn check_file(path: &Path) -> Result<()> {
     let err = |place: &str, msg: String| Error::input(path, place, msg);
-    let mut f = std::fs::File::open(path).map_err(|e| err("open", e.to_string()))?;
+    let mut f = rocpd_pipeline::open_regular(path)?;
     let len = f.metadata().map_err(|e| err("open", e.to_string()))?.len();
     let mut head = [0u8; 100];
     let n = read_up_to(&mut f, &mut head).map_err(|e| err("header", e.to_string()))?;

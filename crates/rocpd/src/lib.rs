@@ -54,9 +54,78 @@ impl TableSet {
 /// An open RocPD database.
 pub struct Database {
     path: PathBuf,
+    /// The file SQLite reads: `path`, or its private copy (see [`Database::open`]).
+    read_path: PathBuf,
+    /// The private copy of a database with pending journal or WAL content, if any.
+    _copy: Option<(tempfile::TempDir, rocpd_pipeline::cleanup::Registered)>,
     conn: Connection,
     sets: Vec<TableSet>,
     helpers_built: std::cell::Cell<bool>,
+}
+
+/// An SQLite URI for `path` with query `params`: every byte outside the unreserved set
+/// is percent-encoded, so any file name works, UTF-8 or not.
+pub(crate) fn file_uri(path: &Path, params: &str) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut s = String::from("file:");
+    for &b in abs.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s.push('?');
+    s.push_str(params);
+    s
+}
+
+/// `path` with `suffix` appended to its file name (`x.db` → `x.db-wal`).
+fn side_file(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_os_string();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Whether SQLite would have to write beside `path` to read it: a `-wal` file with
+/// content (SQLite then creates `-shm`) or a hot `-journal`.
+fn has_pending_side_files(path: &Path) -> bool {
+    let nonempty = |p: PathBuf| std::fs::metadata(p).map(|m| m.len() > 0).unwrap_or(false);
+    nonempty(side_file(path, "-wal")) || nonempty(side_file(path, "-journal"))
+}
+
+/// Copies `path` and its side files into a new private temporary directory.
+fn private_copy(
+    path: &Path,
+) -> Result<(
+    PathBuf,
+    tempfile::TempDir,
+    rocpd_pipeline::cleanup::Registered,
+)> {
+    let tmp_err = |e: std::io::Error| {
+        rocpd_model::Error::output(
+            std::env::temp_dir(),
+            format!(
+                "cannot make a private copy of {} to read its WAL or journal: {e}",
+                path.display()
+            ),
+        )
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("rocpd-wal-")
+        .tempdir()
+        .map_err(tmp_err)?;
+    let registered = rocpd_pipeline::cleanup::Registered::new(dir.path());
+    let copy = dir.path().join("input.db");
+    std::fs::copy(path, &copy).map_err(tmp_err)?;
+    for side in ["-wal", "-journal"] {
+        let from = side_file(path, side);
+        if from.is_file() {
+            std::fs::copy(&from, side_file(&copy, side)).map_err(tmp_err)?;
+        }
+    }
+    Ok((copy, dir, registered))
 }
 
 /// Quotes an SQL identifier taken from `sqlite_master`.
@@ -67,10 +136,28 @@ pub(crate) fn quote_ident(name: &str) -> String {
 impl Database {
     /// Opens `path` read-only and checks that it is a RocPD schema-v3 database; anything
     /// else is refused with a message naming what was found.
+    ///
+    /// Nothing is ever created beside the input: a database without pending side files is
+    /// opened `immutable` (no locks, no `-shm`); one with a non-empty `-wal` or `-journal`
+    /// is read from a private copy of the database and its side files in the temporary
+    /// directory, which SQLite may then recover freely.
     pub fn open(path: &Path) -> Result<Database> {
         detect::check_file(path)?;
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags)
+        let (read_path, copy, params) = if has_pending_side_files(path) {
+            let (copy, dir, reg) = private_copy(path)?;
+            (copy, Some((dir, reg)), "mode=rw")
+        } else {
+            (path.to_path_buf(), None, "mode=ro&immutable=1")
+        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let flags = if copy.is_some() {
+            flags
+        } else {
+            (flags - OpenFlags::SQLITE_OPEN_READ_WRITE) | OpenFlags::SQLITE_OPEN_READ_ONLY
+        };
+        let conn = Connection::open_with_flags(file_uri(&read_path, params), flags)
             .map_err(|e| rocpd_model::Error::input(path, "open", e.to_string()))?;
         conn.execute_batch(
             "PRAGMA temp_store = FILE; PRAGMA cache_size = -1024; PRAGMA temp.cache_size = -1024;",
@@ -79,6 +166,8 @@ impl Database {
         let sets = detect::table_sets(&conn, path)?;
         Ok(Database {
             path: path.to_path_buf(),
+            read_path,
+            _copy: copy,
             conn,
             sets,
             helpers_built: std::cell::Cell::new(false),
@@ -99,6 +188,16 @@ impl Database {
     /// The file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// A read-only SQLite URI of the file SQLite reads (for `ATTACH`).
+    pub(crate) fn uri(&self) -> String {
+        let params = if self._copy.is_some() {
+            "mode=ro"
+        } else {
+            "mode=ro&immutable=1"
+        };
+        file_uri(&self.read_path, params)
     }
 
     /// The table sets (one per source), in table-name order.
@@ -194,12 +293,19 @@ impl Database {
             ] {
                 let Some(t) = set.table(base) else { continue };
                 let sql = format!("SELECT MIN({lo}), MAX({hi}) FROM {t}");
-                let r: (Option<i64>, Option<i64>) = self
+                let place = || format!("table {}", t.trim_matches('"'));
+                let r = self
                     .conn
-                    .query_row(&sql, [], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .query_row(&sql, [], |r| {
+                        Ok((value::to_i64(r.get_ref(0)?), value::to_i64(r.get_ref(1)?)))
+                    })
                     .map_err(|e| {
-                        rocpd_model::Error::input(&self.path, format!("table {t}"), e.to_string())
+                        rocpd_model::Error::input(&self.path, place(), query::sql_message(&e))
                     })?;
+                let r = match r {
+                    (Ok(a), Ok(b)) => (a, b),
+                    _ => return Err(self.first_non_integer(&t, &[lo, hi])),
+                };
                 if let (Some(a), Some(b)) = r {
                     span = Some(match span {
                         Some((x, y)) => (x.min(a), y.max(b)),
@@ -213,6 +319,33 @@ impl Database {
 }
 
 impl Database {
+    /// The error for the first row of table `t` whose `columns` hold a value that is not an
+    /// integer: its row id, the column and the value.
+    fn first_non_integer(&self, t: &str, columns: &[&str]) -> rocpd_model::Error {
+        let table = t.trim_matches('"');
+        for c in columns {
+            let sql = format!(
+                "SELECT id, {c} FROM {t} WHERE typeof({c}) NOT IN ('integer', 'null') LIMIT 1"
+            );
+            let found = self.conn.query_row(&sql, [], |r| {
+                Ok((r.get_ref(0)?.as_i64().ok(), value::to_i64(r.get_ref(1)?)))
+            });
+            if let Ok((id, Err(msg))) = found {
+                let id = id.map_or("?".to_string(), |i| i.to_string());
+                return rocpd_model::Error::input(
+                    &self.path,
+                    format!("table {table}, row id {id}"),
+                    format!("column {}: {msg}", c.trim_matches('"')),
+                );
+            }
+        }
+        rocpd_model::Error::input(
+            &self.path,
+            format!("table {table}"),
+            "a time column holds a value that is not an integer",
+        )
+    }
+
     /// The `(start, end)` of every ROCTx marker whose message (or, without a message, its
     /// name) is `text`: marker ranges and marker samples.
     pub fn find_marker(&self, text: &str) -> Result<Vec<(i64, i64)>> {

@@ -44,27 +44,13 @@ const EVENT_TABLES: [&str; 6] = [
 ];
 
 /// Percent-encodes a path for an SQLite URI.
-fn uri(path: &Path, params: &str) -> String {
-    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut s = String::from("file:");
-    for b in abs.to_string_lossy().bytes() {
-        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
-            s.push(b as char);
-        } else {
-            s.push_str(&format!("%{b:02X}"));
-        }
-    }
-    s.push('?');
-    s.push_str(params);
-    s
-}
-
 /// An output database under construction (temporary name until [`Output::commit`]).
 struct Output {
     path: PathBuf,
     tmp: PathBuf,
     conn: Option<Connection>,
     tables: BTreeMap<String, Vec<String>>,
+    _registered: rocpd_pipeline::cleanup::Registered,
 }
 
 impl Output {
@@ -73,11 +59,8 @@ impl Output {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
         }
-        let name = path
-            .file_name()
-            .ok_or_else(|| err(&"not a file name"))?
-            .to_string_lossy();
-        let tmp = path.with_file_name(format!(".{name}.partial-{}", std::process::id()));
+        let tmp = rocpd_pipeline::temp_sibling(path)?;
+        let registered = rocpd_pipeline::cleanup::Registered::new(&tmp);
         let _ = std::fs::remove_file(&tmp);
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
@@ -95,6 +78,7 @@ impl Output {
             tmp,
             conn: Some(conn),
             tables: BTreeMap::new(),
+            _registered: registered,
         })
     }
 
@@ -115,7 +99,7 @@ impl Output {
         selective: bool,
     ) -> Result<()> {
         let conn = self.conn.as_ref().expect("open");
-        conn.execute("ATTACH DATABASE ?1 AS src", [uri(db.path(), "mode=ro")])
+        conn.execute("ATTACH DATABASE ?1 AS src", [db.uri()])
             .map_err(|e| Error::input(db.path(), "attach", e.to_string()))?;
         let result = (|| -> Result<()> {
             for set in db.table_sets() {

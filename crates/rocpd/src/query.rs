@@ -86,7 +86,7 @@ fn build(set: &TableSet, table: Table, with_args: bool) -> Option<Sql> {
     };
 
     let common = "X.id, X.nid, X.pid, X.tid, X.start, X.\"end\"";
-    let order = "ORDER BY 5, 6 DESC, 1";
+    let order = "ORDER BY X.start, X.\"end\" DESC, X.id";
     let marker_filter = "COALESCE(CS.string, '') LIKE 'MARKER\\_%' ESCAPE '\\'";
     let (columns, filter, count_joins): (String, Option<String>, String) = match table {
         Table::Region | Table::Marker => {
@@ -203,19 +203,28 @@ fn build(set: &TableSet, table: Table, with_args: bool) -> Option<Sql> {
         .as_deref()
         .map(|f| format!(" WHERE {f}"))
         .unwrap_or_default();
-    let order = if table == Table::PmcValue {
-        "ORDER BY 5, 6 DESC, X.event_id, X.pmc_id, 1"
-    } else {
-        order
+    let order = match table {
+        Table::PmcValue => "ORDER BY K.start, K.\"end\" DESC, X.event_id, X.pmc_id, X.id",
+        Table::Sample => "ORDER BY X.timestamp, X.id",
+        _ => order,
     };
-    let count_from = if filter.is_some() {
+    let count_from = if filter.is_some() || table == Table::PmcValue {
         count_joins
     } else {
         String::new()
     };
     let main_name = main.trim_matches('"').replace("\"\"", "\"");
+    // SQLite's sorter keeps whole result rows, which with megabyte strings means the whole
+    // table in memory: sort only the row ids (with the joins the filter needs), then look
+    // each row up in that order. CROSS JOIN keeps the sorted ids as the outer loop; the
+    // `LIMIT -1` (no limit) keeps SQLite from dropping the ORDER BY of a subquery in a join.
+    // Every stream checks that its rows come in start order all the same.
+    let sorted =
+        format!("SELECT X.rowid AS rid FROM {main} X{count_from}{where_} {order} LIMIT -1");
     Some(Sql {
-        select: format!("SELECT {columns} FROM {main} X{joins}{where_} {order}"),
+        select: format!(
+            "SELECT {columns} FROM ({sorted}) O CROSS JOIN {main} X ON X.rowid = O.rid{joins}"
+        ),
         count: format!("SELECT COUNT(*) FROM {main} X{count_from}{where_}"),
         main: main_name,
     })
@@ -289,16 +298,83 @@ pub(crate) fn build_helpers(conn: &Connection, path: &Path, set: &TableSet) -> R
         }
     }
     conn.execute_batch(&sql).map_err(|e| {
+        if temp_storage_failure(&e) {
+            return temp_error(&e);
+        }
         Error::input(
             path,
             format!("tables with suffix {}", set.suffix),
-            e.to_string(),
+            sql_message(&e),
         )
     })
 }
 
+/// A short message for an SQLite error: SQLite's own words without the statement text
+/// (rusqlite appends the whole, long SQL), and a missing column named as such.
+pub(crate) fn sql_message(e: &rusqlite::Error) -> String {
+    let msg = match e {
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        rusqlite::Error::SqliteFailure(_, Some(msg)) => msg.clone(),
+        other => other.to_string(),
+    };
+    match msg.strip_prefix("no such column: ") {
+        Some(col) => {
+            let col = col.rsplit('.').next().unwrap_or(col);
+            format!("missing column {col:?}")
+        }
+        None => msg,
+    }
+}
+
+/// Whether `e` is SQLite failing to write its temporary files (disk full, or no
+/// temporary directory): the fault is then in `TMPDIR`, not in the input.
+fn temp_storage_failure(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DiskFull | rusqlite::ErrorCode::CannotOpen)
+    )
+}
+
 fn query_error(path: &Path, main: &str, e: rusqlite::Error) -> Error {
-    Error::input(path, format!("table {main}"), e.to_string())
+    if temp_storage_failure(&e) {
+        return temp_error(&e);
+    }
+    // A missing column of a joined table: name that table, by the alias the queries use.
+    let joined = match &e {
+        rusqlite::Error::SqlInputError { msg, .. }
+        | rusqlite::Error::SqliteFailure(_, Some(msg)) => msg
+            .strip_prefix("no such column: ")
+            .and_then(|c| c.split_once('.'))
+            .and_then(|(alias, _)| match alias {
+                "E" => Some("rocpd_event"),
+                "KS" => Some("rocpd_info_kernel_symbol"),
+                "TR" => Some("rocpd_track"),
+                "PI" => Some("rocpd_info_pmc"),
+                "NS" | "CS" | "RN" | "TN" => Some("rocpd_string"),
+                _ => None,
+            }),
+        _ => None,
+    };
+    let place = match joined {
+        Some(base) => format!("table {base} (joined to {main})"),
+        None => format!("table {main}"),
+    };
+    Error::input(path, place, sql_message(&e))
+}
+
+/// The error for SQLite failing to write its temporary files, naming the directory.
+pub(crate) fn temp_error(e: &rusqlite::Error) -> Error {
+    let dir = std::env::var_os("SQLITE_TMPDIR")
+        .or_else(|| std::env::var_os("TMPDIR"))
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    Error::output(
+        dir,
+        format!(
+            "cannot write SQLite's temporary files for sorting (set TMPDIR to a directory with room): {}",
+            sql_message(e)
+        ),
+    )
 }
 
 /// Rows of `table` in `set` (the rows the stream will yield).
@@ -320,6 +396,15 @@ pub(crate) fn count_untimed_pmc(conn: &Connection, path: &Path, set: &TableSet) 
         .query_row(&format!("SELECT COUNT(*) FROM {pmc}"), [], |r| r.get(0))
         .map_err(|e| query_error(path, pmc.trim_matches('"'), e))?;
     Ok(total as u64 - count(conn, path, set, Table::PmcValue)?)
+}
+
+/// String bytes per batch for a stream of `batch_rows`-row batches: 512 bytes a row on
+/// average, so the bytes in flight follow the row budget (which shrinks as streams are
+/// added); batches of large values are cut short instead.
+fn batch_bytes(batch_rows: usize) -> usize {
+    batch_rows
+        .saturating_mul(512)
+        .clamp(64 << 10, rocpd_model::BATCH_BYTES)
 }
 
 /// A prepared query for one canonical table of one table set.
@@ -371,11 +456,19 @@ impl<'c> TableQuery<'c> {
             .map_err(|e| query_error(&self.path, &self.main, e))?;
         Ok(RowStream {
             rows: Some(rows),
-            builder: BatchBuilder::new(self.table, self.batch_rows),
+            builder: BatchBuilder::new(self.table, self.batch_rows)
+                .with_byte_budget(batch_bytes(self.batch_rows)),
             specs: self.table.columns(),
             source: self.source,
             path: &self.path,
             main: &self.main,
+            start_col: self
+                .table
+                .columns()
+                .iter()
+                .position(|c| c.name == "start")
+                .unwrap_or(0),
+            last_start: i64::MIN,
         })
     }
 }
@@ -388,6 +481,10 @@ pub struct RowStream<'s> {
     source: u32,
     path: &'s Path,
     main: &'s str,
+    /// Index of the `start` column in the model (the query's column is one less).
+    start_col: usize,
+    /// Start of the previous row: the merge relies on rows in start order.
+    last_start: i64,
 }
 
 impl RowStream<'_> {
@@ -412,6 +509,21 @@ impl RowStream<'_> {
                     format!("column {}: {msg}", spec.name),
                 ));
             }
+        }
+        if let Some(start) = self
+            .start_col
+            .checked_sub(1)
+            .and_then(|c| row.get_ref(c).ok())
+            .and_then(|v| v.as_i64().ok())
+        {
+            if start < self.last_start {
+                return Err(Error::input(
+                    self.path,
+                    format!("table {}", self.main),
+                    "internal: SQLite returned rows out of start order",
+                ));
+            }
+            self.last_start = start;
         }
         self.builder.end_row();
         Ok(())

@@ -10,7 +10,14 @@ pub(crate) fn to_i64(v: ValueRef<'_>) -> Result<Option<i64>, String> {
     match v {
         ValueRef::Null => Ok(None),
         ValueRef::Integer(i) => Ok(Some(i)),
-        ValueRef::Real(f) if f.is_finite() => Ok(Some(f as i64)),
+        // A float that is a whole number in range is taken; anything else would change the
+        // value silently (a saturating or truncating cast).
+        ValueRef::Real(f)
+            if f.fract() == 0.0
+                && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) =>
+        {
+            Ok(Some(f as i64))
+        }
         ValueRef::Real(f) => Err(format!("expected an integer, found {f}")),
         ValueRef::Text(t) => {
             let s = String::from_utf8_lossy(t);

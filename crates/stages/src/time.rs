@@ -19,7 +19,12 @@ impl TimeSpec {
         match self {
             TimeSpec::Absolute(t) => t,
             TimeSpec::Offset(d) => lo.saturating_add(d),
-            TimeSpec::Percent(p) => lo + ((hi - lo) as f64 * p / 100.0).round() as i64,
+            // Widened: the span of [i64::MIN, i64::MAX] does not fit in an i64.
+            TimeSpec::Percent(p) => {
+                let len = (hi as i128 - lo as i128) as f64;
+                let t = lo as i128 + (len * p / 100.0).round() as i128;
+                t.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+            }
         }
     }
 }
@@ -60,7 +65,11 @@ pub fn parse_duration(s: &str) -> Result<i64> {
     if !v.is_finite() || v < 0.0 {
         return Err(bad("must be a finite, non-negative number"));
     }
-    Ok((v * factor).round() as i64)
+    let ns = (v * factor).round();
+    if ns >= i64::MAX as f64 {
+        return Err(bad("out of range: at most 9223372036854775807 ns, about 292 years"));
+    }
+    Ok(ns as i64)
 }
 
 /// Parses a `--start`/`--end` value.
@@ -80,6 +89,14 @@ pub fn parse_time(s: &str) -> Result<TimeSpec> {
     }
     if let Ok(ns) = t.parse::<i64>() {
         return Ok(TimeSpec::Absolute(ns));
+    }
+    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Error::Usage(format!(
+            "{s:?} is out of range: an absolute time in ns must lie between {} and {}",
+            i64::MIN,
+            i64::MAX
+        )));
     }
     parse_duration(t).map(TimeSpec::Offset)
 }
@@ -109,12 +126,29 @@ pub fn parse_size(s: &str) -> Result<u64> {
     if !v.is_finite() || v <= 0.0 {
         return Err(Error::Usage(format!("{s:?}: a size must be positive")));
     }
-    Ok((v * factor) as u64)
+    let bytes = v * factor;
+    if bytes >= u64::MAX as f64 {
+        return Err(Error::Usage(format!("{s:?}: the size is out of range")));
+    }
+    Ok(bytes as u64)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_out_of_range_are_refused_and_wide_spans_resolve() {
+        let e = parse_time("99999999999999999999").unwrap_err().to_string();
+        assert!(e.contains("out of range"), "{e}");
+        let e = parse_time("99999999999h").unwrap_err().to_string();
+        assert!(e.contains("out of range"), "{e}");
+        assert!(parse_size("1e30TiB").is_err());
+        let (lo, hi) = (i64::MIN, i64::MAX);
+        assert_eq!(TimeSpec::Percent(50.0).resolve(lo, hi), 0);
+        assert_eq!(TimeSpec::Percent(100.0).resolve(lo, hi), hi);
+        assert_eq!(TimeSpec::Percent(0.0).resolve(lo, hi), lo);
+    }
 
     #[test]
     fn times_sizes_and_durations_parse() {

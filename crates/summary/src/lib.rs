@@ -28,14 +28,14 @@ pub use render::{render, OutputFormat};
 struct Stats {
     calls: u64,
     total: i128,
-    min: i64,
-    max: i64,
+    min: u64,
+    max: u64,
     mean: f64,
     m2: f64,
 }
 
 impl Stats {
-    fn add(&mut self, d: i64) {
+    fn add(&mut self, d: u64) {
         if self.calls == 0 {
             self.min = d;
             self.max = d;
@@ -44,10 +44,26 @@ impl Stats {
             self.max = self.max.max(d);
         }
         self.calls += 1;
-        self.total += d as i128;
+        self.total = self.total.saturating_add(d as i128);
         let delta = d as f64 - self.mean;
         self.mean += delta / self.calls as f64;
         self.m2 += delta * (d as f64 - self.mean);
+    }
+}
+
+/// `end - start` in ns, computed without overflow: 0 for an event that ends before it
+/// starts, and exact up to `u64::MAX` (an event from `i64::MIN` to `i64::MAX`).
+pub fn duration_ns(start: i64, end: i64) -> u64 {
+    (end as i128 - start as i128).clamp(0, u64::MAX as i128) as u64
+}
+
+fn wide_integer<S: serde::Serializer>(v: &i128, s: S) -> std::result::Result<S::Ok, S::Error> {
+    match u64::try_from(*v) {
+        Ok(u) => s.serialize_u64(u),
+        Err(_) => match i64::try_from(*v) {
+            Ok(i) => s.serialize_i64(i),
+            Err(_) => s.serialize_f64(*v as f64),
+        },
     }
 }
 
@@ -64,16 +80,18 @@ pub struct Row {
     pub name: String,
     /// Number of events.
     pub calls: u64,
-    /// Sum of durations, ns.
+    /// Sum of durations, ns. In JSON an integer while it fits in 64 bits, beyond that a
+    /// floating-point number (JSON readers hold no wider integers).
+    #[serde(serialize_with = "wide_integer")]
     pub total_ns: i128,
     /// Mean duration, ns.
     pub average_ns: f64,
     /// Share of the view's total, percent.
     pub percent: f64,
     /// Shortest, ns.
-    pub min_ns: i64,
+    pub min_ns: u64,
     /// Longest, ns.
-    pub max_ns: i64,
+    pub max_ns: u64,
     /// Sample standard deviation (n - 1), ns; 0 for one call.
     pub stddev_ns: f64,
 }
@@ -186,7 +204,7 @@ impl SummarySink {
                     if pids.is_valid(r) { pids.value(r) } else { -1 },
                 )
             });
-            let d = (ends.value(r) - starts.value(r)).max(0);
+            let d = duration_ns(starts.value(r), ends.value(r));
             self.views
                 .entry(view)
                 .or_default()
@@ -286,16 +304,27 @@ mod tests {
 
     #[test]
     fn running_statistics_match_the_textbook_formulas() {
-        let xs = [3i64, 7, 7, 19, 24, 0];
+        let xs = [3u64, 7, 7, 19, 24, 0];
         let mut s = Stats::default();
         for x in xs {
             s.add(x);
         }
         let n = xs.len() as f64;
-        let mean = xs.iter().sum::<i64>() as f64 / n;
+        let mean = xs.iter().sum::<u64>() as f64 / n;
         let var = xs.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0);
         assert_eq!((s.calls, s.total, s.min, s.max), (6, 60, 0, 24));
         assert!((s.mean - mean).abs() < 1e-9);
         assert!((s.m2 / (n - 1.0) - var).abs() < 1e-6);
+    }
+
+    #[test]
+    fn durations_never_wrap() {
+        assert_eq!(duration_ns(i64::MIN, i64::MAX), u64::MAX);
+        assert_eq!(duration_ns(10, 4), 0);
+        assert_eq!(duration_ns(-5, 5), 10);
+        let mut s = Stats::default();
+        s.add(u64::MAX);
+        s.add(u64::MAX);
+        assert_eq!(s.total, 2 * u64::MAX as i128);
     }
 }

@@ -1,0 +1,823 @@
+//! Hostile inputs and faults: outputs never replace inputs, printing never panics, large
+//! values stay in bounded memory, odd paths and odd files work or are refused at once,
+//! extreme numbers do not wrap, reads and writes add up, inputs stay untouched (WAL
+//! included), signals leave no partial file, and messages are short and exact.
+
+mod common;
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use rusqlite::Connection;
+
+fn rocpd_os(args: &[&OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rocpd"))
+        .args(args)
+        .output()
+        .expect("run rocpd")
+}
+
+fn code(o: &Output) -> Option<i32> {
+    o.status.code()
+}
+
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|r| r.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// A generated one-process database copied to `dir/name`.
+fn db_named(dir: &Path, name: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let src = generate(&dir.join(".gen"), 5, 1, 4).remove(0);
+    let dest = dir.join(name);
+    std::fs::copy(&src, &dest).unwrap();
+    std::fs::remove_dir_all(dir.join(".gen")).unwrap();
+    dest
+}
+
+/// The full name of the table `base` in the single table set of `db`.
+fn table(conn: &Connection, base: &str) -> String {
+    conn.query_row(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ?1 || '\\_%' ESCAPE '\\' \
+         AND name NOT LIKE ?1 || '\\_%\\_%\\_%\\_%\\_%\\_%' ESCAPE '\\' ORDER BY length(name) LIMIT 1",
+        [base],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+fn refused(o: &Output, needle: &str) {
+    let e = stderr(o);
+    assert_eq!(code(o), Some(1), "expected exit 1: {e}");
+    assert!(e.contains(needle), "{needle:?} not in: {e}");
+    assert!(!e.contains("panicked"), "{e}");
+}
+
+#[test]
+fn an_output_never_replaces_its_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let merged = db_named(dir, "merged.db");
+    let before = std::fs::read(&merged).unwrap();
+    let d = dir.to_str().unwrap();
+    let m = merged.to_str().unwrap();
+    let o = rocpd(&["merge", "-i", m, "-d", d, "--include", "kind=kernel"]);
+    refused(&o, "would replace the input");
+    assert!(stderr(&o).contains("merged.db"));
+
+    let out = db_named(dir, "out_results.db");
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        out.to_str().unwrap(),
+        "-f",
+        "rocpd",
+        "-d",
+        d,
+        "-o",
+        "out",
+    ]);
+    refused(&o, "would replace the input");
+
+    // A hard link and a symlink to an input count as the input.
+    let hard = dir.join("hard.db");
+    std::fs::hard_link(&out, &hard).unwrap();
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        hard.to_str().unwrap(),
+        "-f",
+        "rocpd",
+        "-d",
+        d,
+        "-o",
+        "out",
+    ]);
+    refused(&o, "would replace the input");
+    let links = dir.join("links");
+    std::fs::create_dir(&links).unwrap();
+    std::os::unix::fs::symlink(&merged, links.join("x.db")).unwrap();
+    let o = rocpd(&["merge", "-i", links.join("x.db").to_str().unwrap(), "-d", d]);
+    refused(&o, "would replace the input");
+    // An output directory that would hold an input (a Parquet dataset named over it).
+    let ds = dir.join("out_results.parquet");
+    std::fs::create_dir(&ds).unwrap();
+    let inner = db_named(&ds, "in.db");
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        inner.to_str().unwrap(),
+        "-f",
+        "parquet",
+        "-d",
+        d,
+        "-o",
+        "out",
+    ]);
+    refused(&o, "would contain the input");
+
+    assert_eq!(std::fs::read(&merged).unwrap(), before);
+    let names: Vec<String> = files_in(dir)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "hard.db",
+            "links",
+            "merged.db",
+            "out_results.db",
+            "out_results.parquet"
+        ]
+    );
+}
+
+#[test]
+fn the_report_never_replaces_an_input_or_an_output_and_is_checked_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = db_named(tmp.path(), "a.db");
+    let before = std::fs::read(&input).unwrap();
+    let out = tmp.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let i = input.to_str().unwrap();
+    let d = out.to_str().unwrap();
+    let o = rocpd(&["convert", "-i", i, "-f", "pftrace", "-d", d, "--report", i]);
+    refused(&o, "would replace the input");
+    let trace = out.join("t_results.pftrace");
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        i,
+        "-f",
+        "pftrace",
+        "-o",
+        "t",
+        "-d",
+        d,
+        "--report",
+        trace.to_str().unwrap(),
+    ]);
+    refused(&o, "same path");
+    let missing = tmp.path().join("nowhere/r.json");
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        i,
+        "-f",
+        "pftrace",
+        "-d",
+        d,
+        "--report",
+        missing.to_str().unwrap(),
+    ]);
+    refused(&o, "does not exist");
+    let o = rocpd(&[
+        "merge",
+        "-i",
+        i,
+        "-d",
+        d,
+        "--report",
+        tmp.path().to_str().unwrap(),
+    ]);
+    refused(&o, "is a directory");
+    assert!(
+        files_in(&out).is_empty(),
+        "outputs written: {:?}",
+        files_in(&out)
+    );
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+    // A good report is written whole, beside the outputs.
+    let report = tmp.path().join("r.json");
+    let o = rocpd(&[
+        "convert",
+        "-q",
+        "-i",
+        i,
+        "-f",
+        "pftrace",
+        "-d",
+        d,
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert!(v["rows_in"]["kernel_dispatch"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_closed_or_full_stdout_never_panics() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = db_named(tmp.path(), "a.db");
+    let i = input.to_str().unwrap();
+    for args in [
+        vec!["info", "-i", i],
+        vec!["summary", "-i", i],
+        vec!["info", "--json", "-i", i],
+    ] {
+        // The reader goes away before anything is written: a broken pipe.
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rocpd"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(code(&o), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).is_empty(), "{args:?}: {}", stderr(&o));
+        // A full device is an error that says so.
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_rocpd"))
+            .args(&args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        refused(&o, "rocpd: error: stdout:");
+    }
+}
+
+/// Peak RSS (VmHWM) of a command, in KiB, sampled from /proc while it runs.
+fn peak_rss_kib(mut cmd: Command) -> (Output, u64) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    loop {
+        if let Ok(s) = std::fs::read_to_string(&status) {
+            if let Some(kb) = s
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak = peak.max(kb);
+            }
+        }
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (child.wait_with_output().unwrap(), peak)
+}
+
+/// A database whose names and event extdata are each about 1 MB.
+fn megabyte_strings(dir: &Path, iterations: u32) -> PathBuf {
+    let db = generate(dir, 9, 1, iterations).remove(0);
+    let conn = Connection::open(&db).unwrap();
+    let s = table(&conn, "rocpd_string");
+    let e = table(&conn, "rocpd_event");
+    conn.execute_batch(&format!(
+        "UPDATE \"{s}\" SET string = string || substr(replace(hex(zeroblob(524288)), '00', 'ab'), 1, 1000000) \
+           WHERE string NOT LIKE 'MARKER%' AND id NOT IN (SELECT category_id FROM \"{e}\" WHERE category_id IS NOT NULL);
+         UPDATE \"{e}\" SET extdata = json_object('x', substr(replace(hex(zeroblob(524288)), '00', 'cd'), 1, 1000000) || id);"
+    ))
+    .unwrap();
+    db
+}
+
+#[test]
+fn megabyte_strings_convert_every_row_in_bounded_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut peaks = Vec::new();
+    for (k, iterations) in [(0, 3u32), (1, 12)] {
+        let db = megabyte_strings(&tmp.path().join(format!("in{k}")), iterations);
+        let out = tmp.path().join(format!("out{k}"));
+        let report = tmp.path().join(format!("r{k}.json"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocpd"));
+        cmd.args(["convert", "-q", "-f", "pftrace", "--no-annotations", "-i"])
+            .arg(&db)
+            .arg("-d")
+            .arg(&out)
+            .arg("--report")
+            .arg(&report);
+        let (o, peak) = peak_rss_kib(cmd);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        assert_eq!(v["rows_in"], v["outputs"][0]["rows"]);
+        let kernels = sql_count(
+            std::slice::from_ref(&db),
+            "SELECT COUNT(*) FROM rocpd_kernel_dispatch",
+        );
+        assert_eq!(v["rows_in"]["kernel_dispatch"].as_u64().unwrap(), kernels);
+        let bytes = std::fs::metadata(&db).unwrap().len();
+        peaks.push((bytes, peak));
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    let ((small_bytes, small), (big_bytes, big)) = (peaks[0], peaks[1]);
+    assert!(big_bytes > 2 * small_bytes, "{peaks:?}");
+    // Three times the data, not three times the memory (batches are bounded in bytes).
+    assert!(
+        big < small + small / 2 + 64 * 1024,
+        "peak RSS grew with the input: {peaks:?}"
+    );
+}
+
+#[test]
+fn file_names_that_are_not_utf8_work() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("in");
+    let plain = db_named(&dir, "x.db");
+    let odd = dir.join(OsStr::from_bytes(b"rank-\xff\xfe_results.db"));
+    std::fs::rename(&plain, &odd).unwrap();
+    let out = tmp.path().join(OsStr::from_bytes(b"out-\xff"));
+    for extra in [
+        &["-f", "pftrace", "--split-by", "process"][..],
+        &["-f", "rocpd"][..],
+        &["-f", "rocpd", "--include", "kind=kernel"][..],
+        &["-f", "parquet", "pftrace"][..],
+    ] {
+        let mut args: Vec<&OsStr> = vec![
+            "convert".as_ref(),
+            "-q".as_ref(),
+            "-i".as_ref(),
+            dir.as_os_str(),
+            "-d".as_ref(),
+            out.as_os_str(),
+        ];
+        args.extend(extra.iter().map(OsStr::new));
+        let o = rocpd_os(&args);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    let o = rocpd_os(&[
+        "merge".as_ref(),
+        "-q".as_ref(),
+        "-i".as_ref(),
+        odd.as_os_str(),
+        "-d".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.join("merged.db").is_file());
+}
+
+#[test]
+fn a_fifo_or_device_input_is_refused_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("pipe_results.db");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    for input in [fifo.as_os_str(), OsStr::new("/dev/zero")] {
+        let started = Instant::now();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rocpd"))
+            .args(["info".as_ref(), "-i".as_ref(), input])
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(20) {
+                child.kill().unwrap();
+                panic!("rocpd hangs on {input:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let o = child.wait_with_output().unwrap();
+        refused(&o, "not a regular file");
+    }
+}
+
+#[test]
+fn extreme_timestamps_do_not_wrap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = db_named(tmp.path(), "wide.db");
+    {
+        let conn = Connection::open(&db).unwrap();
+        let k = table(&conn, "rocpd_kernel_dispatch");
+        conn.execute_batch(&format!(
+            "UPDATE \"{k}\" SET start = -9223372036854775808, \"end\" = 9223372036854775807 \
+             WHERE id = (SELECT MIN(id) FROM \"{k}\")"
+        ))
+        .unwrap();
+    }
+    let i = db.to_str().unwrap();
+    let o = rocpd(&["info", "--json", "-i", i]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["time_span_ns"]["duration"].as_u64(), Some(u64::MAX));
+    let o = rocpd(&["info", "-i", i]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        text.contains("(18446744073.709551 s)") || text.contains("(18446744073.709553 s)"),
+        "{text}"
+    );
+
+    let out = tmp.path().join("out");
+    let d = out.to_str().unwrap();
+    let o = rocpd(&["summary", "-q", "-i", i, "-f", "json", "-d", d, "-o", "s"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json = std::fs::read_to_string(out.join("s_summary.json")).unwrap();
+    assert!(
+        json.contains("18446744073709551615"),
+        "the widest kernel is not 2^64-1 ns: {json}"
+    );
+
+    let o = rocpd(&[
+        "convert",
+        "-q",
+        "-i",
+        i,
+        "-f",
+        "pftrace",
+        "-d",
+        d,
+        "-o",
+        "t",
+        "--split-by",
+        "time",
+        "--split-count",
+        "4",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("t_results.manifest.json")).unwrap())
+            .unwrap();
+    let outputs = m["outputs"].as_array().unwrap();
+    // The wide kernel starts the first part; every other event lies in the middle of the
+    // span, in the third part: not everything in the last one.
+    assert_eq!(outputs.len(), 2, "{m}");
+    assert!(
+        outputs[0]["key"].as_str().unwrap().starts_with("part-001"),
+        "{m}"
+    );
+    let o = rocpd(&[
+        "convert", "-q", "-i", i, "-f", "otf2", "parquet", "-d", d, "-o", "w",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn reads_and_writes_add_up_with_dangling_pmc_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = db_named(tmp.path(), "pmc.db");
+    let pmc = {
+        let conn = Connection::open(&db).unwrap();
+        let p = table(&conn, "rocpd_pmc_event");
+        conn.execute_batch(&format!(
+            "PRAGMA foreign_keys = OFF; UPDATE \"{p}\" SET event_id = 99999999 WHERE id % 5 = 0"
+        ))
+        .unwrap();
+        conn.query_row(&format!("SELECT COUNT(*) FROM \"{p}\""), [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .unwrap() as u64
+    };
+    let report = tmp.path().join("r.json");
+    let o = rocpd(&[
+        "convert",
+        "-q",
+        "-i",
+        db.to_str().unwrap(),
+        "-f",
+        "pftrace",
+        "rocpd",
+        "-d",
+        tmp.path().join("out").to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(v["rows_in"]["pmc_value"].as_u64(), Some(pmc));
+    let dropped: u64 = v["dropped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["rows"]["pmc_value"].as_u64())
+        .sum();
+    assert!(dropped > 0);
+    for out in v["outputs"].as_array().unwrap() {
+        let wrote = out["rows"]["pmc_value"].as_u64().unwrap_or(0);
+        if out["path"].as_str().unwrap().ends_with(".db") {
+            assert_eq!(wrote, pmc, "the RocPD copy keeps every row");
+        } else {
+            assert_eq!(wrote + dropped, pmc, "{out}");
+        }
+    }
+}
+
+#[test]
+fn a_wal_database_is_read_without_writing_beside_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("work");
+    let db = db_named(&work, "w.db");
+    let inputs = tmp.path().join("in");
+    std::fs::create_dir(&inputs).unwrap();
+    let regions_before = sql_count(
+        std::slice::from_ref(&db),
+        "SELECT COUNT(*) FROM rocpd_region",
+    );
+    {
+        let conn = Connection::open(&db).unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;")
+            .unwrap();
+        let r = table(&conn, "rocpd_region");
+        conn.execute_batch(&format!(
+            "INSERT INTO \"{r}\" (nid, pid, tid, start, \"end\", name_id, event_id, extdata) \
+             SELECT nid, pid, tid, start + 1, \"end\", name_id, event_id, extdata FROM \"{r}\" LIMIT 5"
+        ))
+        .unwrap();
+        // A snapshot with the new rows only in the WAL, as a crashed or running writer leaves it.
+        std::fs::copy(&db, inputs.join("w.db")).unwrap();
+        std::fs::copy(work.join("w.db-wal"), inputs.join("w.db-wal")).unwrap();
+    }
+    let listing = files_in(&inputs);
+    let wal = std::fs::read(inputs.join("w.db-wal")).unwrap();
+    let o = rocpd(&[
+        "info",
+        "--json",
+        "-i",
+        inputs.join("w.db").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let regions = v["rows"]["region"].as_u64().unwrap() + v["rows"]["marker"].as_u64().unwrap();
+    assert_eq!(regions, regions_before + 5, "rows in the WAL were not read");
+    let o = rocpd(&[
+        "convert",
+        "-q",
+        "-i",
+        inputs.to_str().unwrap(),
+        "-f",
+        "rocpd",
+        "pftrace",
+        "-d",
+        tmp.path().join("out").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        files_in(&inputs),
+        listing,
+        "files appeared beside the input"
+    );
+    assert_eq!(std::fs::read(inputs.join("w.db-wal")).unwrap(), wal);
+
+    // WAL mode with no WAL file: read in place, still without a -shm beside it.
+    std::fs::remove_file(inputs.join("w.db-wal")).unwrap();
+    let o = rocpd(&["info", "-i", inputs.join("w.db").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(files_in(&inputs), vec![inputs.join("w.db")]);
+}
+
+/// Starts `rocpd args` with a private TMPDIR, waits until `ready` holds, sends `signal`,
+/// and returns the output. None if the run ended before it could be interrupted.
+fn interrupt(
+    args: &[&str],
+    tmpdir: &Path,
+    ready: &dyn Fn() -> bool,
+    signal: &str,
+) -> Option<Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocpd"))
+        .args(args)
+        .env("TMPDIR", tmpdir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !ready() {
+        if child.try_wait().unwrap().is_some() || started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    Some(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn signals_leave_no_partial_output_and_no_temporary_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = generate(&tmp.path().join("in"), 17, 4, 600);
+    // CSV inputs of the same trace, so that an import directory exists too.
+    let csv = tmp.path().join("csv");
+    rocpd_gen::export_csv(&inputs[0], &csv).expect("csv export");
+    for (signal, status, input, what) in [
+        (
+            "INT",
+            130,
+            inputs[0].to_str().unwrap().to_string(),
+            "partial",
+        ),
+        (
+            "TERM",
+            143,
+            csv.to_str().unwrap().to_string(),
+            "rocpd-import-",
+        ),
+    ] {
+        let out = tmp.path().join(format!("out-{signal}"));
+        let private = tmp.path().join(format!("tmp-{signal}"));
+        std::fs::create_dir(&private).unwrap();
+        let d = out.to_str().unwrap().to_string();
+        let args = [
+            "convert", "-q", "-i", &input, "-f", "pftrace", "otf2", "parquet", "-d", &d,
+        ];
+        let watch = if what == "partial" {
+            out.clone()
+        } else {
+            private.clone()
+        };
+        let ready = || {
+            files_in(&watch)
+                .iter()
+                .any(|p| p.file_name().unwrap().to_string_lossy().contains(what))
+        };
+        let o =
+            interrupt(&args, &private, &ready, signal).expect("the run ended before the signal");
+        assert_eq!(code(&o), Some(status), "{signal}: {}", stderr(&o));
+        assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
+        assert!(
+            files_in(&out).is_empty(),
+            "{signal}: left {:?}",
+            files_in(&out)
+        );
+        assert!(
+            files_in(&private).is_empty(),
+            "{signal}: left {:?}",
+            files_in(&private)
+        );
+    }
+}
+
+#[test]
+fn messages_are_short_and_exact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("out");
+    let ds = d.to_str().unwrap();
+
+    // A missing column names the table and the column, not the SQL.
+    let db = db_named(tmp.path(), "nocol.db");
+    {
+        let conn = Connection::open(&db).unwrap();
+        let k = table(&conn, "rocpd_kernel_dispatch");
+        conn.execute_batch(&format!("ALTER TABLE \"{k}\" DROP COLUMN grid_size_z"))
+            .unwrap();
+    }
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        db.to_str().unwrap(),
+        "-f",
+        "pftrace",
+        "-d",
+        ds,
+    ]);
+    refused(&o, "missing column \"grid_size_z\"");
+    assert!(
+        stderr(&o).contains("rocpd_kernel_dispatch_"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).len() < 300, "{}", stderr(&o));
+
+    // Text in `end` names the row, the column and the value.
+    let db = db_named(tmp.path(), "textend.db");
+    let id: i64 = {
+        let conn = Connection::open(&db).unwrap();
+        let r = table(&conn, "rocpd_region");
+        conn.execute_batch(&format!(
+            "UPDATE \"{r}\" SET \"end\" = 'soon' WHERE id = (SELECT MAX(id) FROM \"{r}\")"
+        ))
+        .unwrap();
+        conn.query_row(&format!("SELECT MAX(id) FROM \"{r}\""), [], |r| r.get(0))
+            .unwrap()
+    };
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        db.to_str().unwrap(),
+        "-f",
+        "pftrace",
+        "-d",
+        ds,
+    ]);
+    refused(
+        &o,
+        &format!("row id {id}: column end: expected an integer, found text \"soon\""),
+    );
+
+    // A number out of range says so.
+    let good = db_named(tmp.path(), "good.db");
+    let g = good.to_str().unwrap();
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        g,
+        "-f",
+        "pftrace",
+        "-d",
+        ds,
+        "--start",
+        "99999999999999999999",
+    ]);
+    refused(&o, "out of range");
+    let o = rocpd(&["summary", "-i", g, "--start=-99999999999999999999"]);
+    refused(&o, "out of range");
+
+    // An input without events writes a valid trace that opens, and says so.
+    let empty = db_named(tmp.path(), "empty.db");
+    {
+        let conn = Connection::open(&empty).unwrap();
+        for base in [
+            "rocpd_region",
+            "rocpd_kernel_dispatch",
+            "rocpd_memory_copy",
+            "rocpd_memory_allocate",
+            "rocpd_sample",
+            "rocpd_pmc_event",
+        ] {
+            let t = table(&conn, base);
+            conn.execute_batch(&format!("DELETE FROM \"{t}\"")).unwrap();
+        }
+    }
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        empty.to_str().unwrap(),
+        "-f",
+        "pftrace",
+        "-d",
+        ds,
+        "-o",
+        "e",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no events"), "{}", stderr(&o));
+    let trace = d.join("e_results.pftrace");
+    assert!(std::fs::metadata(&trace).unwrap().len() > 0);
+    let decoded = decode(&trace);
+    assert!(decoded.events.is_empty());
+    assert!(!decoded.processes.is_empty(), "no process described");
+}
+
+/// A full disk names the full place: the output, or the temporary directory SQLite sorts
+/// in; never the input. Needs a small tmpfs, so root (as in CI); skipped elsewhere.
+#[test]
+fn a_full_disk_names_the_output_or_the_temporary_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let small = tmp.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&small)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a small tmpfs here (needs root)");
+        return;
+    }
+    let input = generate(&tmp.path().join("in"), 21, 1, 1500).remove(0);
+    let i = input.to_str().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rocpd"))
+        .args(["summary", "-i", i])
+        .env("TMPDIR", &small)
+        .env("SQLITE_TMPDIR", &small)
+        .output()
+        .unwrap();
+    let sorting = stderr(&o);
+    let o2 = rocpd(&[
+        "convert",
+        "-i",
+        i,
+        "-f",
+        "pftrace",
+        "-d",
+        small.to_str().unwrap(),
+    ]);
+    let left = files_in(&small);
+    let _ = Command::new("umount").arg(&small).status();
+    refused(&o, small.to_str().unwrap());
+    assert!(sorting.contains("temporary files"), "{sorting}");
+    assert!(!sorting.contains(i), "{sorting}");
+    refused(&o2, "out_results.pftrace: write failed");
+    assert!(!stderr(&o2).contains(i), "{}", stderr(&o2));
+    assert!(left.is_empty(), "{left:?}");
+}

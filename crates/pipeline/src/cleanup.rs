@@ -1,0 +1,117 @@
+//! Cancellation and the temporary paths of a run, so that an interrupted run (Ctrl-C,
+//! SIGTERM, a Python `KeyboardInterrupt`) stops between chunks and leaves no partial file.
+//!
+//! A front (the CLI's signal handler, the Python binding) calls [`request_cancel`]; the
+//! driver checks [`check_cancelled`] after every chunk and the run ends with
+//! [`Error::Interrupted`], whose unwinding removes temporaries as any error does. Every
+//! writer and reader that creates a temporary file or directory holds a [`Registered`] for
+//! it, so a front that cannot wait for the run to unwind (a reader stuck in one long SQLite
+//! statement) can still remove them all with [`remove_registered`] before it exits.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Mutex;
+
+use rocpd_model::{Error, Result};
+
+/// 0: not cancelled; otherwise the signal number (or -1 for a cancel without a signal).
+static CANCELLED: AtomicI32 = AtomicI32::new(0);
+static REGISTERED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+/// Asks every running conversion to stop at its next check; `signal` is recorded for the
+/// exit status (0 for "no signal").
+pub fn request_cancel(signal: i32) {
+    let code = if signal == 0 { -1 } else { signal };
+    let _ = CANCELLED.compare_exchange(0, code, Ordering::SeqCst, Ordering::SeqCst);
+}
+
+/// The signal that cancelled the run (`Some(0)` for a cancel without a signal).
+pub fn cancelled_by() -> Option<i32> {
+    match CANCELLED.load(Ordering::SeqCst) {
+        0 => None,
+        -1 => Some(0),
+        s => Some(s),
+    }
+}
+
+/// Clears a cancel request (a front that runs several conversions in one process, such as
+/// the Python binding, calls it before each).
+pub fn reset_cancel() {
+    CANCELLED.store(0, Ordering::SeqCst);
+}
+
+/// `Err(Error::Interrupted)` once a cancel was requested.
+pub fn check_cancelled() -> Result<()> {
+    match cancelled_by() {
+        None => Ok(()),
+        Some(signal) => Err(Error::Interrupted { signal }),
+    }
+}
+
+/// A temporary path known to the process-wide list while this value lives. It does not
+/// remove the path itself: its owner does (on commit by renaming, on drop by deleting).
+#[derive(Debug)]
+pub struct Registered(PathBuf);
+
+impl Registered {
+    /// Registers `path` (a file or a directory).
+    pub fn new(path: &Path) -> Self {
+        if let Ok(mut set) = REGISTERED.lock() {
+            set.insert(path.to_path_buf());
+        }
+        Registered(path.to_path_buf())
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        if let Ok(mut set) = REGISTERED.lock() {
+            set.remove(&self.0);
+        }
+    }
+}
+
+/// The temporary paths registered now.
+pub fn registered() -> Vec<PathBuf> {
+    REGISTERED
+        .lock()
+        .map(|s| s.iter().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Removes every registered temporary file and directory (for a front about to exit
+/// without unwinding).
+pub fn remove_registered() {
+    for p in registered() {
+        match p.symlink_metadata() {
+            Ok(m) if m.is_dir() => {
+                let _ = std::fs::remove_dir_all(&p);
+            }
+            Ok(_) => {
+                let _ = std::fs::remove_file(&p);
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registration_lasts_as_long_as_the_value() {
+        let p = std::env::temp_dir().join(format!("rocpd-cleanup-test-{}", std::process::id()));
+        std::fs::write(&p, b"x").unwrap();
+        {
+            let _r = Registered::new(&p);
+            assert!(registered().contains(&p));
+        }
+        assert!(!registered().contains(&p));
+        let r = Registered::new(&p);
+        remove_registered();
+        assert!(!p.exists());
+        drop(r);
+    }
+}
