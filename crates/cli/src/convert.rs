@@ -455,6 +455,11 @@ pub fn convert(plan: &Plan, on_progress: &mut dyn FnMut(&Progress)) -> Result<Ru
         .transpose()?;
     let mut report = write_outputs(plan, &catalog, span, window, &mut guard, on_progress)?;
     add_import_notes(&mut report, plan);
+    if report.rows_in.values().all(|&n| n == 0) {
+        report
+            .notes
+            .push("the inputs hold no events: every output is valid and empty".into());
+    }
     if let Some(mut f) = report_file {
         let written = serde_json::to_writer_pretty(f.writer(), &report)
             .map_err(|e| anyhow::anyhow!("{}: cannot write report: {e}", f.path().display()))

@@ -13,7 +13,7 @@ fn span_len(a: i64, b: i64) -> i128 {
 
 /// Prints processes, agents, time span and row counts per table.
 pub fn run(args: &[std::ffi::OsString], as_json: bool) -> Result<()> {
-    let paths = inputs::expand(args)?;
+    let paths = inputs::expand(args)?.files;
     let resolved = crate::sources::resolve(&paths, false)?;
     let dbs = convert::open_all(&resolved.dbs)?;
     let mut cat = convert::catalog_of(&dbs)?;

@@ -9,8 +9,18 @@ fn has_glob(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
 
+/// The input files of the `-i` arguments, and warnings about files left out of
+/// directory walks although their names look like a profiler's output.
+#[derive(Debug, Default)]
+pub struct Expanded {
+    /// Input files, in order, each once.
+    pub files: Vec<PathBuf>,
+    /// One line per file left out, naming it and saying why.
+    pub warnings: Vec<String>,
+}
+
 /// Walks `dir` (sorted, recursively) collecting files whose content we recognise.
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+fn walk(dir: &Path, out: &mut Expanded) -> Result<()> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("{}: cannot read directory", dir.display()))?
         .map(|e| e.map(|e| e.path()))
@@ -19,8 +29,15 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     for p in entries {
         if p.is_dir() {
             walk(&p, out)?;
-        } else if p.is_file() && crate::sources::recognised(&p)? {
-            out.push(p);
+        } else if p.is_file() {
+            match crate::sources::unrecognised(&p)? {
+                None => out.files.push(p),
+                // A rank's output that cannot be read must not vanish without a word.
+                Some(Some(why)) => out
+                    .warnings
+                    .push(format!("{}: skipped: {why}", p.display())),
+                Some(None) => {}
+            }
         }
     }
     Ok(())
@@ -29,22 +46,25 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 /// Expands the `-i` arguments. Files named explicitly are kept whatever their content
 /// (the reader explains what is wrong with them); directories contribute the files whose
 /// content is recognised. The same file named twice is read once.
-pub fn expand(args: &[std::ffi::OsString]) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
+pub fn expand(args: &[std::ffi::OsString]) -> Result<Expanded> {
+    let mut out = Expanded::default();
     for arg in args {
         let p = Path::new(arg);
         // Messages and glob patterns need text; a path that is not UTF-8 is never a pattern.
         let a = &arg.to_string_lossy();
         if p.is_dir() {
-            let before = out.len();
+            let before = out.files.len();
             walk(p, &mut out)?;
-            if out.len() == before {
-                bail!("{a}: directory holds no profiling database");
+            if out.files.len() == before {
+                match out.warnings.last() {
+                    Some(w) => bail!("{a}: directory holds no readable profiling data ({w})"),
+                    None => bail!("{a}: directory holds no profiling database"),
+                }
             }
         } else if p.exists() {
             // A FIFO or device would block or never end: refuse it before opening it.
             rocpd_pipeline::check_regular(p)?;
-            out.push(p.to_path_buf());
+            out.files.push(p.to_path_buf());
         } else if arg.to_str().is_some() && has_glob(a) {
             let mut matched: Vec<PathBuf> = glob::glob(a)
                 .with_context(|| format!("{a}: bad pattern"))?
@@ -59,7 +79,7 @@ pub fn expand(args: &[std::ffi::OsString]) -> Result<Vec<PathBuf>> {
                     walk(&m, &mut out)?;
                 } else {
                     rocpd_pipeline::check_regular(&m)?;
-                    out.push(m);
+                    out.files.push(m);
                 }
             }
         } else {
@@ -67,6 +87,10 @@ pub fn expand(args: &[std::ffi::OsString]) -> Result<Vec<PathBuf>> {
         }
     }
     let mut seen = std::collections::HashSet::new();
-    out.retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
+    out.files
+        .retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
+    for w in &out.warnings {
+        crate::out::stderr_line(&format!("rocpd: warning: {w}"));
+    }
     Ok(out)
 }

@@ -330,7 +330,8 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
         .collect();
     formats.sort_by_key(|f| *f as u8);
     formats.dedup();
-    let files = inputs::expand(&args.input)?;
+    let expanded = inputs::expand(&args.input)?;
+    let files = expanded.files;
     let resolved = sources::resolve(&files, args.select.skip_bad_rows)?;
     let plan = convert::Plan {
         formats,
@@ -370,7 +371,12 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
         },
         input_files: files,
         report: args.report.clone(),
-        import_notes: resolved.notes.clone(),
+        import_notes: expanded
+            .warnings
+            .iter()
+            .chain(&resolved.notes)
+            .cloned()
+            .collect(),
         skipped_rows: resolved.skipped_rows,
     };
     let bar = progress_bar(quiet);
@@ -430,7 +436,8 @@ fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
         .strip_suffix(".db")
         .unwrap_or(&args.output_file)
         .to_string();
-    let files = inputs::expand(&args.input)?;
+    let expanded = inputs::expand(&args.input)?;
+    let files = expanded.files;
     let resolved = sources::resolve(&files, args.select.skip_bad_rows)?;
     let plan = convert::Plan {
         formats: vec![convert::Fmt::Rocpd],
@@ -448,7 +455,12 @@ fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
         run: RunOptions::default(),
         input_files: files,
         report: args.report.clone(),
-        import_notes: resolved.notes.clone(),
+        import_notes: expanded
+            .warnings
+            .iter()
+            .chain(&resolved.notes)
+            .cloned()
+            .collect(),
         skipped_rows: resolved.skipped_rows,
     };
     let report = convert::convert(&plan, &mut |_| {})?;
@@ -459,7 +471,8 @@ fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
 }
 
 fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
-    let files = inputs::expand(&args.input)?;
+    let expanded = inputs::expand(&args.input)?;
+    let files = expanded.files;
     let resolved = sources::resolve(&files, args.select.skip_bad_rows)?;
     let plan = convert::Plan {
         formats: Vec::new(),

@@ -57,12 +57,21 @@ pub fn mark_imported(catalog: &mut rocpd_model::Catalog, origins: &HashMap<PathB
     }
 }
 
-/// Whether the content of `path` is an input this tool reads (for directory walks).
-pub fn recognised(path: &Path) -> Result<bool> {
+/// Whether the content of `path` is an input this tool reads (for directory walks):
+/// `Ok(None)` when it is, otherwise why not when its name says it should be
+/// (`Some(Some(reason))`), or `Some(None)` for any other file.
+pub fn unrecognised(path: &Path) -> Result<Option<Option<String>>> {
     let h = head(path)?;
-    Ok(rocpd_db::looks_like_sqlite(&h)
+    if rocpd_db::looks_like_sqlite(&h)
         || rocpd_rocprofv3::sniff(path, &h).is_some()
-        || rocpd_proton::sniff(path, &h).is_some())
+        || rocpd_proton::sniff(path, &h).is_some()
+    {
+        return Ok(None);
+    }
+    Ok(Some(
+        rocpd_rocprofv3::unrecognised_reason(path, &h)
+            .or_else(|| rocpd_proton::unrecognised_reason(path, &h)),
+    ))
 }
 
 /// Sorts `paths` into databases, rocprofv3 files and Proton files, and imports the latter.

@@ -821,3 +821,67 @@ fn a_full_disk_names_the_output_or_the_temporary_directory() {
     assert!(!stderr(&o2).contains(i), "{}", stderr(&o2));
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn files_a_directory_walk_cannot_read_are_named_not_dropped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    db_named(&run, "node00_4000_results.db");
+    std::fs::write(run.join("node01_9999_results.db"), b"").unwrap();
+    std::fs::write(run.join("7_kernel_trace.csv"), b"").unwrap();
+    std::fs::write(run.join("node02_1_results.db"), [0x1f, 0x8b, 8, 0, 0, 0]).unwrap();
+    std::fs::write(run.join("notes.txt"), b"not a profile, not named like one").unwrap();
+    let report = tmp.path().join("r.json");
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        run.to_str().unwrap(),
+        "-f",
+        "pftrace",
+        "-d",
+        tmp.path().join("out").to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let notes = v["notes"].to_string();
+    for (file, why) in [
+        ("node01_9999_results.db", "empty file"),
+        ("7_kernel_trace.csv", "empty file"),
+        ("node02_1_results.db", "gzip"),
+    ] {
+        assert!(
+            e.contains("rocpd: warning: ") && e.contains(file),
+            "{file}: {e}"
+        );
+        assert!(
+            notes.contains(file) && notes.contains(why),
+            "{file}: {notes}"
+        );
+    }
+    assert!(!e.contains("notes.txt"), "{e}");
+
+    // A kernel trace that lacks a required column is an error naming file and column.
+    let run2 = tmp.path().join("run2");
+    db_named(&run2, "node00_4000_results.db");
+    std::fs::write(
+        run2.join("5_kernel_trace.csv"),
+        "\"Kind\",\"Agent_Id\",\"Queue_Id\",\"Kernel_Id\",\"Kernel_Name\",\"Correlation_Id\",\"Start_Timestamp\"\n\
+         \"KERNEL_DISPATCH\",1,1,1,\"k\",1,100\n",
+    )
+    .unwrap();
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        run2.to_str().unwrap(),
+        "-f",
+        "pftrace",
+        "-d",
+        tmp.path().join("out2").to_str().unwrap(),
+    ]);
+    refused(&o, "5_kernel_trace.csv");
+    assert!(stderr(&o).contains("End_Timestamp"), "{}", stderr(&o));
+    assert!(!tmp.path().join("out2").exists());
+}
