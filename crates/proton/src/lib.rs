@@ -112,6 +112,75 @@ pub fn sniff(path: &Path, head: &[u8]) -> Option<ProtonKind> {
     }
 }
 
+/// Says why a file whose name looks like a Proton output (`*.hatchet`, `*.hatchet_msgpack`,
+/// `*.chrome_trace`, also `*.part_N.hatchet`; case-insensitive) is not recognised by
+/// [`sniff`], in a few words ("empty file", "JSON without a \"frame\" key in the first
+/// 8 KiB", "gzip-compressed; Proton writes plain files", ...), for a directory walk to
+/// print as a warning instead of dropping the file silently.
+///
+/// Returns `None` for other names and for content [`sniff`] recognises. `head` is the
+/// start of the file ([`SNIFF_BYTES`] of it).
+pub fn unrecognised_reason(path: &Path, head: &[u8]) -> Option<String> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    let expected = match ext.as_str() {
+        "hatchet" => "a Proton tree",
+        "hatchet_msgpack" => "a MessagePack Proton tree",
+        "chrome_trace" => "a chrome trace",
+        _ => return None,
+    };
+    if sniff(path, head).is_some() {
+        return None;
+    }
+    let body = head.strip_prefix(&[0xEF, 0xBB, 0xBF][..]).unwrap_or(head);
+    if head.is_empty() {
+        return Some("empty file".into());
+    }
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return Some("gzip-compressed; Proton writes plain files (gunzip it first)".into());
+    }
+    if head.starts_with(b"SQLite format 3\0") {
+        return Some(format!("a SQLite database, not {expected}"));
+    }
+    if let [0x91 | 0x92, ..] = body {
+        return Some(
+            if ext == "hatchet_msgpack" || find(body, b"frame").is_none() {
+                "MessagePack without a map of a node with a \"frame\" key in the first 8 KiB".into()
+            } else {
+                "MessagePack data whose first element is not a node map".into()
+            },
+        );
+    }
+    let text = match std::str::from_utf8(body) {
+        Ok(_) => true,
+        Err(e) => e.error_len().is_none(),
+    };
+    if !text || body.contains(&0) {
+        return Some(format!("binary data, not {expected}"));
+    }
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    Some(match (ext.as_str(), first) {
+        (_, None) => "only whitespace".into(),
+        ("hatchet_msgpack", Some(b'{' | b'[')) => "JSON text, not MessagePack".into(),
+        ("hatchet_msgpack", _) => format!("text, not {expected}"),
+        ("hatchet", Some(b'[' | b'{')) => {
+            if find(body, b"\"frame\"").is_none() {
+                "JSON without a \"frame\" key in the first 8 KiB (not a Proton tree)".into()
+            } else {
+                "JSON whose first element is not a node object with \"frame\" and \"children\""
+                    .into()
+            }
+        }
+        ("chrome_trace", Some(b'{')) => {
+            "a JSON object without \"traceEvents\" in the first 8 KiB (not a chrome trace)".into()
+        }
+        ("chrome_trace", Some(b'[')) => {
+            "a JSON array without event objects with \"ph\" in the first 8 KiB (not a chrome trace)"
+                .into()
+        }
+        _ => format!("text, not JSON ({expected} expected)"),
+    })
+}
+
 /// Reads the first [`SNIFF_BYTES`] of `path` and calls [`sniff`].
 pub fn sniff_file(path: &Path) -> Result<Option<ProtonKind>> {
     use std::io::Read;

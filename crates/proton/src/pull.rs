@@ -282,6 +282,11 @@ impl<'a> JsonPull<'a> {
             }
         }
         match text.parse::<f64>() {
+            // A finite literal beyond the float range is refused, not turned into null.
+            Ok(f) if f.is_infinite() => perr(
+                start,
+                format!("number '{text}' is out of the range of a 64-bit float"),
+            ),
             Ok(f) => Ok(Number::from_f64(f).map_or(Value::Null, Value::Number)),
             Err(_) => perr(start, format!("bad number '{text}'")),
         }
@@ -402,6 +407,7 @@ pub(crate) struct MsgpackPull<'a> {
 
 enum MItem {
     Arr(usize),
+    /// A map, with its item count (keys and values: twice the pairs).
     Map(usize),
     Val(Value),
 }
@@ -426,6 +432,13 @@ impl<'a> MsgpackPull<'a> {
         }
     }
 
+    /// A big-endian length field of `n` bytes (at most 4) as `usize`.
+    fn len(&mut self, n: usize) -> PResult<usize> {
+        let at = self.pos;
+        let v = self.uint(n)?;
+        usize::try_from(v).or_else(|_| perr(at, "MessagePack length does not fit in memory"))
+    }
+
     fn uint(&mut self, n: usize) -> PResult<u64> {
         Ok(self
             .take(n)?
@@ -443,19 +456,22 @@ impl<'a> MsgpackPull<'a> {
         let c = self.take(1)?[0];
         let v = match c {
             0x00..=0x7f => Value::from(c),
-            0x80..=0x8f => return Ok(MItem::Map((c & 0x0f) as usize)),
+            0x80..=0x8f => return Ok(MItem::Map(2 * (c & 0x0f) as usize)),
             0x90..=0x9f => return Ok(MItem::Arr((c & 0x0f) as usize)),
             0xa0..=0xbf => self.str_of((c & 0x1f) as usize)?,
             0xc0 => Value::Null,
             0xc2 => Value::Bool(false),
             0xc3 => Value::Bool(true),
             0xc4..=0xc6 => {
-                let n = self.uint(1 << (c - 0xc4))? as usize;
+                let n = self.len(1 << (c - 0xc4))?;
                 self.str_of(n)?
             }
             0xc7..=0xc9 => {
-                let n = self.uint(1 << (c - 0xc7))? as usize;
-                self.take(n + 1)?;
+                let n = self.len(1 << (c - 0xc7))?;
+                let Some(n) = n.checked_add(1) else {
+                    return perr(at, "MessagePack extension length does not fit in memory");
+                };
+                self.take(n)?;
                 Value::Null
             }
             0xca => {
@@ -478,18 +494,16 @@ impl<'a> MsgpackPull<'a> {
                 Value::Null
             }
             0xd9..=0xdb => {
-                let n = self.uint(1 << (c - 0xd9))? as usize;
+                let n = self.len(1 << (c - 0xd9))?;
                 self.str_of(n)?
             }
-            0xdc | 0xdd => {
-                return Ok(MItem::Arr(
-                    self.uint(if c == 0xdc { 2 } else { 4 })? as usize
-                ))
-            }
+            0xdc | 0xdd => return Ok(MItem::Arr(self.len(if c == 0xdc { 2 } else { 4 })?)),
             0xde | 0xdf => {
-                return Ok(MItem::Map(
-                    self.uint(if c == 0xde { 2 } else { 4 })? as usize
-                ))
+                let n = self.len(if c == 0xde { 2 } else { 4 })?;
+                let Some(items) = n.checked_mul(2) else {
+                    return perr(at, "MessagePack map length does not fit in memory");
+                };
+                return Ok(MItem::Map(items));
             }
             0xe0..=0xff => Value::from(c as i8),
             0xc1 => return perr(at, "invalid MessagePack byte 0xc1"),
@@ -507,10 +521,7 @@ impl<'a> MsgpackPull<'a> {
                 Tok::BeginArr
             }
             MItem::Map(n) => {
-                self.stack.push(MCtx {
-                    map: true,
-                    left: n.saturating_mul(2),
-                });
+                self.stack.push(MCtx { map: true, left: n });
                 Tok::BeginMap
             }
             MItem::Val(v) => Tok::Scalar(v),

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use rocpd_model::Result;
+use rocpd_model::{Error, Result};
 use serde_json::{Map, Value};
 
 use crate::pull::{read_value, skip_value, JsonPull, MsgpackPull, PResult, Pull, PullError, Tok};
@@ -119,15 +119,18 @@ fn parse_nodes(p: &mut dyn Pull) -> PResult<Vec<Node>> {
                 let v = p.next_tok()?;
                 let key = k.trim().to_ascii_lowercase();
                 if key == "children" {
-                    if v == Tok::BeginArr {
-                        if let Some(top) = stack.last_mut() {
-                            top.1 = true;
+                    match v {
+                        Tok::BeginArr => {
+                            if let Some(top) = stack.last_mut() {
+                                top.1 = true;
+                            }
                         }
-                    } else {
-                        skip_value(p, v)?;
+                        Tok::Scalar(Value::Null) => {}
+                        _ => return bad(p, "\"children\" is not an array of node objects"),
                     }
                     continue;
                 }
+                let at = p.offset();
                 let value = read_value(p, v)?;
                 let node = &mut nodes[cur];
                 match key.as_str() {
@@ -141,13 +144,32 @@ fn parse_nodes(p: &mut dyn Pull) -> PResult<Vec<Node>> {
                                 }
                             }
                         }
-                        other => node.name = Some(text(&other)),
-                    },
-                    "metrics" => {
-                        if let Value::Object(m) = value {
-                            node.metrics = m;
+                        Value::Null => {}
+                        // A bare name (tolerated).
+                        Value::String(name) => node.name = Some(name),
+                        other => {
+                            return Err(PullError {
+                                offset: at,
+                                message: format!(
+                                    "\"frame\" is not an object (found {})",
+                                    crate::trace::describe(&other)
+                                ),
+                            })
                         }
-                    }
+                    },
+                    "metrics" => match value {
+                        Value::Object(m) => node.metrics = m,
+                        Value::Null => {}
+                        other => {
+                            return Err(PullError {
+                                offset: at,
+                                message: format!(
+                                    "\"metrics\" is not an object (found {})",
+                                    crate::trace::describe(&other)
+                                ),
+                            })
+                        }
+                    },
                     "name" => node.top_name = Some(text(&value)),
                     _ => {}
                 }
@@ -166,30 +188,62 @@ fn text(v: &Value) -> String {
     }
 }
 
-/// A non-negative integer metric value (u64 exact; floats rounded; negatives → 0).
-fn as_u64(v: &Value) -> Option<u64> {
+/// 2^64 as a float.
+const TWO_64: f64 = 18_446_744_073_709_551_616.0;
+
+/// A float as a non-negative whole number: rounded, negatives → 0, NaN → none; a value
+/// of 2^64 or more is an error.
+fn float_u64(f: f64) -> std::result::Result<Option<u64>, String> {
+    if f.is_nan() {
+        return Ok(None);
+    }
+    let r = f.max(0.0).round();
+    if r < TWO_64 {
+        Ok(Some(r as u64))
+    } else {
+        Err(format!("{f} does not fit an unsigned 64-bit integer"))
+    }
+}
+
+/// A non-negative integer metric value, scaled by `factor`: integers exact (checked
+/// multiplication), floats scaled then rounded, negatives → 0, `null` → none; numeric
+/// strings are parsed. Other types and values that do not fit `u64` are errors.
+fn metric_u64(v: &Value, factor: u64) -> std::result::Result<Option<u64>, String> {
     match v {
-        Value::Number(n) => n
-            .as_u64()
-            .or_else(|| n.as_i64().map(|i| i.max(0) as u64))
-            .or_else(|| n.as_f64().map(|f| f.max(0.0).round() as u64)),
-        Value::String(s) => s
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .map(|f| f.max(0.0).round() as u64),
-        _ => None,
+        Value::Null => Ok(None),
+        Value::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                return u.checked_mul(factor).map(Some).ok_or_else(|| {
+                    format!("{n} × {factor} does not fit an unsigned 64-bit integer")
+                });
+            }
+            if n.as_i64().is_some() {
+                return Ok(Some(0));
+            }
+            float_u64(n.as_f64().unwrap_or(f64::NAN) * factor as f64)
+        }
+        Value::String(t) => match t.trim().parse::<f64>() {
+            Ok(f) => float_u64(f * factor as f64),
+            Err(_) => Err(format!(
+                "expected a number, found {}",
+                crate::trace::describe(v)
+            )),
+        },
+        other => Err(format!(
+            "expected a number, found {}",
+            crate::trace::describe(other)
+        )),
     }
 }
 
 /// The nanosecond factor of a `time (<unit>)` key, if `key` (lower-cased, trimmed) is one.
-fn time_factor(key: &str) -> Option<f64> {
+fn time_factor(key: &str) -> Option<u64> {
     let unit = key.strip_prefix("time (")?.strip_suffix(')')?.trim();
     match unit {
-        "ns" => Some(1.0),
-        "us" | "µs" => Some(1e3),
-        "ms" => Some(1e6),
-        "s" => Some(1e9),
+        "ns" => Some(1),
+        "us" | "µs" => Some(1_000),
+        "ms" => Some(1_000_000),
+        "s" => Some(1_000_000_000),
         _ => None,
     }
 }
@@ -203,22 +257,18 @@ struct Known {
     device_type: Option<String>,
 }
 
-fn known(metrics: &Map<String, Value>) -> Known {
+fn known(metrics: &Map<String, Value>) -> std::result::Result<Known, String> {
     let mut k = Known::default();
     for (key, v) in metrics {
         let lk = key.trim().to_ascii_lowercase();
+        let in_key = |m: String| format!("metric {key:?}: {m}");
         if let Some(f) = time_factor(&lk) {
-            k.time_ns = match v {
-                Value::Number(n) if f == 1.0 && n.as_u64().is_some() => n.as_u64(),
-                _ => as_u64(v)
-                    .map(|x| ((x as f64) * f) as u64)
-                    .or_else(|| v.as_f64().map(|x| (x * f).max(0.0).round() as u64)),
-            };
+            k.time_ns = metric_u64(v, f).map_err(in_key)?;
             continue;
         }
         match lk.as_str() {
-            "count" => k.count = as_u64(v),
-            "cycles" => k.cycles = as_u64(v),
+            "count" => k.count = metric_u64(v, 1).map_err(in_key)?,
+            "cycles" => k.cycles = metric_u64(v, 1).map_err(in_key)?,
             "device_id" | "deviceid" => {
                 k.device_id = match v {
                     Value::String(s) => s
@@ -246,7 +296,7 @@ fn known(metrics: &Map<String, Value>) -> Known {
             _ => {}
         }
     }
-    k
+    Ok(k)
 }
 
 /// Whether a frame name is one of Proton's special (bookkeeping) frames.
@@ -288,7 +338,20 @@ pub(crate) fn import(
         })
         .collect();
     let root_placeholder = names[0] == "ROOT";
-    let known: Vec<Known> = nodes.iter().map(|x| known(&x.metrics)).collect();
+    // Where a node is, for messages: its pre-order index and name.
+    let place = |i: usize| format!("node {i} ({:?})", names[i]);
+    let known: Vec<Known> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, x)| known(&x.metrics).map_err(|m| Error::input(path, place(i), m)))
+        .collect::<Result<_>>()?;
+    let overflow = |i: usize, what: &str| {
+        Error::input(
+            path,
+            place(i),
+            format!("{what} does not fit a 64-bit integer (metric values too large)"),
+        )
+    };
     let data = |i: usize| i != 0 || !root_placeholder;
     let has_time = (0..n).any(|i| data(i) && known[i].time_ns.is_some());
     let has_cycles = (0..n).any(|i| data(i) && known[i].cycles.is_some());
@@ -300,8 +363,12 @@ pub(crate) fn import(
     let mut width = vec![0u64; n];
     for i in (0..n).rev() {
         if data(i) {
-            incl_time[i] = incl_time[i].saturating_add(known[i].time_ns.unwrap_or(0));
-            incl_cycles[i] = incl_cycles[i].saturating_add(known[i].cycles.unwrap_or(0));
+            incl_time[i] = incl_time[i]
+                .checked_add(known[i].time_ns.unwrap_or(0))
+                .ok_or_else(|| overflow(i, "the inclusive time"))?;
+            incl_cycles[i] = incl_cycles[i]
+                .checked_add(known[i].cycles.unwrap_or(0))
+                .ok_or_else(|| overflow(i, "the inclusive cycles"))?;
         }
         let metric = if has_time {
             incl_time[i]
@@ -317,9 +384,15 @@ pub(crate) fn import(
         width[i] = wd;
         let p = nodes[i].parent;
         if p != NO_PARENT {
-            incl_time[p] = incl_time[p].saturating_add(incl_time[i]);
-            incl_cycles[p] = incl_cycles[p].saturating_add(incl_cycles[i]);
-            child_w[p] = child_w[p].saturating_add(wd);
+            incl_time[p] = incl_time[p]
+                .checked_add(incl_time[i])
+                .ok_or_else(|| overflow(p, "the inclusive time"))?;
+            incl_cycles[p] = incl_cycles[p]
+                .checked_add(incl_cycles[i])
+                .ok_or_else(|| overflow(p, "the inclusive cycles"))?;
+            child_w[p] = child_w[p]
+                .checked_add(wd)
+                .ok_or_else(|| overflow(p, "the width of the children"))?;
         }
     }
     let mut start = vec![0u64; n];
@@ -328,13 +401,21 @@ pub(crate) fn import(
         let mut cursor = start[i];
         for &c in &nodes[i].children {
             start[c] = cursor;
-            depth[c] = depth[i] + 1;
-            cursor = cursor.saturating_add(width[c]);
+            depth[c] = depth[i]
+                .checked_add(1)
+                .ok_or_else(|| overflow(c, "the depth"))?;
+            cursor = cursor
+                .checked_add(width[c])
+                .ok_or_else(|| overflow(c, "the synthetic start time"))?;
         }
     }
 
     let pid = (fnv1a64(file_name.as_bytes(), crate::FNV_OFFSET) % 999_983) as i64 + 1;
-    let clamp = |x: u64| x.min(i64::MAX as u64) as i64;
+    // Synthetic times must fit the signed 64-bit time columns.
+    let to_time = |i: usize, x: Option<u64>| {
+        x.and_then(|x| i64::try_from(x).ok())
+            .ok_or_else(|| overflow(i, "the synthetic end time"))
+    };
     let mut written = 0u64;
     for i in 0..n {
         if !data(i) {
@@ -373,8 +454,8 @@ pub(crate) fn import(
         ext.insert("depth".into(), depth[i].into());
         ext.insert("synthetic_time".into(), true.into());
         let extdata = Value::Object(ext).to_string();
-        let s = clamp(start[i]);
-        let e = clamp(start[i].saturating_add(width[i]));
+        let s = to_time(i, Some(start[i]))?;
+        let e = to_time(i, start[i].checked_add(width[i]))?;
         w.region(pid, pid, s, e, name, TREE_CATEGORY, &extdata)?;
         written += 1;
     }
@@ -395,8 +476,27 @@ pub(crate) fn import(
     match &parsed.devices {
         Some(Value::Object(types)) => {
             for (dtype, devs) in types {
-                let Value::Object(devs) = devs else { continue };
+                let Value::Object(devs) = devs else {
+                    return Err(Error::input(
+                        path,
+                        format!("device metadata (element 1), {dtype:?}"),
+                        format!(
+                            "expected an object of devices, found {}",
+                            crate::trace::describe(devs)
+                        ),
+                    ));
+                };
                 for (idx, dev) in devs {
+                    if !dev.is_object() {
+                        return Err(Error::input(
+                            path,
+                            format!("device metadata (element 1), {dtype:?} {idx:?}"),
+                            format!(
+                                "expected a device object, found {}",
+                                crate::trace::describe(dev)
+                            ),
+                        ));
+                    }
                     agent_id += 1;
                     let index = idx.trim().parse::<i64>().ok();
                     let arch = dev.get("arch").map(text).unwrap_or_default();
@@ -425,9 +525,16 @@ pub(crate) fn import(
             }
         }
         Some(Value::Null) | None => {}
-        Some(_) => notes.push(format!(
-            "{file_name}: device metadata (element 1) is not an object; ignored"
-        )),
+        Some(other) => {
+            return Err(Error::input(
+                path,
+                "device metadata (element 1)",
+                format!(
+                    "expected an object of device types, found {}",
+                    crate::trace::describe(other)
+                ),
+            ))
+        }
     }
 
     let format = if kind == ProtonKind::TreeMsgpack {

@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 use csv::ByteRecord;
 use rocpd_model::{Error, Result};
 
+use crate::csv_read::{CsvReader, RawRecord};
 use crate::db::{
     AgentRef, AgentRow, AllocRow, CopyRow, DispatchRow, EventRow, KernelSymbolRow, NodeRow, Out,
     PmcRow,
 };
-use crate::{skip_or_fail, ImportOptions, ImportReport, Run, RunSource};
+use crate::{note_skip, ImportOptions, ImportReport, Run, RunSource};
 
 /// The kind of a rocprofv3 CSV file, judged from its header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -144,8 +145,237 @@ fn kind_of_fields(cols: &[String]) -> Option<CsvKind> {
 }
 
 /// The kind of a CSV file whose header line is `line`.
+#[cfg(test)]
 pub(crate) fn kind_of_header(line: &str) -> Option<CsvKind> {
     kind_of_fields(&header_fields(line))
+}
+
+/// The kind a rocprofv3 file name announces (`1234_kernel_trace.csv` → `KernelTrace`).
+pub(crate) fn kind_of_name(path: &Path) -> Option<CsvKind> {
+    if !path.extension()?.to_str()?.eq_ignore_ascii_case("csv") {
+        return None;
+    }
+    let stem = path.file_stem()?.to_str()?;
+    let (_, part) = crate::walk::split_name(stem);
+    let part = part?;
+    Some(if part == "agent_info" {
+        CsvKind::AgentInfo
+    } else if part.ends_with("_stats") {
+        CsvKind::Stats
+    } else if part.starts_with("pc_sampling") {
+        CsvKind::PcSampling
+    } else if part == "kernel_trace" {
+        CsvKind::KernelTrace
+    } else if part.ends_with("_api_trace") {
+        CsvKind::Api
+    } else if part == "memory_copy_trace" {
+        CsvKind::MemoryCopy
+    } else if part == "memory_allocation_trace" {
+        CsvKind::MemoryAllocation
+    } else if part == "scratch_memory_trace" {
+        CsvKind::ScratchMemory
+    } else if part == "counter_collection" {
+        CsvKind::CounterCollection
+    } else {
+        return None;
+    })
+}
+
+/// Columns the importer needs for `kind` (each entry: alternative spellings).
+pub(crate) fn required_columns(kind: CsvKind) -> &'static [&'static [&'static str]] {
+    const TS: [&[&str]; 2] = [&["start_timestamp"], &["end_timestamp"]];
+    match kind {
+        CsvKind::KernelTrace => &[
+            &["kernel_name"],
+            &["agent_id"],
+            &["correlation_id"],
+            TS[0],
+            TS[1],
+        ],
+        CsvKind::Api => &[
+            &["domain"],
+            &["function"],
+            &["correlation_id"],
+            TS[0],
+            TS[1],
+        ],
+        CsvKind::MemoryCopy => &[
+            &["direction"],
+            &["source_agent_id"],
+            &["destination_agent_id"],
+            TS[0],
+            TS[1],
+        ],
+        CsvKind::MemoryAllocation | CsvKind::ScratchMemory => &[&["operation"], TS[0], TS[1]],
+        CsvKind::CounterCollection => &[&["dispatch_id"], &["counter_name"], &["counter_value"]],
+        CsvKind::AgentInfo => &[&["node_id"]],
+        CsvKind::PcSampling | CsvKind::Stats => &[],
+    }
+}
+
+/// (columns of which one must be present, other columns of the kind): what makes a header
+/// clearly of `kind` when the file name says so too.
+fn signature(kind: CsvKind) -> (&'static [&'static str], &'static [&'static str]) {
+    match kind {
+        CsvKind::KernelTrace => (
+            &["kernel_name"],
+            &[
+                "dispatch_id",
+                "agent_id",
+                "queue_id",
+                "stream_id",
+                "thread_id",
+                "kernel_id",
+                "correlation_id",
+                "start_timestamp",
+                "end_timestamp",
+                "grid_size_x",
+                "workgroup_size_x",
+                "lds_block_size",
+                "scratch_size",
+                "vgpr_count",
+                "sgpr_count",
+            ],
+        ),
+        CsvKind::Api => (
+            &["domain", "function"],
+            &[
+                "process_id",
+                "thread_id",
+                "correlation_id",
+                "start_timestamp",
+                "end_timestamp",
+                "operation",
+            ],
+        ),
+        CsvKind::MemoryCopy => (
+            &["direction", "source_agent_id", "destination_agent_id"],
+            &[
+                "correlation_id",
+                "start_timestamp",
+                "end_timestamp",
+                "stream_id",
+            ],
+        ),
+        CsvKind::MemoryAllocation => (
+            &[
+                "allocation_size",
+                "address",
+                "starting_address",
+                "operation",
+            ],
+            &[
+                "agent_id",
+                "correlation_id",
+                "start_timestamp",
+                "end_timestamp",
+            ],
+        ),
+        CsvKind::ScratchMemory => (
+            &["alloc_flags", "operation"],
+            &[
+                "agent_id",
+                "queue_id",
+                "thread_id",
+                "allocation_size",
+                "start_timestamp",
+                "end_timestamp",
+            ],
+        ),
+        CsvKind::CounterCollection => (
+            &["counter_name", "counter_value"],
+            &[
+                "dispatch_id",
+                "correlation_id",
+                "agent_id",
+                "kernel_name",
+                "grid_size",
+                "workgroup_size",
+            ],
+        ),
+        CsvKind::AgentInfo => (
+            &["node_id", "logical_node_id", "agent_type"],
+            &["name", "product_name", "vendor_name", "model_name"],
+        ),
+        CsvKind::PcSampling => (
+            &["exec_mask", "instruction", "sample_timestamp"],
+            &["dispatch_id", "correlation_id", "wave_id"],
+        ),
+        CsvKind::Stats => (
+            &["calls", "totaldurationns"],
+            &[
+                "name",
+                "averagens",
+                "percentage",
+                "minns",
+                "maxns",
+                "stddev",
+            ],
+        ),
+    }
+}
+
+/// The kind of a file whose header `cols` (lower-cased) is complete for it, or — when the
+/// file name announces a kind — shares at least two of that kind's columns, one of them a
+/// column only that kind has. The second case lets the importer name the missing columns
+/// instead of a directory walk dropping the file.
+pub(crate) fn kind_of_named_fields(path: &Path, cols: &[String]) -> Option<CsvKind> {
+    if let Some(k) = kind_of_fields(cols) {
+        return Some(k);
+    }
+    let kind = kind_of_name(path)?;
+    if cols.len() < 2 || cols.iter().any(|c| c.is_empty() || c.len() > 64) {
+        return None;
+    }
+    let (keys, others) = signature(kind);
+    let has = |n: &&str| cols.iter().any(|c| c == n);
+    let key = keys.iter().filter(|k| has(k)).count();
+    let other = others.iter().filter(|k| has(k)).count();
+    (key >= 1 && key + other >= 2).then_some(kind)
+}
+
+/// The kind of the file at `path` whose header line is `line` (see [`kind_of_named_fields`]).
+pub(crate) fn kind_of_named_header(path: &Path, line: &str) -> Option<CsvKind> {
+    kind_of_named_fields(path, &header_fields(line))
+}
+
+/// rocprofv3's spelling of a lower-cased column name (`end_timestamp` → `End_Timestamp`).
+pub(crate) fn display_column(name: &str) -> String {
+    match name {
+        "lds_block_size" => return "LDS_Block_Size".into(),
+        "totaldurationns" => return "TotalDurationNs".into(),
+        _ => {}
+    }
+    name.split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            match c.next() {
+                Some(f) => f.to_ascii_uppercase().to_string() + c.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+/// The required columns of `kind` that `cols` (lower-cased) lacks, in rocprofv3's spelling
+/// (alternatives joined with ` or `).
+pub(crate) fn missing_columns(kind: CsvKind, cols: &[String]) -> Vec<String> {
+    required_columns(kind)
+        .iter()
+        .filter(|alts| !alts.iter().any(|a| cols.iter().any(|c| c == a)))
+        .map(|alts| {
+            alts.iter()
+                .map(|a| display_column(a))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        })
+        .collect()
+}
+
+/// The header's column names, lower-cased (for [`missing_columns`]).
+pub(crate) fn header_columns(line: &str) -> Vec<String> {
+    header_fields(line)
 }
 
 /// Column positions by lower-cased name.
@@ -187,11 +417,8 @@ impl Header {
         self.col(name).ok_or_else(|| {
             Error::input(
                 path,
-                "line 1",
-                format!(
-                    "the header has no {name:?} column (columns: {})",
-                    self.names.join(",")
-                ),
+                "header",
+                format!("missing column {}", display_column(name)),
             )
         })
     }
@@ -205,22 +432,82 @@ struct Rec<'a> {
 
 type RowResult<T> = std::result::Result<T, String>;
 
-/// Parses an integer as rocprofv3 prints them: decimal (also beyond `i64::MAX`, stored as
-/// the two's-complement `i64`), `0x` hex, or an integral float.
-fn parse_int(s: &str) -> Option<i64> {
+/// Why a text is not an integer of the column's range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IntError {
+    /// Not an integer at all.
+    NotInt,
+    /// An integer outside the column's range.
+    OutOfRange,
+}
+
+/// 2^63: floats must stay strictly inside ±2^63 to convert to `i64`.
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
+/// An integral float as `i64`, if it is strictly inside ±2^63 (no saturation; -2^63 itself
+/// is refused too, because an integer literal below `i64::MIN` parses to that float).
+pub(crate) fn float_to_i64(f: f64) -> Result<i64, IntError> {
+    if !f.is_finite() || f.fract() != 0.0 {
+        return Err(IntError::NotInt);
+    }
+    if f > -TWO_63 && f < TWO_63 {
+        Ok(f as i64)
+    } else {
+        Err(IntError::OutOfRange)
+    }
+}
+
+/// Parses an integer of a column that holds a count, size, id or timestamp: decimal, `0x`
+/// hex or an integral float (`3564.000000`), all within `i64` (nothing wraps or
+/// saturates: a value beyond is [`IntError::OutOfRange`]).
+pub(crate) fn parse_int(s: &str) -> Result<i64, IntError> {
     let s = s.trim();
     if let Ok(v) = s.parse::<i64>() {
-        return Some(v);
+        return Ok(v);
     }
-    if let Ok(v) = s.parse::<u64>() {
-        return Some(v as i64);
+    let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(IntError::OutOfRange);
+    }
+    // `3564.000000`: the integer part, exactly (a float would round values near 2^63).
+    if let Some((int_part, frac)) = s.split_once('.') {
+        let d = int_part.strip_prefix(['-', '+']).unwrap_or(int_part);
+        if !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()) && frac.bytes().all(|b| b == b'0')
+        {
+            return int_part.parse::<i64>().map_err(|_| IntError::OutOfRange);
+        }
     }
     if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        return u64::from_str_radix(h, 16).ok().map(|v| v as i64);
+        return match u64::from_str_radix(h, 16) {
+            Ok(v) => i64::try_from(v).map_err(|_| IntError::OutOfRange),
+            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Err(IntError::OutOfRange),
+            Err(_) => Err(IntError::NotInt),
+        };
     }
     match s.parse::<f64>() {
-        Ok(f) if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.3e18 => Some(f as i64),
-        _ => None,
+        Ok(f) if f.is_infinite() && !s.to_ascii_lowercase().contains("inf") => {
+            Err(IntError::OutOfRange)
+        }
+        Ok(f) => float_to_i64(f),
+        Err(_) => Err(IntError::NotInt),
+    }
+}
+
+/// Parses an integer of a column that holds an opaque 64-bit pattern (addresses, raw
+/// handles, device uuids): as [`parse_int`], but unsigned values up to `u64::MAX` (decimal
+/// or hex) are accepted and stored as the two's-complement `i64` of the same bits.
+pub(crate) fn parse_bits(s: &str) -> Result<i64, IntError> {
+    match parse_int(s) {
+        Err(IntError::OutOfRange) => {
+            let t = s.trim();
+            let t = t.strip_prefix('+').unwrap_or(t);
+            let u = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                Some(h) => u64::from_str_radix(h, 16),
+                None => t.parse::<u64>(),
+            };
+            u.map(|u| u as i64).map_err(|_| IntError::OutOfRange)
+        }
+        r => r,
     }
 }
 
@@ -236,16 +523,39 @@ impl<'a> Rec<'a> {
         }
     }
 
-    fn opt_int(&self, col: Option<usize>) -> RowResult<Option<i64>> {
+    fn parsed(
+        &self,
+        col: Option<usize>,
+        parse: fn(&str) -> Result<i64, IntError>,
+        range: &str,
+    ) -> RowResult<Option<i64>> {
         let Some(i) = col else { return Ok(None) };
         let t = self.text(Some(i));
         let t = t.trim();
         if t.is_empty() {
             return Ok(None);
         }
-        parse_int(t)
-            .map(Some)
-            .ok_or_else(|| format!("column {}: expected an integer, found {t:?}", self.name(i)))
+        match parse(t) {
+            Ok(v) => Ok(Some(v)),
+            Err(IntError::NotInt) => Err(format!(
+                "column {}: expected an integer, found {t:?}",
+                self.name(i)
+            )),
+            Err(IntError::OutOfRange) => Err(format!(
+                "column {}: {t} is out of range ({range})",
+                self.name(i)
+            )),
+        }
+    }
+
+    /// An optional integer that must fit `i64` (timestamps, ids, sizes, counts).
+    fn opt_int(&self, col: Option<usize>) -> RowResult<Option<i64>> {
+        self.parsed(col, parse_int, "the column holds signed 64-bit integers")
+    }
+
+    /// An optional opaque 64-bit value (address, raw handle): up to `u64::MAX`.
+    fn opt_bits(&self, col: Option<usize>) -> RowResult<Option<i64>> {
+        self.parsed(col, parse_bits, "the column holds 64-bit values")
     }
 
     fn int(&self, col: usize) -> RowResult<i64> {
@@ -255,13 +565,18 @@ impl<'a> Rec<'a> {
 
     fn float(&self, col: usize) -> RowResult<f64> {
         let t = self.text(Some(col));
-        t.trim().parse::<f64>().map_err(|_| {
-            format!(
-                "column {}: expected a number, found {:?}",
-                self.name(col),
-                t
-            )
-        })
+        let t = t.trim();
+        match t.parse::<f64>() {
+            Ok(f) if f.is_infinite() && !t.to_ascii_lowercase().contains("inf") => Err(format!(
+                "column {}: {t} is out of range of a 64-bit float",
+                self.name(col)
+            )),
+            Ok(f) => Ok(f),
+            Err(_) => Err(format!(
+                "column {}: expected a number, found {t:?}",
+                self.name(col)
+            )),
+        }
     }
 
     fn agent(&self, col: Option<usize>) -> RowResult<Option<AgentRef>> {
@@ -302,24 +617,49 @@ struct State<'o, 'c> {
     ordinal: i64,
 }
 
-fn open_csv(path: &Path) -> Result<csv::Reader<std::io::BufReader<std::fs::File>>> {
+type FileReader = CsvReader<std::fs::File>;
+
+fn open_csv(path: &Path) -> Result<FileReader> {
     let f = std::fs::File::open(path).map_err(|e| Error::input(path, "open", e.to_string()))?;
-    Ok(csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(true)
-        .from_reader(std::io::BufReader::with_capacity(1 << 16, f)))
+    Ok(CsvReader::new(f))
 }
 
-fn csv_error(path: &Path, e: &csv::Error) -> Error {
-    let place = match e.position() {
-        Some(p) => format!("line {}", p.line()),
-        None => "read".to_string(),
-    };
-    let msg = match e.kind() {
-        csv::ErrorKind::Io(io) => format!("read error: {io}"),
-        _ => e.to_string(),
-    };
-    Error::input(path, place, msg)
+fn read_error(path: &Path, line: u64, e: &std::io::Error) -> Error {
+    Error::input(path, format!("line {line}"), format!("read error: {e}"))
+}
+
+/// The next record of `rdr` (I/O errors name the file).
+fn next_record(
+    rdr: &mut FileReader,
+    rec: &mut ByteRecord,
+    path: &Path,
+) -> Result<Option<RawRecord>> {
+    let line = rdr.line();
+    rdr.next_record(rec).map_err(|e| read_error(path, line, &e))
+}
+
+/// Opens a CSV file and reads its header (`None` for a file without any record). A header
+/// that cannot be split (unterminated quote, longer than the record limit) is an error.
+fn open_with_header(path: &Path) -> Result<(FileReader, Option<Header>)> {
+    let mut rdr = open_csv(path)?;
+    let mut rec = ByteRecord::new();
+    match next_record(&mut rdr, &mut rec, path)? {
+        None => Ok((rdr, None)),
+        Some(raw) => match raw.problem {
+            Some(p) => Err(Error::input(
+                path,
+                format!("line {}", raw.line),
+                format!("header: {}", p.message()),
+            )),
+            None => Ok((rdr, Some(Header::new(&rec)))),
+        },
+    }
+}
+
+/// Whether a record is unusable as a row of `header` (then, when it spans several lines,
+/// the readers resynchronise after its first line).
+fn unusable(raw: &RawRecord, rec: &ByteRecord, header: &Header) -> bool {
+    raw.problem.is_some() || rec.len() != header.names.len()
 }
 
 /// The run's pid: a numeric file-name prefix, else the first `Process_Id` value found.
@@ -328,16 +668,20 @@ fn run_pid(run: &Run, prefix: &str, guid: Option<&str>) -> Option<i64> {
         return Some(p);
     }
     for path in &run.files {
-        let Ok(mut rdr) = open_csv(path) else {
+        let Ok((mut rdr, Some(header))) = open_with_header(path) else {
             continue;
         };
-        let Ok(h) = rdr.byte_headers() else { continue };
-        let header = Header::new(h);
         let Some(col) = header.col("process_id") else {
             continue;
         };
         let mut rec = ByteRecord::new();
-        while let Ok(true) = rdr.read_byte_record(&mut rec) {
+        while let Ok(Some(raw)) = rdr.next_record(&mut rec) {
+            if unusable(&raw, &rec, &header) {
+                if raw.lines > 1 {
+                    rdr.resync();
+                }
+                continue;
+            }
             let r = Rec {
                 rec: &rec,
                 header: &header,
@@ -621,6 +965,55 @@ impl From<Error> for RowError {
     }
 }
 
+/// `s` cut to at most `max` bytes (at a char boundary), with `...` when cut.
+fn shorten(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &s[..end])
+}
+
+/// A record that is not a valid row: the error (naming the line where it starts), or,
+/// with `skip_bad_rows`, one skipped line. A bad record that spans several physical lines
+/// loses only its first line: reading resumes at its second line, so that valid lines a
+/// stray quote swallowed are read as records again.
+fn bad_record(
+    rdr: &mut FileReader,
+    path: &Path,
+    raw: &RawRecord,
+    msg: String,
+    opts: &ImportOptions,
+    report: &mut ImportReport,
+) -> Result<()> {
+    let place = format!("line {}", raw.line);
+    let last = raw.line.saturating_add(raw.lines - 1);
+    if !opts.skip_bad_rows {
+        let msg = if raw.lines > 1 {
+            format!("{msg} (the record runs over lines {}-{last})", raw.line)
+        } else {
+            msg
+        };
+        return Err(Error::input(path, place, msg));
+    }
+    let msg = if raw.lines > 1 {
+        rdr.resync();
+        format!(
+            "{msg} (the record runs over lines {}-{last}): line {} skipped, reading resumes at line {}",
+            raw.line,
+            raw.line,
+            raw.line.saturating_add(1)
+        )
+    } else {
+        msg
+    };
+    note_skip(report, 1, Error::input(path, place, msg));
+    Ok(())
+}
+
 fn import_file(
     st: &mut State<'_, '_>,
     path: &Path,
@@ -628,53 +1021,86 @@ fn import_file(
     opts: &ImportOptions,
     report: &mut ImportReport,
 ) -> Result<()> {
-    let mut rdr = open_csv(path)?;
-    let header = Header::new(rdr.byte_headers().map_err(|e| csv_error(path, &e))?);
-    let kind = match kind_of_fields(&header.names) {
-        Some(k) => k,
-        None => {
-            let err = Error::input(
+    let (mut rdr, header) = open_with_header(path)?;
+    let (kind, problem) = match &header {
+        None => (
+            None,
+            Some(Error::input(
                 path,
                 "line 1",
-                format!(
-                    "not a rocprofv3 CSV file: the header ({}) names no known rocprofv3 columns",
-                    header.names.join(",")
-                ),
-            );
-            return skip_or_fail(opts, report, err);
+                "not a rocprofv3 CSV file: the file is empty",
+            )),
+        ),
+        Some(h) => match kind_of_named_fields(path, &h.names) {
+            None => (
+                None,
+                Some(Error::input(
+                    path,
+                    "line 1",
+                    format!(
+                        "not a rocprofv3 CSV file: the header ({}) names no known rocprofv3 columns",
+                        shorten(&h.names.join(","), 200)
+                    ),
+                )),
+            ),
+            Some(k) => {
+                let missing = missing_columns(k, &h.names);
+                let err = (!missing.is_empty()).then(|| {
+                    let s = if missing.len() > 1 { "s" } else { "" };
+                    Error::input(
+                        path,
+                        "header",
+                        format!("missing column{s} {}", missing.join(", ")),
+                    )
+                });
+                (Some(k), err)
+            }
+        },
+    };
+    let (Some(kind), None, Some(header)) = (kind, &problem, header) else {
+        let err = problem.expect("a problem");
+        if !opts.skip_bad_rows {
+            return Err(err);
         }
+        // The whole file is lost: count its lines after the header.
+        let mut rec = ByteRecord::new();
+        let mut lines = 0u64;
+        while let Some(raw) = next_record(&mut rdr, &mut rec, path)? {
+            lines = lines.saturating_add(raw.lines);
+        }
+        let err = Error::input(
+            path,
+            match &err {
+                Error::Input { place, .. } => place.clone(),
+                _ => "line 1".into(),
+            },
+            format!(
+                "{}; file skipped ({lines} lines after the header)",
+                match &err {
+                    Error::Input { message, .. } => message.clone(),
+                    other => other.to_string(),
+                }
+            ),
+        );
+        note_skip(report, lines, err);
+        return Ok(());
     };
     let cols = columns(kind, &header, path)?;
     st.ordinal = 0;
     let mut rec = ByteRecord::new();
     let mut ignored = 0u64;
-    loop {
-        match rdr.read_byte_record(&mut rec) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => {
-                // Field-count problems come back as records; what remains is I/O or
-                // an unterminated quote at the end of the file.
-                let err = csv_error(path, &e);
-                if matches!(e.kind(), csv::ErrorKind::Io(_)) {
-                    return Err(err);
-                }
-                skip_or_fail(opts, report, err)?;
-                continue;
-            }
+    while let Some(raw) = next_record(&mut rdr, &mut rec, path)? {
+        if let Some(p) = raw.problem {
+            bad_record(&mut rdr, path, &raw, p.message(), opts, report)?;
+            continue;
         }
-        let line = rec.position().map_or(0, |p| p.line());
         if rec.len() != header.names.len() {
-            let err = Error::input(
-                path,
-                format!("line {line}"),
-                format!(
-                    "expected {} fields as in the header, found {}",
-                    header.names.len(),
-                    rec.len()
-                ),
+            let m = format!(
+                "expected {} fields as in the header, found {}",
+                header.names.len(),
+                rec.len()
             );
-            skip_or_fail(opts, report, err)?;
+            bad_record(&mut rdr, path, &raw, m, opts, report)?;
             continue;
         }
         let r = Rec {
@@ -762,9 +1188,7 @@ fn import_file(
         match result {
             Ok(()) => {}
             Err(RowError::Fatal(e)) => return Err(e),
-            Err(RowError::Bad(m)) => {
-                skip_or_fail(opts, report, Error::input(path, format!("line {line}"), m))?
-            }
+            Err(RowError::Bad(m)) => bad_record(&mut rdr, path, &raw, m, opts, report)?,
         }
     }
     if !kind.is_imported() {
@@ -814,7 +1238,7 @@ fn agent_row(st: &mut State<'_, '_>, r: &Rec<'_>) -> std::result::Result<(), Row
             absolute_index: Some(id),
             logical_index: r.opt_int(h.col("logical_node_id"))?,
             type_index: r.opt_int(h.col("logical_node_type_id"))?,
-            uuid: r.opt_int(h.col("device_id")).ok().flatten(),
+            uuid: r.opt_bits(h.col("device_id"))?,
             name: text("name"),
             model_name: text("model_name"),
             vendor_name: text("vendor_name"),
@@ -904,8 +1328,8 @@ fn kernel_row(
     };
     let corr = corr_id(corr);
     let tid = r.opt_int(c.tid)?;
-    let queue = r.opt_int(c.queue)?.unwrap_or(0);
-    let stream = r.opt_int(c.stream)?.unwrap_or(0);
+    let queue = r.opt_bits(c.queue)?.unwrap_or(0);
+    let stream = r.opt_bits(c.stream)?.unwrap_or(0);
     let private = r.opt_int(c.private)?;
     let group = r.opt_int(c.group)?;
     let vgpr = r.opt_int(c.vgpr)?;
@@ -1007,7 +1431,7 @@ fn copy_row(
     let dst = r.agent(Some(dst))?;
     let start = r.int(start)?;
     let end = r.int(end)?;
-    let stream = r.opt_int(stream)?;
+    let stream = r.opt_bits(stream)?;
     let corr = r.opt_int(corr)?.and_then(corr_id);
     let size = r.opt_int(bytes)?.unwrap_or(0);
     let category = r.text(kind);
@@ -1077,7 +1501,7 @@ fn alloc_row(
     let op = r.text(Some(operation)).trim().to_string();
     let agent = r.agent(agent)?;
     let size = r.opt_int(size)?.unwrap_or(0);
-    let address = r.opt_int(address)?;
+    let address = r.opt_bits(address)?;
     let corr = r.opt_int(corr)?.and_then(corr_id);
     let start = r.int(start)?;
     let end = r.int(end)?;
@@ -1125,7 +1549,7 @@ fn scratch_row(
 ) -> std::result::Result<(), RowError> {
     let op = r.text(Some(operation)).trim().to_string();
     let agent = r.agent(agent)?;
-    let queue = r.opt_int(queue)?;
+    let queue = r.opt_bits(queue)?;
     let tid = r.opt_int(tid)?;
     let flags = r.text(flags).trim().to_string();
     let size = r.opt_int(size)?.unwrap_or(0);
@@ -1140,8 +1564,8 @@ fn scratch_row(
     let (ty, _) = alloc_type(&op);
     let agent_id = agent.map(|a| st.out.agents.resolve(a, Some("GPU")));
     let flags_v = match parse_int(&flags) {
-        Some(n) => serde_json::Value::from(n),
-        None => serde_json::Value::from(flags),
+        Ok(n) => serde_json::Value::from(n),
+        Err(_) => serde_json::Value::from(flags),
     };
     let mut ext = serde_json::json!({ "flags": flags_v });
     if ty.is_none() {
@@ -1181,7 +1605,7 @@ fn counter_row(
     let dispatch_id = r.int(c.dispatch)?;
     let corr = r.opt_int(c.corr)?.and_then(corr_id);
     let agent = r.agent(c.agent)?;
-    let queue = r.opt_int(c.queue)?;
+    let queue = r.opt_bits(c.queue)?;
     let pid = r.opt_int(c.pid)?.unwrap_or(st.pid);
     let tid = r.opt_int(c.tid)?;
     let grid = r.opt_int(c.grid)?;
@@ -1299,19 +1723,20 @@ fn counter_row(
 /// The distinct values of the guid column of a `rocpd convert` CSV, in first-seen order
 /// (empty when the file has no guid column).
 pub(crate) fn distinct_guids(path: &Path) -> Result<Vec<String>> {
-    let mut rdr = open_csv(path)?;
-    let header = Header::new(rdr.byte_headers().map_err(|e| csv_error(path, &e))?);
-    let Some(gc) = header.guid else {
+    let (mut rdr, header) = open_with_header(path)?;
+    let Some(gc) = header.as_ref().and_then(|h| h.guid) else {
         return Ok(Vec::new());
     };
+    let header = header.expect("a header");
     let mut seen: Vec<String> = Vec::new();
     let mut rec = ByteRecord::new();
-    loop {
-        match rdr.read_byte_record(&mut rec) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) if matches!(e.kind(), csv::ErrorKind::Io(_)) => return Err(csv_error(path, &e)),
-            Err(_) => continue,
+    while let Some(raw) = next_record(&mut rdr, &mut rec, path)? {
+        if unusable(&raw, &rec, &header) {
+            // The import reports it; the lines after its first may hold other guids.
+            if raw.lines > 1 {
+                rdr.resync();
+            }
+            continue;
         }
         if let Some(g) = rec.get(gc) {
             let g = String::from_utf8_lossy(g);
@@ -1365,11 +1790,36 @@ mod tests {
 
     #[test]
     fn numbers_and_agents() {
-        assert_eq!(parse_int("42"), Some(42));
-        assert_eq!(parse_int("0x00007ffb26354000"), Some(0x7ffb26354000));
-        assert_eq!(parse_int("18446744073709551615"), Some(-1));
-        assert_eq!(parse_int("3564.000000"), Some(3564));
-        assert_eq!(parse_int("1.5"), None);
+        assert_eq!(parse_int("42"), Ok(42));
+        assert_eq!(parse_int("0x00007ffb26354000"), Ok(0x7ffb26354000));
+        assert_eq!(parse_int("3564.000000"), Ok(3564));
+        assert_eq!(parse_int("1.5"), Err(IntError::NotInt));
+        assert_eq!(parse_int("x"), Err(IntError::NotInt));
+        // Nothing wraps or saturates.
+        assert_eq!(parse_int("9223372036854775807"), Ok(i64::MAX));
+        assert_eq!(parse_int("-9223372036854775808"), Ok(i64::MIN));
+        for t in [
+            "9223372036854775808",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-9223372036854775809",
+            "-9223372036854775809.0",
+            "0x8000000000000000",
+            "0x10000000000000000",
+            "9.25e18",
+            "-9.3e18",
+            "1e400",
+        ] {
+            assert_eq!(parse_int(t), Err(IntError::OutOfRange), "{t}");
+        }
+        assert_eq!(parse_int("9.2e18"), Ok(9_200_000_000_000_000_000));
+        // Opaque 64-bit values keep their bits.
+        assert_eq!(parse_bits("18446744073709551615"), Ok(-1));
+        assert_eq!(parse_bits("0xffffffffffffffff"), Ok(-1));
+        assert_eq!(
+            parse_bits("18446744073709551616"),
+            Err(IntError::OutOfRange)
+        );
         assert_eq!(AgentRef::parse("Agent 4"), Ok(Some(AgentRef::Logical(4))));
         assert_eq!(
             AgentRef::parse("GPU 1"),

@@ -5,7 +5,7 @@
 //! Inputs of the hash, in order: the format (`csv`/`json`); for each file its name (not
 //! its directory), its size and its first 64 KiB; for JSON the process index; for
 //! `rocpd convert` CSVs the guid filter. Layout: the 48-bit time field is the process
-//! start in ms when known (JSON `metadata.init_time`), otherwise hash bits; the version
+//! start in ms when known (JSON `metadata.init_time`, if not negative), otherwise hash bits; the version
 //! nibble is 7 and the variant bits `10`; every other bit comes from two FNV-1a-64 hashes.
 //! A `rocpd convert` CSV run whose rows carry one original guid keeps that guid.
 
@@ -48,7 +48,8 @@ pub(crate) fn run_guid(run: &Run) -> Result<String> {
         } => {
             feed(b"json");
             feed(&(*index as u64).to_le_bytes());
-            start_ms = init_time.map(|t| (t / 1_000_000) as u64);
+            // A negative start (bad input) has no place in the time field: hash bits then.
+            start_ms = init_time.and_then(|t| u64::try_from(t / 1_000_000).ok());
         }
     }
     for path in &run.files {

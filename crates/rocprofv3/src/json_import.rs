@@ -23,6 +23,7 @@ use rocpd_model::{Error, Result};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use crate::csv_import::{float_to_i64, parse_bits, parse_int, IntError};
 use crate::db::{
     AgentRow, AllocRow, CodeObjectRow, CopyRow, DispatchRow, EventRow, KernelSymbolRow, NodeRow,
     Out, PmcRow, ProcessRow,
@@ -80,12 +81,14 @@ struct Opened {
     reader: BufReader<Counting<Box<dyn Read>>>,
     gz: bool,
     count: Rc<Cell<u64>>,
+    /// Length of the byte-order mark skipped at the start (0 or 3).
+    bom: u64,
 }
 
 impl Opened {
-    /// Bytes of the (decompressed) text the parser has consumed.
+    /// Bytes of the (decompressed) text the parser has consumed, the BOM included.
     fn consumed(&self) -> u64 {
-        self.count.get() - self.reader.buffer().len() as u64
+        (self.bom + self.count.get()).saturating_sub(self.reader.buffer().len() as u64)
     }
 }
 
@@ -107,18 +110,46 @@ fn open(path: &Path) -> Result<Opened> {
     } else {
         Box::new(f)
     };
+    // A UTF-8 byte-order mark (also inside gzip data) is skipped; byte offsets in messages
+    // still count it.
+    let mut inner = inner;
+    let mut lead = Vec::with_capacity(3);
+    (&mut inner).take(3).read_to_end(&mut lead).map_err(|e| {
+        let place = if gz {
+            "byte offset 0 of the decompressed data"
+        } else {
+            "byte offset 0"
+        };
+        Error::input(path, place, read_message(gz, &e))
+    })?;
+    let bom = if lead == b"\xef\xbb\xbf" {
+        lead.clear();
+        3
+    } else {
+        0
+    };
+    let chained: Box<dyn Read> = Box::new(std::io::Cursor::new(lead).chain(inner));
     let count = Rc::new(Cell::new(0));
     Ok(Opened {
         reader: BufReader::with_capacity(
             1 << 16,
             Counting {
-                inner,
+                inner: chained,
                 count: count.clone(),
             },
         ),
         gz,
         count,
+        bom,
     })
+}
+
+fn read_message(gz: bool, e: &std::io::Error) -> String {
+    if gz {
+        format!("truncated or corrupt gzip data: {e}")
+    } else {
+        format!("read error: {e}")
+    }
 }
 
 /// Turns a parser error into an input error at the current byte offset.
@@ -213,9 +244,10 @@ pub(crate) fn prescan(path: &Path) -> Result<Vec<ProcMeta>> {
             let mut m = ProcMeta::default();
             while let Some(key) = map.next_key::<String>()? {
                 if key == "metadata" {
+                    // Only for labels and the guid: the import checks the values.
                     let v: Value = map.next_value()?;
-                    m.pid = int(v.get("pid"));
-                    m.init_time = int(v.get("init_time"));
+                    m.pid = opt(&v, "pid").ok().flatten();
+                    m.init_time = opt(&v, "init_time").ok().flatten();
                 } else {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -240,24 +272,145 @@ pub(crate) fn prescan(path: &Path) -> Result<Vec<ProcMeta>> {
     }
 }
 
-/// A JSON integer: a number (unsigned values above `i64::MAX` wrap), a `{"handle": n}`
-/// object, or a decimal / `0x` string.
-fn int(v: Option<&Value>) -> Option<i64> {
-    match v? {
-        Value::Number(n) => n
-            .as_i64()
-            .or_else(|| n.as_u64().map(|u| u as i64))
-            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64)),
-        Value::Object(o) => int(o.get("handle")),
+/// The range of the column a JSON integer goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Range {
+    /// Timestamps, ids, sizes, counts: signed 64-bit; anything beyond is refused.
+    I64,
+    /// Opaque 64-bit patterns (raw handles, addresses, hashes, device uuids): values up to
+    /// `u64::MAX` are stored as the two's-complement `i64` of the same bits.
+    Bits,
+}
+
+/// A JSON value in a few words, for messages.
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => format!("the number {n}"),
         Value::String(s) => {
-            let s = s.trim();
-            match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-                Some(h) => u64::from_str_radix(h, 16).ok().map(|u| u as i64),
-                None => s.parse().ok(),
+            let mut t: String = s.chars().take(40).collect();
+            if t.len() < s.len() {
+                t.push_str("...");
+            }
+            format!("the string {t:?}")
+        }
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+/// A JSON integer: a number, a `{"handle": n}` object, a decimal / `0x` string or a bool;
+/// `null` and `""` are no value. A value outside `range` is an error (nothing wraps or
+/// saturates, except that [`Range::Bits`] takes unsigned 64-bit patterns).
+fn int_value(x: &Value, range: Range) -> std::result::Result<Option<i64>, String> {
+    let out_of_range = |t: String| {
+        format!(
+            "{t} is out of range ({})",
+            match range {
+                Range::I64 => "timestamps, ids and sizes are signed 64-bit integers",
+                Range::Bits => "the field holds 64-bit values",
+            }
+        )
+    };
+    match x {
+        Value::Null => Ok(None),
+        Value::Bool(b) => Ok(Some(i64::from(*b))),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                return Ok(Some(i));
+            }
+            if let Some(u) = n.as_u64() {
+                return match range {
+                    Range::Bits => Ok(Some(u as i64)),
+                    Range::I64 => Err(out_of_range(n.to_string())),
+                };
+            }
+            match float_to_i64(n.as_f64().unwrap_or(f64::NAN)) {
+                Ok(i) => Ok(Some(i)),
+                Err(IntError::OutOfRange) => Err(out_of_range(n.to_string())),
+                Err(IntError::NotInt) => Err(format!("expected an integer, found {n}")),
             }
         }
-        Value::Bool(b) => Some(i64::from(*b)),
-        _ => None,
+        Value::String(s) => {
+            if s.trim().is_empty() {
+                return Ok(None);
+            }
+            let parsed = match range {
+                Range::I64 => parse_int(s),
+                Range::Bits => parse_bits(s),
+            };
+            match parsed {
+                Ok(i) => Ok(Some(i)),
+                Err(IntError::OutOfRange) => Err(out_of_range(format!("{:?}", s.trim()))),
+                Err(IntError::NotInt) => Err(format!("expected an integer, found {}", describe(x))),
+            }
+        }
+        Value::Object(o) => match o.get("handle") {
+            Some(h) => int_value(h, range),
+            None => Err(
+                "expected an integer or a {\"handle\": n} object, found an object without \"handle\""
+                    .into(),
+            ),
+        },
+        Value::Array(_) => Err("expected an integer, found an array".into()),
+    }
+}
+
+/// The value at `v[path[0]][path[1]]...`; an absent key or a `null` on the way is `None`,
+/// anything else that is not an object on the way is an error.
+fn at_checked<'v>(v: &'v Value, path: &[&str]) -> std::result::Result<Option<&'v Value>, String> {
+    let mut cur = v;
+    for (i, k) in path.iter().enumerate() {
+        match cur {
+            Value::Object(o) => match o.get(*k) {
+                Some(x) => cur = x,
+                None => return Ok(None),
+            },
+            Value::Null if i > 0 => return Ok(None),
+            other => {
+                let what = if i == 0 {
+                    "the record".to_string()
+                } else {
+                    format!("field {}", path[..i].join("."))
+                };
+                return Err(format!(
+                    "{what}: expected an object, found {}",
+                    describe(other)
+                ));
+            }
+        }
+    }
+    Ok(Some(cur))
+}
+
+/// The integer at `v[path...]` (see [`int_value`]).
+fn field_int(v: &Value, path: &[&str], range: Range) -> std::result::Result<Option<i64>, RecError> {
+    match at_checked(v, path).map_err(bad)? {
+        None => Ok(None),
+        Some(x) => int_value(x, range).map_err(|m| bad(format!("field {}: {m}", path.join(".")))),
+    }
+}
+
+/// An optional signed 64-bit field.
+fn opt(v: &Value, key: &str) -> std::result::Result<Option<i64>, RecError> {
+    field_int(v, &[key], Range::I64)
+}
+
+/// An optional 64-bit pattern field (handle, address, hash).
+fn opt_bits(v: &Value, key: &str) -> std::result::Result<Option<i64>, RecError> {
+    field_int(v, &[key], Range::Bits)
+}
+
+/// An object field (`None` when absent or `null`); any other type is an error.
+fn opt_object<'v>(v: &'v Value, key: &str) -> std::result::Result<Option<&'v Value>, RecError> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(o @ Value::Object(_)) => Ok(Some(o)),
+        Some(other) => Err(bad(format!(
+            "field {key}: expected an object, found {}",
+            describe(other)
+        ))),
     }
 }
 
@@ -267,11 +420,6 @@ fn text(v: Option<&Value>) -> Option<String> {
         Value::Null => None,
         other => Some(other.to_string()),
     }
-}
-
-/// `v[a][b]...`
-fn at<'v>(v: &'v Value, path: &[&str]) -> Option<&'v Value> {
-    path.iter().try_fold(v, |v, k| v.get(k))
 }
 
 /// Kind and operation names from `strings.buffer_records`.
@@ -416,7 +564,7 @@ fn bad(msg: impl Into<String>) -> RecError {
 }
 
 fn req(v: &Value, path: &[&str]) -> std::result::Result<i64, RecError> {
-    int(at(v, path)).ok_or_else(|| bad(format!("missing or non-integer field {}", path.join("."))))
+    field_int(v, path, Range::I64)?.ok_or_else(|| bad(format!("missing field {}", path.join("."))))
 }
 
 impl Json<'_, '_, '_> {
@@ -506,6 +654,9 @@ impl Json<'_, '_, '_> {
     }
 
     fn record(&mut self, s: Section, v: &Value) -> RecResult {
+        if s != Section::Ignored && !v.is_object() {
+            return Err(bad(format!("expected an object, found {}", describe(v))));
+        }
         match s {
             Section::Agents => self.agent(v),
             Section::Counters => self.counter_info(v),
@@ -526,14 +677,26 @@ impl Json<'_, '_, '_> {
         }
     }
 
-    fn metadata(&mut self, v: &Value) {
-        if let Some(n) = v.get("node") {
+    fn metadata(&mut self, v: &Value) -> RecResult {
+        if !v.is_object() {
+            return Err(bad(format!("expected an object, found {}", describe(v))));
+        }
+        // Every value is checked before any is used.
+        let ppid = opt(v, "ppid")?;
+        let init = opt(v, "init_time")?;
+        let fini = opt(v, "fini_time")?;
+        let pid = opt(v, "pid")?;
+        if let Some(n) = opt_object(v, "node")? {
             let hostname = text(n.get("hostname"));
             let mut node = NodeRow::from_hostname(hostname.as_deref());
-            if let Some(id) = int(n.get("id")) {
+            let in_node = |r: RecError| match r {
+                RecError::Bad(m) => bad(format!("node: {m}")),
+                f => f,
+            };
+            if let Some(id) = opt_bits(n, "id").map_err(in_node)? {
                 node.id = id;
             }
-            if let Some(h) = int(n.get("hash")) {
+            if let Some(h) = opt_bits(n, "hash").map_err(in_node)? {
                 node.hash = h;
             }
             if let Some(m) = text(n.get("machine_id")).filter(|m| !m.is_empty()) {
@@ -546,7 +709,7 @@ impl Json<'_, '_, '_> {
             node.domain_name = text(n.get("domain_name"));
             self.out.set_node(node);
         }
-        if let Some(pid) = int(v.get("pid")) {
+        if let Some(pid) = pid {
             self.pid = pid;
         }
         let command = match v.get("command") {
@@ -561,29 +724,35 @@ impl Json<'_, '_, '_> {
         self.out.set_process(
             self.pid,
             ProcessRow {
-                ppid: int(v.get("ppid")),
-                init: int(v.get("init_time")),
-                fini: int(v.get("fini_time")),
+                ppid,
+                init,
+                fini,
                 command,
                 environment: None,
                 extdata: v.get("config").map(Value::to_string),
             },
         );
+        Ok(())
     }
 
     fn agent(&mut self, v: &Value) -> RecResult {
-        let handle = int(at(v, &["id", "handle"])).or_else(|| int(v.get("id")));
-        let id = int(v.get("node_id"))
+        let handle = opt_bits(v, "id")?;
+        let id = opt(v, "node_id")?
             .or(handle)
             .ok_or_else(|| bad("agent without node_id or id"))?;
-        let agent_type = match int(v.get("type")) {
-            Some(1) => Some("CPU"),
-            Some(2) => Some("GPU"),
-            _ => match text(v.get("type")).as_deref() {
-                Some("CPU") => Some("CPU"),
-                Some("GPU") => Some("GPU"),
+        // A number (1 = CPU, 2 = GPU) or a name; other values leave the type unknown.
+        let agent_type = match v.get("type") {
+            Some(Value::String(t)) => match t.trim() {
+                "CPU" | "1" => Some("CPU"),
+                "GPU" | "2" => Some("GPU"),
                 _ => None,
             },
+            Some(t) => match int_value(t, Range::I64) {
+                Ok(Some(1)) => Some("CPU"),
+                Ok(Some(2)) => Some("GPU"),
+                _ => None,
+            },
+            None => None,
         };
         let product = text(v.get("product_name"));
         self.out.agents.add(
@@ -591,9 +760,9 @@ impl Json<'_, '_, '_> {
                 id,
                 agent_type,
                 absolute_index: Some(id),
-                logical_index: int(v.get("logical_node_id")),
-                type_index: int(v.get("logical_node_type_id")),
-                uuid: int(v.get("device_id")),
+                logical_index: opt(v, "logical_node_id")?,
+                type_index: opt(v, "logical_node_type_id")?,
+                uuid: opt_bits(v, "device_id")?,
                 name: text(v.get("name")),
                 model_name: text(v.get("model_name")),
                 vendor_name: text(v.get("vendor_name")),
@@ -606,13 +775,19 @@ impl Json<'_, '_, '_> {
         Ok(())
     }
 
-    fn agent_of(&mut self, v: Option<&Value>, evidence: Option<&'static str>) -> Option<i64> {
-        int(v).map(|h| self.out.agents.by_handle(h, evidence))
+    /// The agent of handle field `key` of `v`.
+    fn agent_of(
+        &mut self,
+        v: &Value,
+        key: &str,
+        evidence: Option<&'static str>,
+    ) -> std::result::Result<Option<i64>, RecError> {
+        Ok(opt_bits(v, key)?.map(|h| self.out.agents.by_handle(h, evidence)))
     }
 
     fn counter_info(&mut self, v: &Value) -> RecResult {
         let id = req(v, &["id"])?;
-        let agent_id = self.agent_of(v.get("agent_id"), None);
+        let agent_id = self.agent_of(v, "agent_id", None)?;
         let name = text(v.get("name")).unwrap_or_else(|| format!("counter {id}"));
         let target_arch = agent_id.and_then(|a| self.out.agents.agent_type(a));
         self.out.pmc(
@@ -625,8 +800,8 @@ impl Json<'_, '_, '_> {
                 description: text(v.get("description")),
                 block: text(v.get("block")),
                 expression: text(v.get("expression")),
-                is_constant: int(v.get("is_constant")),
-                is_derived: int(v.get("is_derived")),
+                is_constant: opt(v, "is_constant")?,
+                is_derived: opt(v, "is_derived")?,
                 extdata: Some(v.to_string()),
             },
         )?;
@@ -635,8 +810,8 @@ impl Json<'_, '_, '_> {
 
     fn code_object(&mut self, v: &Value) -> RecResult {
         let id = req(v, &["code_object_id"])?;
-        let agent_id = self.agent_of(v.get("agent_id"), None);
-        let storage_type = match int(v.get("storage_type")) {
+        let agent_id = self.agent_of(v, "agent_id", None)?;
+        let storage_type = match opt(v, "storage_type")? {
             Some(1) => Some("FILE"),
             Some(2) => Some("MEMORY"),
             _ => None,
@@ -647,9 +822,9 @@ impl Json<'_, '_, '_> {
                 id,
                 agent_id,
                 uri: text(v.get("uri")),
-                load_base: int(v.get("load_base")),
-                load_size: int(v.get("load_size")),
-                load_delta: int(v.get("load_delta")),
+                load_base: opt_bits(v, "load_base")?,
+                load_size: opt(v, "load_size")?,
+                load_delta: opt_bits(v, "load_delta")?,
                 storage_type,
                 extdata: Some(v.to_string()),
             },
@@ -668,17 +843,17 @@ impl Json<'_, '_, '_> {
             self.pid,
             &KernelSymbolRow {
                 id,
-                code_object_id: int(v.get("code_object_id")).unwrap_or(0),
+                code_object_id: opt(v, "code_object_id")?.unwrap_or(0),
                 kernel_name,
                 display_name: display,
-                kernel_object: int(v.get("kernel_object")),
-                kernarg_segment_size: int(v.get("kernarg_segment_size")),
-                kernarg_segment_alignment: int(v.get("kernarg_segment_alignment")),
-                group_segment_size: int(v.get("group_segment_size")),
-                private_segment_size: int(v.get("private_segment_size")),
-                sgpr_count: int(v.get("sgpr_count")),
-                arch_vgpr_count: int(v.get("arch_vgpr_count")),
-                accum_vgpr_count: int(v.get("accum_vgpr_count")),
+                kernel_object: opt_bits(v, "kernel_object")?,
+                kernarg_segment_size: opt(v, "kernarg_segment_size")?,
+                kernarg_segment_alignment: opt(v, "kernarg_segment_alignment")?,
+                group_segment_size: opt(v, "group_segment_size")?,
+                private_segment_size: opt(v, "private_segment_size")?,
+                sgpr_count: opt(v, "sgpr_count")?,
+                arch_vgpr_count: opt(v, "arch_vgpr_count")?,
+                accum_vgpr_count: opt(v, "accum_vgpr_count")?,
                 extdata: Some(v.to_string()),
             },
         )?;
@@ -729,16 +904,19 @@ impl Json<'_, '_, '_> {
             .map_err(|e| Error::output("temporary table", e.to_string()))
     }
 
-    /// Event ids of a record's `correlation_id` object: (internal, external, ancestor).
-    fn corr(v: &Value) -> (Option<i64>, Option<i64>, Option<i64>) {
-        match v.get("correlation_id") {
-            Some(c @ Value::Object(_)) => (
-                int(c.get("internal")).filter(|c| *c != 0),
-                int(c.get("external")),
-                int(c.get("ancestor")),
+    /// Event ids of a record's `correlation_id` object (or number): (internal, external,
+    /// ancestor).
+    #[allow(clippy::type_complexity)]
+    fn corr(v: &Value) -> std::result::Result<(Option<i64>, Option<i64>, Option<i64>), RecError> {
+        let c = |k: &str| field_int(v, &["correlation_id", k], Range::I64);
+        Ok(match v.get("correlation_id") {
+            Some(Value::Object(_)) => (
+                c("internal")?.filter(|c| *c != 0),
+                c("external")?,
+                c("ancestor")?,
             ),
-            other => (int(other).filter(|c| *c != 0), None, None),
-        }
+            _ => (opt(v, "correlation_id")?.filter(|c| *c != 0), None, None),
+        })
     }
 
     fn api(&mut self, v: &Value) -> RecResult {
@@ -746,8 +924,8 @@ impl Json<'_, '_, '_> {
         let op = req(v, &["operation"])?;
         let start = req(v, &["start_timestamp"])?;
         let end = req(v, &["end_timestamp"])?;
-        let tid = int(v.get("thread_id")).unwrap_or(self.pid);
-        let (internal, external, ancestor) = Self::corr(v);
+        let tid = opt(v, "thread_id")?.unwrap_or(self.pid);
+        let (internal, external, ancestor) = Self::corr(v)?;
         let internal = internal.ok_or_else(|| bad("missing correlation_id.internal"))?;
         let category = self.kind_name(kind);
         let name = self.op_name(kind, op);
@@ -770,23 +948,45 @@ impl Json<'_, '_, '_> {
         Ok(())
     }
 
-    /// A dispatch row from a `dispatch_info` object and the record around it.
+    /// A dispatch row from a `dispatch_info` object and the record around it (all fields
+    /// checked before anything is written; the kernel symbol is made if unknown).
     fn dispatch_row(
         &mut self,
         v: &Value,
         info: &Value,
     ) -> std::result::Result<DispatchRow, RecError> {
-        let xyz = |k: &str| {
-            [
-                int(at(info, &[k, "x"])).unwrap_or(0),
-                int(at(info, &[k, "y"])).unwrap_or(0),
-                int(at(info, &[k, "z"])).unwrap_or(0),
-            ]
+        if !info.is_object() {
+            return Err(bad(format!(
+                "dispatch_info: expected an object, found {}",
+                describe(info)
+            )));
+        }
+        let in_info = |r: RecError| match r {
+            RecError::Bad(m) => bad(format!("dispatch_info: {m}")),
+            f => f,
         };
+        let xyz = |k: &str| -> std::result::Result<[i64; 3], RecError> {
+            let mut out = [0i64; 3];
+            for (o, c) in out.iter_mut().zip(["x", "y", "z"]) {
+                *o = field_int(info, &[k, c], Range::I64)
+                    .map_err(in_info)?
+                    .unwrap_or(0);
+            }
+            Ok(out)
+        };
+        let workgroup = xyz("workgroup_size")?;
+        let grid = xyz("grid_size")?;
+        let kernel_id = req(info, &["kernel_id"]).map_err(in_info)?;
+        let dispatch_id = req(info, &["dispatch_id"]).map_err(in_info)?;
+        let tid = opt(v, "thread_id")?;
+        let queue_id = opt_bits(info, "queue_id").map_err(in_info)?.unwrap_or(0);
+        let stream_id = opt_bits(v, "stream_id")?.unwrap_or(0);
+        let private_segment_size = opt(info, "private_segment_size").map_err(in_info)?;
+        let group_segment_size = opt(info, "group_segment_size").map_err(in_info)?;
         let agent_id = self
-            .agent_of(info.get("agent_id"), Some("GPU"))
+            .agent_of(info, "agent_id", Some("GPU"))
+            .map_err(in_info)?
             .ok_or_else(|| bad("missing dispatch_info.agent_id"))?;
-        let kernel_id = req(info, &["kernel_id"])?;
         if !self.out.has_kernel(kernel_id) {
             self.out.kernel_symbol(
                 self.pid,
@@ -798,19 +998,19 @@ impl Json<'_, '_, '_> {
             )?;
         }
         Ok(DispatchRow {
-            dispatch_id: req(info, &["dispatch_id"])?,
+            dispatch_id,
             pid: self.pid,
-            tid: int(v.get("thread_id")),
+            tid,
             agent_id,
             kernel_id,
-            queue_id: int(info.get("queue_id")).unwrap_or(0),
-            stream_id: int(v.get("stream_id")).unwrap_or(0),
+            queue_id,
+            stream_id,
             start: 0,
             end: 0,
-            private_segment_size: int(info.get("private_segment_size")),
-            group_segment_size: int(info.get("group_segment_size")),
-            workgroup: xyz("workgroup_size"),
-            grid: xyz("grid_size"),
+            private_segment_size,
+            group_segment_size,
+            workgroup,
+            grid,
             region_name_id: None,
             extdata: None,
         })
@@ -830,11 +1030,13 @@ impl Json<'_, '_, '_> {
         let info = v
             .get("dispatch_info")
             .ok_or_else(|| bad("missing dispatch_info"))?;
-        let kind = int(v.get("kind"));
+        let kind = opt(v, "kind")?;
+        let start = req(v, &["start_timestamp"])?;
+        let end = req(v, &["end_timestamp"])?;
+        let (internal, external, _) = Self::corr(v)?;
         let mut d = self.dispatch_row(v, info)?;
-        d.start = req(v, &["start_timestamp"])?;
-        d.end = req(v, &["end_timestamp"])?;
-        let (internal, external, _) = Self::corr(v);
+        d.start = start;
+        d.end = end;
         d.region_name_id = self.region_name(external)?;
         // A counter record may have made this dispatch already (callback records come
         // before buffer records): complete it instead of adding a second one.
@@ -863,7 +1065,12 @@ impl Json<'_, '_, '_> {
         let op = req(v, &["operation"])?;
         let start = req(v, &["start_timestamp"])?;
         let end = req(v, &["end_timestamp"])?;
-        let (internal, external, _) = Self::corr(v);
+        let (internal, external, _) = Self::corr(v)?;
+        let tid = opt(v, "thread_id")?;
+        let dst_address = opt_bits(v, "dst_address")?;
+        let src_address = opt_bits(v, "src_address")?;
+        let size = opt(v, "bytes")?.unwrap_or(0);
+        let stream_id = opt_bits(v, "stream_id")?;
         let name = crate::csv_import::copy_name(&self.op_name(kind, op));
         let category = self.kind_name(kind);
         let (src_t, dst_t) = match name.trim_start_matches("MEMORY_COPY_") {
@@ -873,8 +1080,11 @@ impl Json<'_, '_, '_> {
             "HOST_TO_HOST" => (Some("CPU"), Some("CPU")),
             _ => (None, None),
         };
-        let src_agent_id = self.agent_of(v.get("src_agent_id"), src_t);
-        let dst_agent_id = self.agent_of(v.get("dst_agent_id"), dst_t);
+        // Checked before either agent is noted.
+        opt_bits(v, "src_agent_id")?;
+        opt_bits(v, "dst_agent_id")?;
+        let src_agent_id = self.agent_of(v, "src_agent_id", src_t)?;
+        let dst_agent_id = self.agent_of(v, "dst_agent_id", dst_t)?;
         let name_id = self.out.string(&name)?;
         let region_name_id = self.region_name(external)?;
         let event_id = self.out.event(&EventRow {
@@ -887,17 +1097,17 @@ impl Json<'_, '_, '_> {
         self.out.copy(
             &CopyRow {
                 pid: self.pid,
-                tid: int(v.get("thread_id")),
+                tid,
                 start,
                 end,
                 name_id,
                 dst_agent_id,
-                dst_address: int(v.get("dst_address")),
+                dst_address,
                 src_agent_id,
-                src_address: int(v.get("src_address")),
-                size: int(v.get("bytes")).unwrap_or(0),
+                src_address,
+                size,
                 queue_id: None,
-                stream_id: int(v.get("stream_id")),
+                stream_id,
                 region_name_id,
                 extdata: None,
             },
@@ -911,13 +1121,19 @@ impl Json<'_, '_, '_> {
         let op = req(v, &["operation"])?;
         let start = req(v, &["start_timestamp"])?;
         let end = req(v, &["end_timestamp"])?;
-        let (internal, external, _) = Self::corr(v);
+        let (internal, external, _) = Self::corr(v)?;
+        let tid = opt(v, "thread_id")?;
+        let address = opt_bits(v, "address")?;
+        let size = opt(v, "allocation_size")?.unwrap_or(0);
+        let queue_id = opt_bits(v, "queue_id")?;
+        let stream_id = opt_bits(v, "stream_id")?;
+        let handle = opt_bits(v, "agent_id")?;
         let op_name = self.op_name(kind, op);
         let category = self.kind_name(kind);
         let (ty, level) = crate::csv_import::alloc_type(&op_name);
         let level = if scratch { "SCRATCH" } else { level };
         // Frees name no agent (handle 0 or absent).
-        let agent_id = match int(v.get("agent_id")) {
+        let agent_id = match handle {
             Some(h) if h != 0 => Some(self.out.agents.by_handle(h, scratch.then_some("GPU"))),
             _ => None,
         };
@@ -938,16 +1154,16 @@ impl Json<'_, '_, '_> {
         self.out.alloc(
             &AllocRow {
                 pid: self.pid,
-                tid: int(v.get("thread_id")),
+                tid,
                 agent_id,
                 kind: ty,
                 level: Some(level),
                 start,
                 end,
-                address: int(v.get("address")),
-                size: int(v.get("allocation_size")).unwrap_or(0),
-                queue_id: int(v.get("queue_id")),
-                stream_id: int(v.get("stream_id")),
+                address,
+                size,
+                queue_id,
+                stream_id,
                 extdata: (!ext.is_empty()).then(|| Value::Object(ext).to_string()),
             },
             event_id,
@@ -959,13 +1175,54 @@ impl Json<'_, '_, '_> {
         let dd = v
             .get("dispatch_data")
             .ok_or_else(|| bad("missing dispatch_data"))?;
+        if !dd.is_object() {
+            return Err(bad(format!(
+                "dispatch_data: expected an object, found {}",
+                describe(dd)
+            )));
+        }
         let info = dd
             .get("dispatch_info")
             .ok_or_else(|| bad("missing dispatch_data.dispatch_info"))?;
+        let in_dd = |r: RecError| match r {
+            RecError::Bad(m) => bad(format!("dispatch_data: {m}")),
+            f => f,
+        };
+        let (internal, external, _) = Self::corr(dd).map_err(in_dd)?;
+        let start = opt(dd, "start_timestamp").map_err(in_dd)?;
+        let end = opt(dd, "end_timestamp").map_err(in_dd)?;
+        // The values, all checked before anything is written.
+        let records = match v.get("records") {
+            None | Some(Value::Null) => &[][..],
+            Some(Value::Array(a)) => a.as_slice(),
+            Some(other) => {
+                return Err(bad(format!(
+                    "field records: expected an array, found {}",
+                    describe(other)
+                )))
+            }
+        };
+        let mut values = Vec::with_capacity(records.len());
+        for (i, r) in records.iter().enumerate() {
+            let in_rec = |e: RecError| match e {
+                RecError::Bad(m) => bad(format!("records[{i}]: {m}")),
+                f => f,
+            };
+            if !r.is_object() {
+                return Err(bad(format!(
+                    "records[{i}]: expected an object, found {}",
+                    describe(r)
+                )));
+            }
+            let pmc_id = req(r, &["counter_id"]).map_err(in_rec)?;
+            let value = r.get("value").and_then(Value::as_f64).ok_or_else(|| {
+                bad(format!(
+                    "records[{i}]: counter record without a numeric value"
+                ))
+            })?;
+            values.push((pmc_id, value));
+        }
         let mut d = self.dispatch_row(v, info)?;
-        let (internal, external, _) = Self::corr(dd);
-        let start = int(dd.get("start_timestamp"));
-        let end = int(dd.get("end_timestamp"));
         let event_id = match self.out.find_dispatch(d.dispatch_id)? {
             Some(crate::db::FoundDispatch {
                 event_id: Some(e), ..
@@ -997,16 +1254,7 @@ impl Json<'_, '_, '_> {
                 }
             },
         };
-        let records = match v.get("records") {
-            Some(Value::Array(a)) => a.as_slice(),
-            _ => &[],
-        };
-        for r in records {
-            let pmc_id = req(r, &["counter_id"])?;
-            let value = r
-                .get("value")
-                .and_then(Value::as_f64)
-                .ok_or_else(|| bad("counter record without a numeric value"))?;
+        for (pmc_id, value) in values {
             if !self.out.has_pmc(pmc_id) {
                 self.out.pmc(
                     self.pid,
@@ -1124,7 +1372,15 @@ impl<'de> Visitor<'de> for ProcSeed<'_, '_, '_, '_> {
             match key.as_str() {
                 "metadata" => {
                     let v: Value = map.next_value()?;
-                    st.metadata(&v);
+                    let r = match st.metadata(&v) {
+                        Ok(()) => Ok(()),
+                        Err(RecError::Fatal(e)) => Err(e),
+                        Err(RecError::Bad(m)) => {
+                            let place = st.section.clone();
+                            skip_or_fail(st.opts, st.report, Error::input(&st.path, place, m))
+                        }
+                    };
+                    r.map_err(|e| stash(st, e))?;
                 }
                 "agents" => {
                     map.next_value_seed(Elements {
@@ -1405,10 +1661,27 @@ mod tests {
 
     #[test]
     fn ints() {
-        let v: Value =
-            serde_json::json!({"a": {"handle": 7}, "b": "0x10", "c": 18446744073709551615u64});
-        assert_eq!(int(v.get("a")), Some(7));
-        assert_eq!(int(v.get("b")), Some(16));
-        assert_eq!(int(v.get("c")), Some(-1));
+        let v: Value = serde_json::from_str(
+            r#"{"a": {"handle": 7}, "b": "0x10", "c": 18446744073709551615,
+                "d": 18446744073709551616, "e": 1.5, "f": 3.0, "g": -9223372036854775808,
+                "h": -9223372036854775809, "i": [1], "j": null, "k": "0xffffffffffffffff"}"#,
+        )
+        .unwrap();
+        let i = |k: &str| int_value(&v[k], Range::I64);
+        let b = |k: &str| int_value(&v[k], Range::Bits);
+        assert_eq!(i("a"), Ok(Some(7)));
+        assert_eq!(i("b"), Ok(Some(16)));
+        assert!(i("c").unwrap_err().contains("out of range"));
+        assert_eq!(b("c"), Ok(Some(-1)));
+        assert!(i("d").unwrap_err().contains("out of range"));
+        assert!(b("d").unwrap_err().contains("out of range"));
+        assert!(i("e").unwrap_err().contains("expected an integer"));
+        assert_eq!(i("f"), Ok(Some(3)));
+        assert_eq!(i("g"), Ok(Some(i64::MIN)));
+        assert!(i("h").unwrap_err().contains("out of range"));
+        assert!(i("i").unwrap_err().contains("array"));
+        assert_eq!(i("j"), Ok(None));
+        assert!(i("k").unwrap_err().contains("out of range"));
+        assert_eq!(b("k"), Ok(Some(-1)));
     }
 }

@@ -10,16 +10,21 @@
 //!   JSON starting with `{` and naming `rocprofiler-sdk-tool`, also gzip-compressed).
 //! * [`group_runs`] groups CSV files into runs by directory and file-name prefix, and
 //!   splits a JSON file into one run per per-process object.
-//! * [`import`] writes one run into a new database, streaming: CSV records one at a time,
-//!   JSON through serde visitors over the record arrays (never a whole-file value).
+//! * [`import`] writes one run into a new database, streaming: CSV records one at a time
+//!   (bounded records, resynchronisation after a stray quote with `skip_bad_rows`), JSON
+//!   through serde visitors over the record arrays (never a whole-file value).
+//! * [`unrecognised_reason`] says why a file named like a rocprofv3 or RocPD output is not
+//!   recognised, for directory walks to warn instead of dropping it.
 //!
 //! The mapping from rocprofv3 columns and records to RocPD rows is specified in
 //! `formats/rocprofv3/README.md`.
 
 mod csv_import;
+mod csv_read;
 mod db;
 mod guid;
 mod json_import;
+mod reason;
 mod walk;
 
 use std::io::Read;
@@ -28,6 +33,7 @@ use std::path::{Path, PathBuf};
 use rocpd_model::{Error, Result};
 
 pub use csv_import::CsvKind;
+pub use reason::unrecognised_reason;
 
 /// What a file is, judged by its content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -44,7 +50,10 @@ pub const SNIFF_BYTES: usize = 8192;
 /// Recognises a rocprofv3 CSV or JSON file from its first bytes (`head`, a few KiB).
 ///
 /// * CSV: the header line names rocprofv3 columns (matched by name, case-insensitively;
-///   an optional leading `Guid` column is allowed).
+///   an optional leading `Guid` column is allowed). A header that lacks a required column
+///   is recognised too when the file name announces the kind (`*_kernel_trace.csv`, ...)
+///   and the header shares at least two of the kind's columns, one of them particular to
+///   it (`Kernel_Name` with `Dispatch_Id`, ...): [`import`] then names the missing columns.
 /// * JSON: the text starts with `{` and names `"rocprofiler-sdk-tool"` early; gzip input
 ///   (magic `1f 8b`) is decompressed in memory as far as `head` allows and checked the same
 ///   way.
@@ -58,9 +67,14 @@ pub fn sniff(path: &Path, head: &[u8]) -> Option<Detected> {
     if json_import::looks_like_json(head) {
         return Some(Detected::Json);
     }
-    let line = csv_import::first_line(head).or_else(|| {
-        // The header line may be longer than the head (or the file may be just a header
-        // without a line end): read up to 64 KiB for it.
+    let line = header_of(path, head)?;
+    csv_import::kind_of_named_header(path, &line).map(Detected::Csv)
+}
+
+/// The header line of a CSV file: from `head`, or, when `head` ends inside it (or the file
+/// is just a header without a line end), from the first 64 KiB of `path`.
+pub(crate) fn header_of(path: &Path, head: &[u8]) -> Option<String> {
+    csv_import::first_line(head).or_else(|| {
         let mut buf = Vec::new();
         std::fs::File::open(path)
             .ok()?
@@ -69,8 +83,7 @@ pub fn sniff(path: &Path, head: &[u8]) -> Option<Detected> {
             .ok()?;
         let whole = buf.len() < 65536;
         csv_import::header_line(&buf, whole)
-    })?;
-    csv_import::kind_of_header(&line).map(Detected::Csv)
+    })
 }
 
 /// Reads the first [`SNIFF_BYTES`] of `path` and calls [`sniff`].
@@ -138,6 +151,9 @@ pub fn group_runs(paths: &[PathBuf]) -> Result<Vec<Run>> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ImportOptions {
     /// Skip (and count) rows and files that cannot be read instead of failing.
+    ///
+    /// A bad CSV record that spans several physical lines (a stray quote) loses only its
+    /// first line: reading resumes at its second line (see `formats/rocprofv3/README.md`).
     pub skip_bad_rows: bool,
 }
 
@@ -146,10 +162,16 @@ pub struct ImportOptions {
 pub struct ImportReport {
     /// Rows per RocPD table base name (`rocpd_region`, ...), in schema order.
     pub rows: Vec<(String, u64)>,
-    /// Rows (CSV records, JSON records) skipped as bad (only with `skip_bad_rows`).
+    /// Input rows lost as bad (only with `skip_bad_rows`): for CSV, physical lines (a bad
+    /// record loses one line, its first; a skipped file loses every line after its
+    /// header), for JSON, records (array elements).
     pub skipped_rows: u64,
-    /// The first few reasons for skipped rows and files, each naming file and line or offset.
+    /// The reasons for skipped lines, records and files, each naming file and line, offset
+    /// or JSON path: the first [`MAX_SKIP_REASONS`], then one line saying how many more
+    /// there were.
     pub skipped: Vec<String>,
+    /// How many skip reasons were not listed in [`ImportReport::skipped`].
+    pub skipped_unlisted: u64,
     /// Input that was read but has no place in RocPD and was left out on purpose (stats
     /// files, PC-sampling files and records, ...), with counts.
     pub ignored: Vec<String>,
@@ -207,6 +229,12 @@ fn import_inner(run: &Run, dest: &Path, opts: &ImportOptions) -> Result<ImportRe
         }
         out.finish()?;
     }
+    if report.skipped_unlisted > 0 {
+        report.skipped.push(format!(
+            "... and {} more skipped lines, records or files not listed ({} rows lost in all)",
+            report.skipped_unlisted, report.skipped_rows
+        ));
+    }
     db::commit(&conn, dest)?;
     report.rows = db::table_counts(&conn, dest, &guid)?;
     conn.close()
@@ -214,8 +242,8 @@ fn import_inner(run: &Run, dest: &Path, opts: &ImportOptions) -> Result<ImportRe
     Ok(report)
 }
 
-/// Records a skipped row or file in the report (or turns it into the error when rows may
-/// not be skipped).
+/// Records a skipped record in the report (or turns it into the error when rows may not be
+/// skipped).
 pub(crate) fn skip_or_fail(
     opts: &ImportOptions,
     report: &mut ImportReport,
@@ -224,9 +252,16 @@ pub(crate) fn skip_or_fail(
     if !opts.skip_bad_rows {
         return Err(err);
     }
-    report.skipped_rows += 1;
+    note_skip(report, 1, err);
+    Ok(())
+}
+
+/// Records `lost` skipped rows (lines, records) with their reason.
+pub(crate) fn note_skip(report: &mut ImportReport, lost: u64, err: Error) {
+    report.skipped_rows = report.skipped_rows.saturating_add(lost);
     if report.skipped.len() < MAX_SKIP_REASONS {
         report.skipped.push(err.to_string());
+    } else {
+        report.skipped_unlisted = report.skipped_unlisted.saturating_add(1);
     }
-    Ok(())
 }

@@ -42,7 +42,7 @@ const NAME_KINDS: &[&str] = &[
 
 /// Splits a CSV file stem into (prefix, name kind): `1234_kernel_trace` →
 /// (`1234_`, `kernel_trace`). A stem ending in no known kind is its own group.
-fn split_name(stem: &str) -> (String, Option<&'static str>) {
+pub(crate) fn split_name(stem: &str) -> (String, Option<&'static str>) {
     let lower = stem.to_ascii_lowercase();
     let mut best: Option<&'static str> = None;
     for k in NAME_KINDS {

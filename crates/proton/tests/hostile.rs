@@ -1,0 +1,316 @@
+//! Hostile input: wrong JSON types, out-of-range numbers, byte-order marks, unrecognised
+//! files. Every input is built here, in a temporary directory.
+
+use std::path::{Path, PathBuf};
+
+use rocpd_proton::{import, sniff, unrecognised_reason, ImportReport, ProtonKind};
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn try_import(
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    kind: ProtonKind,
+) -> Result<ImportReport, String> {
+    let p = write(dir, name, bytes);
+    let dest = dir.join(format!("{name}.db"));
+    let r = import(&p, kind, &dest).map_err(|e| e.to_string());
+    if r.is_err() {
+        assert!(!dest.exists());
+    } else {
+        std::fs::remove_file(&dest).unwrap();
+    }
+    r
+}
+
+fn error(dir: &Path, name: &str, bytes: &[u8], kind: ProtonKind) -> String {
+    match try_import(dir, name, bytes, kind) {
+        Ok(_) => panic!("{name}: no error for {}", String::from_utf8_lossy(bytes)),
+        Err(e) => {
+            assert!(e.contains(name), "{e}");
+            e
+        }
+    }
+}
+
+#[test]
+fn chrome_trace_shapes_are_checked() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let t = ProtonKind::ChromeTrace;
+    let e = error(d, "a.chrome_trace", br#"{"traceEvents": 5}"#, t);
+    assert!(
+        e.contains("document 0") && e.contains("expected an array"),
+        "{e}"
+    );
+    let e = error(d, "b.chrome_trace", br#"{"traceEvents": {"ph": "X"}}"#, t);
+    assert!(e.contains("expected an array"), "{e}");
+    let e = error(d, "c.chrome_trace", br#"{"displayTimeUnit": "ns"}"#, t);
+    assert!(e.contains("traceEvents"), "{e}");
+    let e = error(d, "d.chrome_trace", br#"{"traceEvents": [5]}"#, t);
+    assert!(
+        e.contains("document 0, event 0") && e.contains("object"),
+        "{e}"
+    );
+    let e = error(d, "e.chrome_trace", br#"{"traceEvents": [{"ph": 88}]}"#, t);
+    assert!(e.contains("\"ph\""), "{e}");
+    let e = error(
+        d,
+        "f.chrome_trace",
+        br#"{"traceEvents": [{"ph": "X", "ts": 1, "dur": "long"}]}"#,
+        t,
+    );
+    assert!(e.contains("event 0") && e.contains("\"dur\""), "{e}");
+    let e = error(
+        d,
+        "g.chrome_trace",
+        br#"{"traceEvents": [{"ph": "X", "ts": 1, "pid": [1]}]}"#,
+        t,
+    );
+    assert!(e.contains("\"pid\""), "{e}");
+    // The second of two concatenated documents.
+    let e = error(
+        d,
+        "h.chrome_trace",
+        b"{\"traceEvents\": []}\n{\"traceEvents\": null}",
+        t,
+    );
+    assert!(e.contains("document 1"), "{e}");
+    // Still fine: an empty array, a bare event array, an empty file.
+    for (name, text) in [
+        ("ok1.chrome_trace", &br#"{"traceEvents": []}"#[..]),
+        (
+            "ok2.chrome_trace",
+            br#"[{"ph": "X", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]"#,
+        ),
+        ("ok3.chrome_trace", b""),
+    ] {
+        try_import(d, name, text, t).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
+
+#[test]
+fn chrome_trace_times_and_ids_out_of_range_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let t = ProtonKind::ChromeTrace;
+    let ev = |fields: &str| {
+        format!(r#"{{"traceEvents": [{{"ph": "X", "pid": 1, "tid": 1, {fields}}}]}}"#)
+    };
+    let cases = [
+        (ev(r#""ts": 1e300, "dur": 1"#), "\"ts\""),
+        (ev(r#""ts": 1, "dur": 1e300"#), "\"dur\""),
+        (
+            r#"{"baseTimeNanoseconds": 9223372036854775000, "traceEvents": [{"ph": "X", "ts": 1000, "dur": 1}]}"#
+                .to_string(),
+            "baseTimeNanoseconds",
+        ),
+        (
+            r#"{"baseTimeNanoseconds": 18446744073709551615, "traceEvents": []}"#.to_string(),
+            "baseTimeNanoseconds",
+        ),
+        (ev(r#""ts": 9223372036854000, "dur": 1000"#), "end time"),
+        (
+            r#"{"traceEvents": [{"ph": "X", "ts": 1, "pid": 18446744073709551616}]}"#.to_string(),
+            "\"pid\"",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "ts": 1, "tid": 1.5}]}"#.to_string(),
+            "\"tid\"",
+        ),
+    ];
+    for (i, (text, what)) in cases.iter().enumerate() {
+        let name = format!("t{i}.chrome_trace");
+        let e = error(d, &name, text.as_bytes(), t);
+        assert!(e.contains(what), "{text}: {e}");
+    }
+    // Near the limits, but fitting: kept exactly.
+    let text = r#"{"baseTimeNanoseconds": 9223372036854000000, "traceEvents": [{"ph": "X", "ts": 700, "dur": 0.5, "pid": 1, "tid": 1, "name": "k"}]}"#;
+    let p = write(d, "near.chrome_trace", text.as_bytes());
+    let dest = d.join("near.db");
+    import(&p, t, &dest).unwrap();
+    let c = rusqlite::Connection::open(&dest).unwrap();
+    let (s, e): (i64, i64) = c
+        .query_row("SELECT start, \"end\" FROM rocpd_region", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((s, e), (9223372036854700000, 9223372036854700500));
+}
+
+#[test]
+fn chrome_trace_with_a_byte_order_mark_is_read() {
+    let d = tempfile::tempdir().unwrap();
+    let mut bytes = b"\xef\xbb\xbf".to_vec();
+    bytes.extend(
+        br#"{"traceEvents": [{"ph": "X", "ts": 1, "dur": 2, "pid": 1, "tid": 1, "name": "k"}]}"#,
+    );
+    let p = write(d.path(), "bom.chrome_trace", &bytes);
+    assert_eq!(sniff(&p, &bytes), Some(ProtonKind::ChromeTrace));
+    let rep = try_import(
+        d.path(),
+        "bom.chrome_trace",
+        &bytes,
+        ProtonKind::ChromeTrace,
+    )
+    .unwrap();
+    assert_eq!(rep.count("rocpd_region"), 1);
+    // Offsets count the mark.
+    let mut bad = b"\xef\xbb\xbf".to_vec();
+    bad.extend(br#"{"traceEvents": [x]}"#);
+    let e = error(
+        d.path(),
+        "badbom.chrome_trace",
+        &bad,
+        ProtonKind::ChromeTrace,
+    );
+    assert!(e.contains("byte 20"), "{e}");
+}
+
+#[test]
+fn tree_shapes_are_checked() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let t = ProtonKind::Tree;
+    let node = |extra: &str| {
+        format!(
+            r#"[{{"frame": {{"name": "ROOT"}}, "metrics": {{}}, "children": [{{"frame": {{"name": "k"}}, {extra}}}]}}, {{}}]"#
+        )
+    };
+    let cases = [
+        (node(r#""metrics": {}, "children": 5"#), "\"children\""),
+        (
+            node(r#""metrics": {}, "children": {"a": 1}"#),
+            "\"children\"",
+        ),
+        (node(r#""metrics": [1, 2], "children": []"#), "\"metrics\""),
+        (
+            r#"[{"frame": 5, "metrics": {}, "children": []}]"#.to_string(),
+            "\"frame\"",
+        ),
+        (
+            r#"[{"frame": {"name": "ROOT"}, "children": []}, 5]"#.to_string(),
+            "device metadata",
+        ),
+        (
+            r#"[{"frame": {"name": "ROOT"}, "children": []}, {"HIP": [1]}]"#.to_string(),
+            "device metadata",
+        ),
+        (
+            r#"[{"frame": {"name": "ROOT"}, "children": []}, {"HIP": {"0": 5}}]"#.to_string(),
+            "device metadata",
+        ),
+        (
+            node(r#""metrics": {"time (ns)": "soon"}, "children": []"#),
+            "time (ns)",
+        ),
+        (
+            node(r#""metrics": {"count": [1]}, "children": []"#),
+            "count",
+        ),
+    ];
+    for (i, (text, what)) in cases.iter().enumerate() {
+        let name = format!("t{i}.hatchet");
+        let e = error(d, &name, text.as_bytes(), t);
+        assert!(e.contains(what), "{text}: {e}");
+    }
+    // Still fine: null children and metrics, no device table.
+    let ok = node(r#""metrics": null, "children": null"#);
+    try_import(d, "ok.hatchet", ok.as_bytes(), t).unwrap();
+}
+
+#[test]
+fn tree_metric_overflow_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let t = ProtonKind::Tree;
+    let tree = |a: &str, b: &str| {
+        format!(
+            r#"[{{"frame": {{"name": "ROOT"}}, "metrics": {{}}, "children": [
+                {{"frame": {{"name": "a"}}, "metrics": {{"time (ns)": {a}, "count": 1}}, "children": []}},
+                {{"frame": {{"name": "b"}}, "metrics": {{"time (ns)": {b}, "count": 1}}, "children": []}}]}}, {{}}]"#
+        )
+    };
+    // The sum of the children overflows u64.
+    let e = error(
+        d,
+        "sum.hatchet",
+        tree("18446744073709551615", "2").as_bytes(),
+        t,
+    );
+    assert!(e.contains("node 0") && e.contains("does not fit"), "{e}");
+    // Fits u64 but not the signed time columns.
+    let e = error(
+        d,
+        "end.hatchet",
+        tree("9223372036854775807", "1").as_bytes(),
+        t,
+    );
+    assert!(
+        e.contains("node 2 (\"b\")") && e.contains("does not fit"),
+        "{e}"
+    );
+    // A unit conversion that overflows, and a float beyond u64.
+    let one = |m: &str| {
+        format!(
+            r#"[{{"frame": {{"name": "ROOT"}}, "children": [{{"frame": {{"name": "k"}}, "metrics": {{{m}}}}}]}}]"#
+        )
+    };
+    let e = error(
+        d,
+        "unit.hatchet",
+        one(r#""time (s)": 18446744074"#).as_bytes(),
+        t,
+    );
+    assert!(e.contains("node 1") && e.contains("time (s)"), "{e}");
+    let e = error(d, "float.hatchet", one(r#""count": 1e30"#).as_bytes(), t);
+    assert!(e.contains("count") && e.contains("does not fit"), "{e}");
+    let e = error(d, "big.hatchet", one(r#""count": 1e400"#).as_bytes(), t);
+    assert!(e.contains("out of the range"), "{e}");
+    // The largest tree that fits is kept exactly.
+    let rep = try_import(
+        d,
+        "max.hatchet",
+        tree("9223372036854775806", "1").as_bytes(),
+        t,
+    )
+    .unwrap();
+    assert_eq!(rep.count("rocpd_region"), 2);
+}
+
+#[test]
+fn unrecognised_proton_files_say_why() {
+    let p = |n: &str| Path::new("/x").join(n);
+    let r = |n: &str, h: &[u8]| unrecognised_reason(&p(n), h);
+    assert_eq!(r("a.hatchet", b""), Some("empty file".into()));
+    assert_eq!(r("a.chrome_trace", b""), None);
+    assert_eq!(
+        r("a.hatchet", br#"[{"name": "x"}]"#),
+        Some("JSON without a \"frame\" key in the first 8 KiB (not a Proton tree)".into())
+    );
+    assert_eq!(
+        r("a.chrome_trace", br#"{"events": []}"#),
+        Some(
+            "a JSON object without \"traceEvents\" in the first 8 KiB (not a chrome trace)".into()
+        )
+    );
+    assert_eq!(
+        r("a.part_0.hatchet", &[0x1f, 0x8b, 8]),
+        Some("gzip-compressed; Proton writes plain files (gunzip it first)".into())
+    );
+    assert_eq!(
+        r("a.hatchet_msgpack", br#"{"x": 1}"#),
+        Some("JSON text, not MessagePack".into())
+    );
+    assert_eq!(
+        r("a.chrome_trace", b"hello"),
+        Some("text, not JSON (a chrome trace expected)".into())
+    );
+    assert_eq!(r("a.hatchet", br#"[{"frame": {"name": "ROOT"}}]"#), None);
+    assert_eq!(r("a.json", b""), None);
+}
