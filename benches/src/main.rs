@@ -205,6 +205,9 @@ fn main() -> Result<()> {
             iterations: 3750 / scale,
         },
     ];
+    if std::env::args().any(|a| a == "--summary-only") {
+        return summary_section(&rocpd, &cases, &root);
+    }
     println!(
         "{:<12} {:>4} {:>10} {:>8} {:>8} {:>8} {:>10} {:>9}",
         "case", "dbs", "events", "in MiB", "out MiB", "seconds", "events/s", "peak MiB"
@@ -325,6 +328,8 @@ fn main() -> Result<()> {
         }
     }
 
+    summary_section(&rocpd, &cases, &root)?;
+
     // Merged RocPD output: the copy inside SQLite, and the selective path (a window).
     println!("\nmerged RocPD output (-f rocpd):");
     println!(
@@ -352,6 +357,42 @@ fn main() -> Result<()> {
                 m.peak_rss_kib as f64 / 1024.0
             );
         }
+    }
+    Ok(())
+}
+
+/// `rocpd summary` printed to the console (the baseline) beside `-f html`, which also
+/// builds the GPU utilisation timeline: time and peak memory at 1M and 3M events.
+fn summary_section(rocpd: &Path, cases: &[Case], root: &Path) -> Result<()> {
+    println!("\nrocpd summary: console (baseline) and -f html (with the utilisation timeline):");
+    println!(
+        "{:<12} {:>12} {:>12} {:>12} {:>12}",
+        "case", "console s", "console MiB", "html s", "html MiB"
+    );
+    for case in [&cases[1], &cases[2], &cases[4], &cases[5]] {
+        let dir = inputs_for(case, root)?;
+        let out = dir.join("out");
+        let _ = std::fs::remove_dir_all(&out);
+        let mut console = Command::new(rocpd);
+        console
+            .args(["summary", "-q", "-i"])
+            .arg(dir.join("db"))
+            .stdout(std::process::Stdio::null());
+        let (cs, cm) = run_measured(&mut console)?;
+        let mut html = Command::new(rocpd);
+        html.args(["summary", "-q", "-f", "html", "-i"])
+            .arg(dir.join("db"))
+            .arg("-d")
+            .arg(&out);
+        let (hs, hm) = run_measured(&mut html)?;
+        println!(
+            "{:<12} {:>12.2} {:>12.1} {:>12.2} {:>12.1}",
+            case.name,
+            cs,
+            cm as f64 / 1024.0,
+            hs,
+            hm as f64 / 1024.0
+        );
     }
     Ok(())
 }

@@ -398,7 +398,7 @@ fn split_sinks(plan: &Plan, mode: SplitMode, only: Option<KeyFilter>) -> Vec<Box
 }
 
 /// A time range, ns.
-type Span = (i64, i64);
+pub type Span = (i64, i64);
 
 /// Checks the inputs (refusals, duplicate processes) and resolves the window: the
 /// catalog, the inputs' time span and the window, before any output exists.
@@ -410,14 +410,21 @@ fn prepare(plan: &Plan) -> Result<(Catalog, Option<Span>, Option<Span>)> {
     Ok((catalog, span, window))
 }
 
-/// Runs the inputs through the plan's stages into `sink` (no output files of its own).
+/// Builds a sink from the catalog and the time range the events cover.
+pub type MakeSink<'a> = dyn FnMut(&Catalog, Option<Span>) -> Box<dyn Sink> + 'a;
+
+/// Runs the inputs through the plan's stages into the sink `make_sink` builds from the
+/// catalog and the time range the events cover (the window, else the inputs' span); the
+/// sink writes no output files of its own. Returns the report and the catalog.
 pub fn run_into(
     plan: &Plan,
-    sink: Box<dyn Sink>,
+    make_sink: &mut MakeSink<'_>,
     on_progress: &mut dyn FnMut(&Progress),
-) -> Result<RunReport> {
-    let (_, _, window) = prepare(plan)?;
-    run_pass(plan, window, vec![sink], on_progress)
+) -> Result<(RunReport, Catalog)> {
+    let (catalog, span, window) = prepare(plan)?;
+    let sink = make_sink(&catalog, window.or(span));
+    let report = run_pass(plan, window, vec![sink], on_progress)?;
+    Ok((report, catalog))
 }
 
 /// Creates the report file (so a bad `--report` path fails before any output exists).

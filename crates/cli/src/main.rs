@@ -237,6 +237,9 @@ struct SummaryArgs {
     /// Threads: 1 decodes and aggregates on one thread; 2 or more decode on a thread of its own.
     #[arg(long, default_value_t = 2)]
     threads: usize,
+    /// `-f html`: the number of equal time bins of the GPU utilisation timeline.
+    #[arg(long, default_value_t = 200)]
+    bins: usize,
 }
 
 #[derive(clap::Args, Debug)]
@@ -274,6 +277,8 @@ enum SummaryFormat {
     Json,
     #[value(alias = "markdown")]
     Md,
+    /// One self-contained HTML page with charts: `<DIR>/<NAME>_summary.html`.
+    Html,
 }
 
 #[derive(clap::Args, Debug)]
@@ -496,14 +501,29 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
         import_notes: Vec::new(),
         skipped_rows: 0,
     };
-    let result = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let result: rocpd_summary::SummaryHandle = Default::default();
     let bar = progress_bar(quiet);
-    let sink = rocpd_summary::SummarySink::new(args.by_rank, result.clone());
-    convert::run_into(&plan, Box::new(sink), &mut |p| {
-        bar.set_message(format!("{} events", p.rows))
-    })?;
+    let html = args.format.contains(&SummaryFormat::Html);
+    let mut events_span = None;
+    let (report, catalog) = convert::run_into(
+        &plan,
+        &mut |_, span| {
+            events_span = span;
+            let sink = rocpd_summary::SummarySink::new(args.by_rank, result.clone());
+            Box::new(match span {
+                Some(span) if html => sink.with_utilisation(span, args.bins.max(1)),
+                _ => sink,
+            })
+        },
+        &mut |p| bar.set_message(format!("{} events", p.rows)),
+    )?;
     bar.finish_and_clear();
-    let views = std::mem::take(&mut *result.lock().expect("not poisoned"));
+    let summary = std::mem::take(
+        &mut *result
+            .lock()
+            .map_err(|_| anyhow::anyhow!("internal: summary lost"))?,
+    );
+    let views = summary.views;
     let mut formats = args.format.clone();
     formats.dedup();
     // Render everything and check every file name first: no file is written when one of
@@ -517,6 +537,24 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
             SummaryFormat::Csv => (rocpd_summary::OutputFormat::Csv, "csv"),
             SummaryFormat::Json => (rocpd_summary::OutputFormat::Json, "json"),
             SummaryFormat::Md => (rocpd_summary::OutputFormat::Markdown, "md"),
+            SummaryFormat::Html => {
+                let run = run_info(&catalog, &files, &report, events_span);
+                let page = rocpd_summary::render_html(
+                    &views,
+                    summary.utilisation.as_ref(),
+                    &run,
+                    args.by_rank,
+                );
+                let file = if args.output_file.is_empty() {
+                    "summary.html".to_string()
+                } else {
+                    format!("{}_summary.html", args.output_file)
+                };
+                let path = args.output_path.join(file);
+                guard.claim_file(&path)?;
+                written.push((path, page));
+                continue;
+            }
         };
         for (name, text) in rocpd_summary::render(&views, format, args.by_rank) {
             if format == rocpd_summary::OutputFormat::Console {
@@ -548,6 +586,70 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
         }
     }
     out::stdout(&console)
+}
+
+/// What the HTML summary says about the run: the user's files, processes, nodes, agents,
+/// the span and the events read.
+fn run_info(
+    catalog: &rocpd_model::Catalog,
+    files: &[std::path::PathBuf],
+    report: &rocpd_pipeline::RunReport,
+    span: Option<(i64, i64)>,
+) -> rocpd_summary::RunInfo {
+    let host = |source: u32, nid: i64| {
+        catalog
+            .nodes
+            .iter()
+            .find(|n| n.source == source && n.id == nid)
+            .and_then(|n| n.hostname.clone())
+            .unwrap_or_default()
+    };
+    let mut nodes: Vec<String> = catalog
+        .processes
+        .iter()
+        .map(|p| host(p.source, p.nid))
+        .collect();
+    nodes.sort();
+    nodes.dedup();
+    let mut agents: Vec<String> = catalog
+        .agents
+        .iter()
+        .map(|a| {
+            let (label, n) = a.label(rocpd_model::AgentIndexMode::TypeRelative);
+            let product = a
+                .product_name
+                .as_deref()
+                .or(a.name.as_deref())
+                .unwrap_or("");
+            format!("{} · {label} {n} {product}", host(a.source, a.nid))
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    agents.sort();
+    agents.dedup();
+    rocpd_summary::RunInfo {
+        inputs: files.iter().map(|f| f.display().to_string()).collect(),
+        processes: catalog
+            .processes
+            .iter()
+            .map(|p| {
+                (
+                    host(p.source, p.nid),
+                    p.pid,
+                    p.command.clone().unwrap_or_default(),
+                )
+            })
+            .collect(),
+        nodes,
+        agents,
+        span,
+        events: report
+            .rows_in
+            .iter()
+            .map(|(t, n)| (t.to_string(), *n))
+            .collect(),
+    }
 }
 
 fn progress_bar(quiet: bool) -> indicatif::ProgressBar {

@@ -160,3 +160,82 @@ fn csv_uses_rocpd_column_names_and_console_prints_every_view() {
         assert!(console.contains(v), "{v} missing");
     }
 }
+
+/// The escaping the report must apply, written out here independently of the renderer.
+fn html_escaped(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '&' => "&amp;".to_string(),
+            '<' => "&lt;".to_string(),
+            '>' => "&gt;".to_string(),
+            '"' => "&quot;".to_string(),
+            '\'' => "&#39;".to_string(),
+            '\n' => "&#10;".to_string(),
+            '\r' => "&#13;".to_string(),
+            c if c.is_control() => " ".to_string(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn the_html_report_holds_every_view_with_the_json_numbers_and_escaped_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = generate(&tmp.path().join("in"), 13, 3, 12);
+    let out = tmp.path().join("out");
+    let mut args = vec![
+        "summary".to_string(),
+        "-q".into(),
+        "--summary-by-rank".into(),
+    ];
+    args.extend(["-f", "html", "json", "-o", "r", "-d"].map(String::from));
+    args.push(out.display().to_string());
+    args.push("-i".into());
+    args.extend(inputs.iter().map(|p| p.display().to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = rocpd(&refs);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(out.join("r_summary.html")).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("r_summary.json")).unwrap()).unwrap();
+    // Self-contained: nothing fetched from anywhere.
+    for bad in ["http://", "https://", "src=", "@import", "<link"] {
+        assert!(!html.contains(bad), "the page refers to {bad}");
+    }
+    assert_eq!(html.matches("<script>").count(), 1);
+    assert!(html.contains("id=\"utilisation\"") && html.contains("id=\"ranks\""));
+    assert!(html.contains("· GPU "), "no GPU timeline");
+    let mut odd = 0;
+    for v in json["views"].as_array().unwrap() {
+        let name = v["name"].as_str().unwrap();
+        let at = html
+            .find(&format!("<section class=\"view\" id=\"view-{name}\">"))
+            .unwrap_or_else(|| panic!("view {name} missing"));
+        let section = &html[at..at + html[at..].find("</section>").unwrap()];
+        let rows = v["rows"].as_array().unwrap();
+        assert_eq!(
+            section.matches("<tr><td data-v=").count(),
+            rows.len(),
+            "{name}"
+        );
+        for r in rows {
+            let total = r["total_ns"].as_i64().unwrap();
+            assert!(
+                section.contains(&format!("data-v=\"{total}\" class=\"total\">{total}<")),
+                "{name}: total {total} missing"
+            );
+            let n = r["name"].as_str().unwrap();
+            if n.chars().count() <= 64 {
+                assert!(
+                    section.contains(&format!("title=\"{}\"", html_escaped(n))),
+                    "{name}: {n:?} not shown escaped"
+                );
+            }
+            if n.contains(['<', '>', '&', '"']) {
+                odd += 1;
+                assert!(!section.contains(&format!(">{n}<")), "{n:?} unescaped");
+            }
+        }
+    }
+    assert!(odd > 0, "the generated names hold no character to escape");
+}

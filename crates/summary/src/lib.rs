@@ -8,7 +8,9 @@
 //! and column names follow AMD's `rocpd summary` (`KERNELS`, `HIP`, `MEMORY_COPIES`, ...;
 //! `Name`, `Calls`, `DURATION (nsec)`, ...).
 
+mod html;
 mod render;
+mod utilisation;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -21,7 +23,9 @@ use rocpd_model::{col, Catalog, EventBatch, Result, Table};
 use rocpd_pipeline::{Chunk, OutputReport, Sink};
 use serde::Serialize;
 
+pub use html::{escape, render_html, RunInfo, SHORT_NAME};
 pub use render::{render, OutputFormat};
+pub use utilisation::{AgentTimeline, Utilisation};
 
 /// Running statistics of one name (Welford's algorithm for the variance).
 #[derive(Debug, Clone, Copy, Default)]
@@ -111,8 +115,17 @@ type Rank = Option<(u32, i64)>;
 /// Statistics per (rank, name) of one view.
 type ViewStats = HashMap<(Rank, String), Stats>;
 
+/// A finished summary.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// The views, in a fixed order.
+    pub views: Vec<View>,
+    /// GPU utilisation over time, when asked for with [`SummarySink::with_utilisation`].
+    pub utilisation: Option<Utilisation>,
+}
+
 /// The finished summary, shared with the caller of [`SummarySink::new`].
-pub type SummaryHandle = Arc<Mutex<Vec<View>>>;
+pub type SummaryHandle = Arc<Mutex<Summary>>;
 
 /// A [`Sink`] that aggregates the flat profile.
 pub struct SummarySink {
@@ -121,6 +134,7 @@ pub struct SummarySink {
     hostnames: HashMap<(u32, i64), String>,
     views: BTreeMap<String, ViewStats>,
     rows_seen: BTreeMap<&'static str, u64>,
+    utilisation: Option<utilisation::Tracker>,
     out: SummaryHandle,
 }
 
@@ -133,8 +147,15 @@ impl SummarySink {
             hostnames: HashMap::new(),
             views: BTreeMap::new(),
             rows_seen: BTreeMap::new(),
+            utilisation: None,
             out,
         }
+    }
+
+    /// Also computes each GPU's busy fraction over `bins` equal bins of `span` (ns).
+    pub fn with_utilisation(mut self, span: (i64, i64), bins: usize) -> Self {
+        self.utilisation = Some(utilisation::Tracker::new(span, bins));
+        self
     }
 
     fn add_batch(&mut self, b: &EventBatch) {
@@ -239,6 +260,9 @@ impl Sink for SummarySink {
         for b in &chunk.batches {
             self.add_batch(b);
         }
+        if let (Some(u), Some(c)) = (&mut self.utilisation, &self.catalog) {
+            u.write(c, chunk);
+        }
         Ok(())
     }
 
@@ -289,7 +313,10 @@ impl Sink for SummarySink {
             _ => 4,
         };
         views.sort_by(|a, b| (rank(&a.name), &a.name).cmp(&(rank(&b.name), &b.name)));
-        *self.out.lock().expect("not poisoned") = views;
+        let utilisation = self.utilisation.map(utilisation::Tracker::finish);
+        if let Ok(mut out) = self.out.lock() {
+            *out = Summary { views, utilisation };
+        }
         let mut report = OutputReport::default();
         for (t, n) in self.rows_seen {
             report.rows.insert(t, n);
