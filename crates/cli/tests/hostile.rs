@@ -73,35 +73,16 @@ fn an_output_never_replaces_its_input() {
     refused(&o, "would replace the input");
     assert!(stderr(&o).contains("merged.db"));
 
+    // The output itself, and a hard link to it, count as the input.
     let out = db_named(dir, "out_results.db");
-    let o = rocpd(&[
-        "convert",
-        "-i",
-        out.to_str().unwrap(),
-        "-f",
-        "rocpd",
-        "-d",
-        d,
-        "-o",
-        "out",
-    ]);
-    refused(&o, "would replace the input");
-
-    // A hard link and a symlink to an input count as the input.
     let hard = dir.join("hard.db");
     std::fs::hard_link(&out, &hard).unwrap();
-    let o = rocpd(&[
-        "convert",
-        "-i",
-        hard.to_str().unwrap(),
-        "-f",
-        "rocpd",
-        "-d",
-        d,
-        "-o",
-        "out",
-    ]);
-    refused(&o, "would replace the input");
+    for input in [&out, &hard] {
+        let i = input.to_str().unwrap();
+        let o = rocpd(&["convert", "-i", i, "-f", "rocpd", "-d", d, "-o", "out"]);
+        refused(&o, "would replace the input");
+    }
+    // So does a symlink to an input.
     let links = dir.join("links");
     std::fs::create_dir(&links).unwrap();
     std::os::unix::fs::symlink(&merged, links.join("x.db")).unwrap();

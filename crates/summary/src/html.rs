@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::render::headers;
 use crate::{Utilisation, View};
 
 /// Characters of a name shown before it is shortened.
@@ -120,24 +121,6 @@ fn bar_chart(rows: &[(String, String, f64)], value_label: &dyn Fn(f64) -> String
     }
     s.push_str("</svg>");
     s
-}
-
-fn headers(by_rank: bool) -> Vec<&'static str> {
-    let mut h = Vec::new();
-    if by_rank {
-        h.extend(["ProcessID", "Hostname"]);
-    }
-    h.extend([
-        "Name",
-        "Calls",
-        "DURATION (nsec)",
-        "AVERAGE (nsec)",
-        "PERCENT (INC)",
-        "MIN (nsec)",
-        "MAX (nsec)",
-        "STD_DEV",
-    ]);
-    h
 }
 
 fn view_section(v: &View, by_rank: bool) -> String {

@@ -15,7 +15,8 @@ pub enum OutputFormat {
     Markdown,
 }
 
-fn headers(by_rank: bool) -> Vec<&'static str> {
+/// AMD's column names, with `ProcessID` and `Hostname` first per rank.
+pub(crate) fn headers(by_rank: bool) -> Vec<&'static str> {
     let mut h = Vec::new();
     if by_rank {
         h.extend(["ProcessID", "Hostname"]);
