@@ -676,18 +676,23 @@ fn handle_signals() {
         return;
     };
     std::thread::spawn(move || {
+        let force = |sig: i32| -> ! {
+            rocpd_pipeline::cleanup::remove_registered();
+            out::stderr_line(&format!(
+                "rocpd: interrupted by signal {sig}; temporary files removed"
+            ));
+            std::process::exit(128 + sig)
+        };
         let mut seen = false;
         for sig in signals.forever() {
             rocpd_pipeline::cleanup::request_cancel(sig);
             if seen {
-                rocpd_pipeline::cleanup::remove_registered();
-                std::process::exit(128 + sig);
+                force(sig);
             }
             seen = true;
             std::thread::spawn(move || {
                 std::thread::sleep(GRACE);
-                rocpd_pipeline::cleanup::remove_registered();
-                std::process::exit(128 + sig);
+                force(sig);
             });
         }
     });
