@@ -804,8 +804,12 @@ impl Writer {
         if self.enc.written == 0 {
             // No event at all: describe the processes, so the file is a trace that opens
             // (and shows what was profiled) rather than an empty file.
-            let procs: Vec<(u32, i64)> =
-                self.cat.processes.iter().map(|p| (p.source, p.pid)).collect();
+            let procs: Vec<(u32, i64)> = self
+                .cat
+                .processes
+                .iter()
+                .map(|p| (p.source, p.pid))
+                .collect();
             for (source, pid) in procs {
                 self.process_track(out, source, pid)?;
             }

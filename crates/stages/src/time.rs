@@ -67,7 +67,9 @@ pub fn parse_duration(s: &str) -> Result<i64> {
     }
     let ns = (v * factor).round();
     if ns >= i64::MAX as f64 {
-        return Err(bad("out of range: at most 9223372036854775807 ns, about 292 years"));
+        return Err(bad(
+            "out of range: at most 9223372036854775807 ns, about 292 years",
+        ));
     }
     Ok(ns as i64)
 }
