@@ -636,7 +636,7 @@ fn next_record(
 ) -> Result<Option<RawRecord>> {
     let line = rdr.line();
     // A long import stops soon after Ctrl-C, like the streaming stages do.
-    if line % 4096 == 0 {
+    if line.is_multiple_of(4096) {
         rocpd_pipeline::cleanup::check_cancelled()?;
     }
     rdr.next_record(rec).map_err(|e| read_error(path, line, &e))
