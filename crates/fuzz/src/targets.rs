@@ -1,0 +1,282 @@
+//! The fuzz targets: what each one does with an input.
+//!
+//! Every reader call returns `Ok` or `Err`; both are normal outcomes. What the harness
+//! looks for (panics, hangs, memory blow-ups) is detected around these calls, in
+//! `main.rs` and `watchdog.rs`.
+
+use std::path::{Path, PathBuf};
+
+use rocpd_model::Result;
+use rocpd_pipeline::Message;
+
+use crate::input::Input;
+use crate::mutate::Flavor;
+
+/// A fuzz target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// RocPD SQLite databases (`rocpd-db`).
+    Db,
+    /// rocprofv3 CSV files, imported then read.
+    Csv,
+    /// rocprofv3 JSON files, imported then read.
+    Json,
+    /// Proton `.hatchet` JSON trees.
+    HatchetJson,
+    /// Proton `.hatchet_msgpack` trees.
+    HatchetMsgpack,
+    /// Proton `.chrome_trace` files.
+    ChromeTrace,
+}
+
+impl Target {
+    /// Every target, in the order `--target all` runs them.
+    pub const ALL: [Target; 6] = [
+        Target::Db,
+        Target::Csv,
+        Target::Json,
+        Target::HatchetJson,
+        Target::HatchetMsgpack,
+        Target::ChromeTrace,
+    ];
+
+    /// The name used on the command line and in file names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Db => "rocpd-db",
+            Target::Csv => "csv",
+            Target::Json => "json",
+            Target::HatchetJson => "hatchet-json",
+            Target::HatchetMsgpack => "hatchet-msgpack",
+            Target::ChromeTrace => "chrome-trace",
+        }
+    }
+
+    /// The target called `name`.
+    pub fn from_name(name: &str) -> Option<Target> {
+        Target::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// The mutation family for its inputs.
+    pub fn flavor(self) -> Flavor {
+        match self {
+            Target::Db => Flavor::Sqlite,
+            Target::Csv => Flavor::Csv,
+            Target::HatchetMsgpack => Flavor::Msgpack,
+            Target::Json | Target::HatchetJson | Target::ChromeTrace => Flavor::Json,
+        }
+    }
+
+    /// The file name a replayed input gets when nothing else names it.
+    pub fn default_name(self) -> &'static str {
+        match self {
+            Target::Db => "input.db",
+            Target::Csv => "1234_kernel_trace.csv",
+            Target::Json => "1234_results.json",
+            Target::HatchetJson => "input.hatchet",
+            Target::HatchetMsgpack => "input.hatchet_msgpack",
+            Target::ChromeTrace => "input.chrome_trace",
+        }
+    }
+
+    fn proton_kind(self) -> rocpd_proton::ProtonKind {
+        match self {
+            Target::HatchetMsgpack => rocpd_proton::ProtonKind::TreeMsgpack,
+            Target::ChromeTrace => rocpd_proton::ProtonKind::ChromeTrace,
+            _ => rocpd_proton::ProtonKind::Tree,
+        }
+    }
+}
+
+/// What one execution did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The first error a reader returned, with the step that returned it.
+    pub error: Option<(&'static str, String)>,
+    /// An import succeeded but reading the database it wrote failed: the message.
+    pub unreadable: Option<String>,
+    /// Rows read from databases over the whole execution.
+    pub rows: u64,
+}
+
+impl Outcome {
+    fn err(&mut self, step: &'static str, e: impl std::fmt::Display) {
+        if self.error.is_none() {
+            self.error = Some((step, e.to_string()));
+        }
+    }
+}
+
+/// Runs inputs of one target in a work directory that it reuses.
+pub struct Runner {
+    target: Target,
+    input_dir: PathBuf,
+    output_dir: PathBuf,
+    written: Vec<PathBuf>,
+}
+
+/// Runs of one rocprofv3 input imported at most (a JSON file can hold many processes).
+const MAX_RUNS: usize = 8;
+
+impl Runner {
+    /// A runner using `<work>/in` for inputs and `<work>/out` for imported databases.
+    pub fn new(target: Target, work: &Path) -> std::io::Result<Runner> {
+        let input_dir = work.join("in");
+        let output_dir = work.join("out");
+        std::fs::create_dir_all(&input_dir)?;
+        std::fs::create_dir_all(&output_dir)?;
+        Ok(Runner {
+            target,
+            input_dir,
+            output_dir,
+            written: Vec::new(),
+        })
+    }
+
+    /// Where the input file called `name` is written.
+    pub fn input_path(&self, name: &str) -> PathBuf {
+        self.input_dir.join(name)
+    }
+
+    /// Writes the input's files (removing the previous input's), returning their paths.
+    pub fn write(&mut self, input: &Input) -> std::io::Result<Vec<PathBuf>> {
+        let paths: Vec<PathBuf> = input
+            .files
+            .iter()
+            .map(|f| self.input_dir.join(&f.name))
+            .collect();
+        for old in self.written.drain(..) {
+            if !paths.contains(&old) {
+                let _ = std::fs::remove_file(old);
+            }
+        }
+        for (f, p) in input.files.iter().zip(&paths) {
+            std::fs::write(p, &f.data)?;
+        }
+        self.written = paths.clone();
+        Ok(paths)
+    }
+
+    /// Runs the input, already written to `paths` by [`Runner::write`].
+    pub fn run(&mut self, paths: &[PathBuf]) -> Outcome {
+        let mut out = Outcome::default();
+        match self.target {
+            Target::Db => read_db(&paths[0], &mut out),
+            Target::Csv | Target::Json => self.rocprofv3(paths, &mut out),
+            Target::HatchetJson | Target::HatchetMsgpack | Target::ChromeTrace => {
+                self.proton(&paths[0], &mut out)
+            }
+        }
+        out
+    }
+
+    fn fresh_output(&self, name: &str) -> PathBuf {
+        let p = self.output_dir.join(name);
+        let _ = std::fs::remove_file(&p);
+        p
+    }
+
+    fn rocprofv3(&mut self, paths: &[PathBuf], out: &mut Outcome) {
+        let runs = match rocpd_rocprofv3::group_runs(paths) {
+            Ok(r) => r,
+            Err(e) => return out.err("group_runs", e),
+        };
+        for (i, run) in runs.iter().take(MAX_RUNS).enumerate() {
+            let mut strict_rows = None;
+            for skip in [false, true] {
+                let dest = self.fresh_output(&format!("import-{i}-{skip}.db"));
+                let opts = rocpd_rocprofv3::ImportOptions {
+                    skip_bad_rows: skip,
+                };
+                match rocpd_rocprofv3::import(run, &dest, &opts) {
+                    Ok(report) => {
+                        // A lenient import of an input the strict one accepted writes the
+                        // same database: read it once.
+                        if strict_rows.as_ref() == Some(&report.rows) {
+                            continue;
+                        }
+                        strict_rows = Some(report.rows);
+                        let mut read = Outcome::default();
+                        read_db(&dest, &mut read);
+                        out.rows += read.rows;
+                        if let Some((step, e)) = read.error {
+                            out.unreadable.get_or_insert(format!("{step}: {e}"));
+                        }
+                    }
+                    Err(e) => out.err(
+                        if skip {
+                            "import (skip bad rows)"
+                        } else {
+                            "import"
+                        },
+                        e,
+                    ),
+                }
+            }
+        }
+    }
+
+    fn proton(&mut self, path: &Path, out: &mut Outcome) {
+        let head = {
+            let mut h = std::fs::read(path).unwrap_or_default();
+            h.truncate(rocpd_proton::SNIFF_BYTES);
+            h
+        };
+        // Inputs the sniffer no longer recognises are imported as the target's kind
+        // anyway: the importer must refuse them cleanly too.
+        let kind = rocpd_proton::sniff(path, &head).unwrap_or(self.target.proton_kind());
+        let dest = self.fresh_output("import.db");
+        match rocpd_proton::import(path, kind, &dest) {
+            Ok(_) => {
+                let mut read = Outcome::default();
+                read_db(&dest, &mut read);
+                out.rows += read.rows;
+                if let Some((step, e)) = read.error {
+                    out.unreadable = Some(format!("{step}: {e}"));
+                }
+            }
+            Err(e) => out.err("import", e),
+        }
+    }
+}
+
+/// Everything the RocPD reader offers, each step on its own so that one failing step
+/// does not hide the others: open, catalog, event span, row counts, marker search,
+/// untimed PMC rows, then the whole time-ordered stream (with API arguments) walked in
+/// time order.
+pub fn read_db(path: &Path, out: &mut Outcome) {
+    let db = match rocpd_db::Database::open(path) {
+        Ok(db) => db,
+        Err(e) => return out.err("open", e),
+    };
+    if let Err(e) = db.catalog(0) {
+        out.err("catalog", e);
+    }
+    if let Err(e) = db.event_span() {
+        out.err("event_span", e);
+    }
+    match db.count_rows() {
+        Ok(c) => out.rows += c.iter().map(|(_, n)| n).sum::<u64>(),
+        Err(e) => out.err("count_rows", e),
+    }
+    if let Err(e) = db.find_marker("fuzz") {
+        out.err("find_marker", e);
+    }
+    if let Err(e) = db.untimed_pmc_rows() {
+        out.err("untimed_pmc_rows", e);
+    }
+    drop(db);
+    let mut streamed = 0u64;
+    let r: Result<()> = rocpd_db::produce(&[path.to_path_buf()], true, &|_| {}, &mut |m| {
+        if let Message::Chunk(c) = m {
+            streamed += c.rows() as u64;
+            let _ = c.time_order().count();
+            let _ = c.max_start();
+        }
+        Ok(())
+    });
+    if let Err(e) = r {
+        out.err("produce", e);
+    }
+    out.rows += streamed;
+}
