@@ -32,6 +32,20 @@ const HEAD_BYTES: u64 = 64 * 1024;
 /// The guid of `run`.
 pub(crate) fn run_guid(run: &Run) -> Result<String> {
     if let RunSource::Csv { guid: Some(g), .. } = &run.source {
+        // The guid becomes the table-name suffix; anything but hex digits and dashes would
+        // make a database the RocPD reader rightly refuses, far from the cause.
+        let valid = !g.is_empty()
+            && g.len() <= 64
+            && g.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+        if !valid {
+            let file = run.files.first().cloned().unwrap_or_default();
+            let shown: String = g.chars().take(80).collect();
+            return Err(Error::input(
+                file,
+                "column Guid",
+                format!("{shown:?} is not a GUID (hex digits and dashes)"),
+            ));
+        }
         return Ok(g.clone());
     }
     let mut a = FNV_OFFSET;

@@ -500,3 +500,18 @@ fn json_values_of_the_wrong_type_are_errors() {
         );
     }
 }
+
+/// Found by the fuzzer: a `rocpd convert` CSV whose Guid column is not a GUID used to be
+/// imported into a database the RocPD reader then refused, naming a temporary file.
+#[test]
+fn a_guid_column_that_is_not_a_guid_is_refused_naming_the_column() {
+    let csv = "\"Guid\",\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n\
+               \"not-a-hex-guid\",\"HIP_COMPILER_API_EXT\",\"__hipRegisterFatBinary\",137,137,1,3719662243949943,3719662243977763\n";
+    let (_d, run) = one_run(&[("rocpd-to-csv.csv", csv)]);
+    let e = err_of(&run, &ImportOptions::default());
+    assert!(e.contains("rocpd-to-csv.csv: column Guid"), "{e}");
+    assert!(e.contains("\"not-a-hex-guid\" is not a GUID"), "{e}");
+    let good = csv.replace("not-a-hex-guid", "0197c21f-f140-743f-9c16-9f3fc5986769");
+    let (_d, run) = one_run(&[("rocpd-to-csv.csv", &good)]);
+    assert!(import_run(&run, &ImportOptions::default()).is_ok());
+}
