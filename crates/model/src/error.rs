@@ -64,3 +64,23 @@ impl Error {
         }
     }
 }
+
+/// A JSON value in a few words, for messages of the JSON readers ("the number 5",
+/// "the string \"abc...\"", "an array").
+pub fn describe_json(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => {
+            let mut t: String = s.chars().take(40).collect();
+            if t.len() < s.len() {
+                t.push_str("...");
+            }
+            format!("the string {t:?}")
+        }
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}

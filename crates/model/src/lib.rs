@@ -19,7 +19,7 @@ pub use catalog::{
     Agent, AgentIndexMode, Catalog, CatalogIndex, CodeObject, KernelSymbol, Node, Pmc, Process,
     Queue, SourceInfo, Stream, Thread,
 };
-pub use error::{Error, Result};
+pub use error::{describe_json, Error, Result};
 pub use table::{ColumnKind, ColumnSpec, EventBatch, Table, COMMON_COLUMNS, MODEL_VERSION};
 
 /// Column positions shared by every table (see [`COMMON_COLUMNS`]).

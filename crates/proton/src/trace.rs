@@ -32,23 +32,7 @@ fn key_of(v: Option<&Value>) -> String {
     }
 }
 
-/// A JSON value in a few words, for messages.
-pub(crate) fn describe(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => format!("the number {n}"),
-        Value::String(s) => {
-            let mut t: String = s.chars().take(40).collect();
-            if t.len() < s.len() {
-                t.push_str("...");
-            }
-            format!("the string {t:?}")
-        }
-        Value::Array(_) => "an array".into(),
-        Value::Object(_) => "an object".into(),
-    }
-}
+pub(crate) use rocpd_model::describe_json as describe;
 
 /// 2^63 as a float: an `i64` is strictly inside ±2^63.
 const TWO_63: f64 = 9_223_372_036_854_775_808.0;

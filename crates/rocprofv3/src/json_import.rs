@@ -282,23 +282,7 @@ enum Range {
     Bits,
 }
 
-/// A JSON value in a few words, for messages.
-fn describe(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => format!("the number {n}"),
-        Value::String(s) => {
-            let mut t: String = s.chars().take(40).collect();
-            if t.len() < s.len() {
-                t.push_str("...");
-            }
-            format!("the string {t:?}")
-        }
-        Value::Array(_) => "an array".into(),
-        Value::Object(_) => "an object".into(),
-    }
-}
+use rocpd_model::describe_json as describe;
 
 /// A JSON integer: a number, a `{"handle": n}` object, a decimal / `0x` string or a bool;
 /// `null` and `""` are no value. A value outside `range` is an error (nothing wraps or
