@@ -350,8 +350,8 @@ impl SinkPlan {
 fn claim_format(guard: &mut PathGuard, plan: &Plan, fmt: Fmt, label: Option<&str>) -> Result<()> {
     let path = format_path(&plan.dir, &plan.name, plan.merge_naming, fmt, label);
     match fmt {
-        Fmt::Pftrace | Fmt::Rocpd => guard.claim_file(&path)?,
-        Fmt::Parquet => guard.claim_file(&path)?,
+        // A file, or a dataset directory, and its temporary sibling.
+        Fmt::Pftrace | Fmt::Rocpd | Fmt::Parquet => guard.claim_file(&path)?,
         Fmt::Otf2 => {
             guard.claim(&path)?;
             guard.claim(&path.with_extension("def"))?;
