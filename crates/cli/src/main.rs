@@ -1,10 +1,7 @@
 //! The `rocpd` command: flags → plan → one library call.
 
-mod convert;
 mod info;
-mod inputs;
 mod out;
-mod sources;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -12,11 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use rocpd_model::AgentIndexMode;
-use rocpd_parquet::{ParquetOptions, PartitionKey};
-use rocpd_perfetto::PerfettoOptions;
-use rocpd_pipeline::{PathGuard, RunOptions};
-use rocpd_stages::{time, FilterRule, SplitMode};
+use rocpd::{time, AgentIndexMode, ParquetOptions, PartitionKey, PerfettoOptions, SplitMode};
 
 /// Convert ROCm profiling traces (RocPD databases, rocprofv3 CSV/JSON, Triton Proton) to
 /// Perfetto, OTF2, Parquet or merged RocPD, fast and in bounded memory.
@@ -148,9 +141,11 @@ struct ConvertArgs {
     /// in further passes over the inputs.
     #[arg(long, default_value_t = 64)]
     max_open: usize,
-    /// Threads: 1 decodes and writes on one thread; 2 or more decode on a thread of its own.
-    #[arg(long, default_value_t = 2)]
-    threads: usize,
+    /// Decode threads (default: the machine's available parallelism). 1 decodes and writes
+    /// on one thread; N decodes the inputs on N threads, the writers on one more. The
+    /// output is the same for every N.
+    #[arg(long)]
+    threads: Option<usize>,
     /// Also write the run report (events in/out per table and output) as JSON.
     #[arg(long)]
     report: Option<PathBuf>,
@@ -234,9 +229,9 @@ struct SummaryArgs {
     output_path: PathBuf,
     #[command(flatten)]
     select: SelectArgs,
-    /// Threads: 1 decodes and aggregates on one thread; 2 or more decode on a thread of its own.
-    #[arg(long, default_value_t = 2)]
-    threads: usize,
+    /// Decode threads (default: the machine's available parallelism).
+    #[arg(long)]
+    threads: Option<usize>,
     /// `-f html`: the number of equal time bins of the GPU utilisation timeline.
     #[arg(long, default_value_t = 200)]
     bins: usize,
@@ -291,8 +286,8 @@ struct InfoArgs {
     json: bool,
 }
 
-fn split_of(args: &ConvertArgs) -> Result<Option<convert::Split>> {
-    use convert::Split;
+fn split_of(args: &ConvertArgs) -> Result<Option<rocpd::Split>> {
+    use rocpd::Split;
     let by = match (args.split_by, &args.max_file_size) {
         (None, Some(_)) => Some(SplitBy::Size),
         (by, _) => by,
@@ -322,29 +317,35 @@ fn split_of(args: &ConvertArgs) -> Result<Option<convert::Split>> {
     }))
 }
 
+/// Opens the inputs of `-i`, printing the files directory walks left out.
+fn open_inputs(args: &[std::ffi::OsString], skip_bad_rows: bool) -> Result<rocpd::Inputs> {
+    let inputs = rocpd::Inputs::open(args, &rocpd::OpenOptions { skip_bad_rows })?;
+    for w in inputs.warnings() {
+        out::stderr_line(&format!("rocpd: warning: {w}"));
+    }
+    Ok(inputs)
+}
+
+fn threads(n: Option<usize>) -> usize {
+    n.unwrap_or_else(rocpd::default_threads).max(1)
+}
+
 fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
-    let mut formats: Vec<convert::Fmt> = args
+    let formats: Vec<rocpd::Format> = args
         .format
         .iter()
         .map(|f| match f {
-            Format::Pftrace => convert::Fmt::Pftrace,
-            Format::Rocpd => convert::Fmt::Rocpd,
-            Format::Parquet => convert::Fmt::Parquet,
-            Format::Otf2 => convert::Fmt::Otf2,
+            Format::Pftrace => rocpd::Format::Pftrace,
+            Format::Rocpd => rocpd::Format::Rocpd,
+            Format::Parquet => rocpd::Format::Parquet,
+            Format::Otf2 => rocpd::Format::Otf2,
         })
         .collect();
-    formats.sort_by_key(|f| *f as u8);
-    formats.dedup();
-    let expanded = inputs::expand(&args.input)?;
-    let files = expanded.files;
-    let resolved = sources::resolve(&files, args.select.skip_bad_rows)?;
-    let plan = convert::Plan {
+    let conversion = rocpd::Conversion {
         formats,
-        merge_naming: false,
-        inputs: resolved.dbs.clone(),
-        origins: resolved.origins.clone(),
         dir: args.output_path.clone(),
         name: args.output_file.clone(),
+        merge_naming: false,
         perfetto: PerfettoOptions {
             group_by_queue: args.group_by_queue,
             kernel_rename: args.kernel_rename,
@@ -366,26 +367,15 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
             },
             ..Default::default()
         },
-        rules: args.select.rules()?,
-        window: args.select.window(),
+        selection: args.select.selection()?,
         split: split_of(&args)?,
         max_open: args.max_open,
-        run: RunOptions {
-            decode_thread: args.threads > 1,
-            ..Default::default()
-        },
-        input_files: files,
+        threads: threads(args.threads),
         report: args.report.clone(),
-        import_notes: expanded
-            .warnings
-            .iter()
-            .chain(&resolved.notes)
-            .cloned()
-            .collect(),
-        skipped_rows: resolved.skipped_rows,
     };
+    let mut inputs = open_inputs(&args.input, args.select.skip_bad_rows)?;
     let bar = progress_bar(quiet);
-    let report = convert::convert(&plan, &mut |p| {
+    let report = inputs.convert(&conversion, &mut |p| {
         if let (Some((lo, hi)), Some(t)) = (p.span, p.time) {
             let done = ((t - lo) as f64 / (hi - lo).max(1) as f64).clamp(0.0, 1.0);
             bar.set_position((done * 1000.0) as u64);
@@ -400,38 +390,19 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
 }
 
 impl SelectArgs {
-    fn rules(&self) -> Result<Vec<FilterRule>> {
-        self.check()?;
-        let mut rules = Vec::new();
-        for r in &self.include {
-            rules.push(FilterRule::parse(r, true)?);
-        }
-        for r in &self.exclude {
-            rules.push(FilterRule::parse(r, false)?);
-        }
-        Ok(rules)
-    }
-
-    fn check(&self) -> Result<()> {
-        let windowed = self.start.is_some()
-            || self.end.is_some()
-            || self.start_marker.is_some()
-            || self.end_marker.is_some();
-        if self.keep_launches && !windowed {
-            bail!("--keep-launches goes with a time window (--start/--end or the marker options)");
-        }
-        Ok(())
-    }
-
-    fn window(&self) -> convert::WindowRequest {
-        convert::WindowRequest {
-            start: self.start.clone(),
-            end: self.end.clone(),
-            start_marker: self.start_marker.clone(),
-            end_marker: self.end_marker.clone(),
-            fully_inside: self.inclusive,
-            keep_groups: self.keep_launches,
-        }
+    fn selection(&self) -> Result<rocpd::Selection> {
+        let selection = rocpd::Selection {
+            rules: Vec::new(),
+            window: rocpd::WindowRequest {
+                start: self.start.clone(),
+                end: self.end.clone(),
+                start_marker: self.start_marker.clone(),
+                end_marker: self.end_marker.clone(),
+                fully_inside: self.inclusive,
+                keep_groups: self.keep_launches,
+            },
+        };
+        Ok(selection.with_rules(&self.include, &self.exclude)?)
     }
 }
 
@@ -441,34 +412,18 @@ fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
         .strip_suffix(".db")
         .unwrap_or(&args.output_file)
         .to_string();
-    let expanded = inputs::expand(&args.input)?;
-    let files = expanded.files;
-    let resolved = sources::resolve(&files, args.select.skip_bad_rows)?;
-    let plan = convert::Plan {
-        formats: vec![convert::Fmt::Rocpd],
-        merge_naming: true,
-        inputs: resolved.dbs.clone(),
-        origins: resolved.origins.clone(),
+    let conversion = rocpd::Conversion {
+        formats: vec![rocpd::Format::Rocpd],
         dir: args.output_path.clone(),
         name,
-        perfetto: PerfettoOptions::default(),
-        parquet: ParquetOptions::default(),
-        rules: args.select.rules()?,
-        window: args.select.window(),
-        split: None,
+        merge_naming: true,
+        selection: args.select.selection()?,
         max_open: 1,
-        run: RunOptions::default(),
-        input_files: files,
         report: args.report.clone(),
-        import_notes: expanded
-            .warnings
-            .iter()
-            .chain(&resolved.notes)
-            .cloned()
-            .collect(),
-        skipped_rows: resolved.skipped_rows,
+        ..Default::default()
     };
-    let report = convert::convert(&plan, &mut |_| {})?;
+    let mut inputs = open_inputs(&args.input, args.select.skip_bad_rows)?;
+    let report = inputs.convert(&conversion, &mut |_| {})?;
     if !quiet {
         out::stderr_line(&report.render());
     }
@@ -476,180 +431,40 @@ fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
 }
 
 fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
-    let expanded = inputs::expand(&args.input)?;
-    let files = expanded.files;
-    let resolved = sources::resolve(&files, args.select.skip_bad_rows)?;
-    let plan = convert::Plan {
-        formats: Vec::new(),
-        merge_naming: false,
-        inputs: resolved.dbs.clone(),
-        origins: resolved.origins.clone(),
-        dir: args.output_path.clone(),
-        name: args.output_file.clone(),
-        perfetto: PerfettoOptions::default(),
-        parquet: ParquetOptions::default(),
-        rules: args.select.rules()?,
-        window: args.select.window(),
-        split: None,
-        max_open: 1,
-        run: RunOptions {
-            decode_thread: args.threads > 1,
-            ..Default::default()
-        },
-        input_files: files.clone(),
-        report: None,
-        import_notes: Vec::new(),
-        skipped_rows: 0,
-    };
-    let result: rocpd_summary::SummaryHandle = Default::default();
-    let bar = progress_bar(quiet);
-    let html = args.format.contains(&SummaryFormat::Html);
-    let mut events_span = None;
-    let (report, catalog) = convert::run_into(
-        &plan,
-        &mut |_, span| {
-            events_span = span;
-            let sink = rocpd_summary::SummarySink::new(args.by_rank, result.clone());
-            Box::new(match span {
-                Some(span) if html => sink.with_utilisation(span, args.bins.max(1)),
-                _ => sink,
-            })
-        },
-        &mut |p| bar.set_message(format!("{} events", p.rows)),
-    )?;
-    bar.finish_and_clear();
-    let summary = std::mem::take(
-        &mut *result
-            .lock()
-            .map_err(|_| anyhow::anyhow!("internal: summary lost"))?,
-    );
-    let views = summary.views;
-    let mut formats = args.format.clone();
+    let mut formats: Vec<rocpd::SummaryFormat> = args
+        .format
+        .iter()
+        .map(|f| match f {
+            SummaryFormat::Console => rocpd::SummaryFormat::Console,
+            SummaryFormat::Csv => rocpd::SummaryFormat::Csv,
+            SummaryFormat::Json => rocpd::SummaryFormat::Json,
+            SummaryFormat::Md => rocpd::SummaryFormat::Markdown,
+            SummaryFormat::Html => rocpd::SummaryFormat::Html,
+        })
+        .collect();
     formats.dedup();
-    // Render everything and check every file name first: no file is written when one of
-    // them would replace an input or another.
-    let mut guard = PathGuard::new(&files);
-    let mut console = String::new();
-    let mut written = Vec::new();
-    for f in formats {
-        let (format, ext) = match f {
-            SummaryFormat::Console => (rocpd_summary::OutputFormat::Console, ""),
-            SummaryFormat::Csv => (rocpd_summary::OutputFormat::Csv, "csv"),
-            SummaryFormat::Json => (rocpd_summary::OutputFormat::Json, "json"),
-            SummaryFormat::Md => (rocpd_summary::OutputFormat::Markdown, "md"),
-            SummaryFormat::Html => {
-                let run = run_info(&catalog, &files, &report, events_span);
-                let page = rocpd_summary::render_html(
-                    &views,
-                    summary.utilisation.as_ref(),
-                    &run,
-                    args.by_rank,
-                );
-                let file = if args.output_file.is_empty() {
-                    "summary.html".to_string()
-                } else {
-                    format!("{}_summary.html", args.output_file)
-                };
-                let path = args.output_path.join(file);
-                guard.claim_file(&path)?;
-                written.push((path, page));
-                continue;
-            }
-        };
-        for (name, text) in rocpd_summary::render(&views, format, args.by_rank) {
-            if format == rocpd_summary::OutputFormat::Console {
-                console.push_str(&text);
-                continue;
-            }
-            let file = if args.output_file.is_empty() {
-                format!("{name}.{ext}")
-            } else {
-                format!("{}_{name}.{ext}", args.output_file)
-            };
-            let path = args.output_path.join(file);
-            guard.claim_file(&path)?;
-            written.push((path, text));
-        }
-    }
-    let mut files_out = Vec::new();
-    for (path, text) in &written {
-        let mut f = rocpd_pipeline::OutputFile::create(path)?;
-        std::io::Write::write_all(f.writer(), text.as_bytes()).map_err(|e| f.io_error(e))?;
-        files_out.push(f);
-    }
-    // Commit only when every file was written whole.
-    for f in files_out {
-        let path = f.path().to_path_buf();
-        f.commit()?;
-        if !quiet {
+    let options = rocpd::SummaryOptions {
+        by_rank: args.by_rank,
+        selection: args.select.selection()?,
+        utilisation_bins: formats
+            .contains(&rocpd::SummaryFormat::Html)
+            .then_some(args.bins),
+        threads: threads(args.threads),
+    };
+    let mut inputs = open_inputs(&args.input, args.select.skip_bad_rows)?;
+    let bar = progress_bar(quiet);
+    let run = inputs.summary(&options, &mut |p| {
+        bar.set_message(format!("{} events", p.rows))
+    })?;
+    bar.finish_and_clear();
+    let (console, written) =
+        inputs.write_summary(&run, &formats, &args.output_path, &args.output_file)?;
+    if !quiet {
+        for path in written {
             out::stderr_line(&format!("wrote {}", path.display()));
         }
     }
     out::stdout(&console)
-}
-
-/// What the HTML summary says about the run: the user's files, processes, nodes, agents,
-/// the span and the events read.
-fn run_info(
-    catalog: &rocpd_model::Catalog,
-    files: &[std::path::PathBuf],
-    report: &rocpd_pipeline::RunReport,
-    span: Option<(i64, i64)>,
-) -> rocpd_summary::RunInfo {
-    let host = |source: u32, nid: i64| {
-        catalog
-            .nodes
-            .iter()
-            .find(|n| n.source == source && n.id == nid)
-            .and_then(|n| n.hostname.clone())
-            .unwrap_or_default()
-    };
-    let mut nodes: Vec<String> = catalog
-        .processes
-        .iter()
-        .map(|p| host(p.source, p.nid))
-        .collect();
-    nodes.sort();
-    nodes.dedup();
-    let mut agents: Vec<String> = catalog
-        .agents
-        .iter()
-        .map(|a| {
-            let (label, n) = a.label(rocpd_model::AgentIndexMode::TypeRelative);
-            let product = a
-                .product_name
-                .as_deref()
-                .or(a.name.as_deref())
-                .unwrap_or("");
-            format!("{} · {label} {n} {product}", host(a.source, a.nid))
-                .trim_end()
-                .to_string()
-        })
-        .collect();
-    agents.sort();
-    agents.dedup();
-    rocpd_summary::RunInfo {
-        inputs: files.iter().map(|f| f.display().to_string()).collect(),
-        processes: catalog
-            .processes
-            .iter()
-            .map(|p| {
-                (
-                    host(p.source, p.nid),
-                    p.pid,
-                    p.command.clone().unwrap_or_default(),
-                )
-            })
-            .collect(),
-        nodes,
-        agents,
-        span,
-        events: report
-            .rows_in
-            .iter()
-            .map(|(t, n)| (t.to_string(), *n))
-            .collect(),
-    }
 }
 
 fn progress_bar(quiet: bool) -> indicatif::ProgressBar {
@@ -677,7 +492,7 @@ fn handle_signals() {
     };
     std::thread::spawn(move || {
         let force = |sig: i32| -> ! {
-            rocpd_pipeline::cleanup::remove_registered();
+            rocpd::cleanup::remove_registered();
             out::stderr_line(&format!(
                 "rocpd: interrupted by signal {sig}; temporary files removed"
             ));
@@ -685,7 +500,7 @@ fn handle_signals() {
         };
         let mut seen = false;
         for sig in signals.forever() {
-            rocpd_pipeline::cleanup::request_cancel(sig);
+            rocpd::cleanup::request_cancel(sig);
             if seen {
                 force(sig);
             }
@@ -711,10 +526,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is::<out::StdoutClosed>() => ExitCode::SUCCESS,
         Err(e) => {
-            let interrupted = rocpd_pipeline::cleanup::cancelled_by().or_else(|| {
+            let interrupted = rocpd::cleanup::cancelled_by().or_else(|| {
                 e.chain()
-                    .find_map(|c| match c.downcast_ref::<rocpd_model::Error>() {
-                        Some(rocpd_model::Error::Interrupted { signal }) => Some(*signal),
+                    .find_map(|c| match c.downcast_ref::<rocpd::Error>() {
+                        Some(rocpd::Error::Interrupted { signal }) => Some(*signal),
                         _ => None,
                     })
             });

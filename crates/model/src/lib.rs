@@ -11,6 +11,7 @@ mod builder;
 mod catalog;
 mod error;
 pub mod naming;
+mod projection;
 mod table;
 pub mod view;
 
@@ -20,6 +21,7 @@ pub use catalog::{
     Queue, SourceInfo, Stream, Thread,
 };
 pub use error::{describe_json, Error, Result};
+pub use projection::{Projection, JSON_TEXT_COLUMNS};
 pub use table::{ColumnKind, ColumnSpec, EventBatch, Table, COMMON_COLUMNS, MODEL_VERSION};
 
 /// Column positions shared by every table (see [`COMMON_COLUMNS`]).

@@ -210,6 +210,10 @@ fn fnv(bytes: &[u8], mut h: u64) -> u64 {
 }
 
 impl Sink for Otf2Sink {
+    fn projection(&self) -> rocpd_model::Projection {
+        rocpd_model::Projection::without_json_text()
+    }
+
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
         let archive = Archive::create(&self.anchor)?;
         let defs = defs::Defs::new(&archive.spill_path())

@@ -36,7 +36,10 @@ fn feed(dbs: &[PathBuf], sink: &mut dyn Sink, stop_after: Option<usize>) -> BTre
     let mut queries = Vec::new();
     let mut first = 0u32;
     for db in &dbs {
-        queries.extend(db.queries(first, 300, false).unwrap());
+        queries.extend(
+            db.queries(first, 300, &rocpd_model::Projection::all().without("args"))
+                .unwrap(),
+        );
         first += db.table_sets().len() as u32;
     }
     let mut streams: Vec<Box<dyn BatchStream + '_>> = Vec::new();

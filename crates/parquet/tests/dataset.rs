@@ -637,7 +637,9 @@ fn a_dropped_sink_leaves_nothing() {
         let catalog = Arc::new(db.catalog(0).unwrap());
         let mut sink = ParquetSink::new(&out, ParquetOptions::default());
         sink.begin(&catalog).unwrap();
-        let mut queries = db.queries(0, 500, false).unwrap();
+        let mut queries = db
+            .queries(0, 500, &rocpd_model::Projection::all().without("args"))
+            .unwrap();
         let mut streams: Vec<Box<dyn BatchStream + '_>> = Vec::new();
         for q in &mut queries {
             streams.push(Box::new(q.stream().unwrap()));

@@ -38,7 +38,22 @@ impl PerfettoSink {
     }
 }
 
+/// The columns a trace written with `opts` shows: no JSON text, but the API arguments
+/// when they are annotated.
+pub fn projection(opts: &PerfettoOptions) -> rocpd_model::Projection {
+    let p = rocpd_model::Projection::without_json_text();
+    if opts.annotations && opts.annotate_args {
+        p.with("args")
+    } else {
+        p
+    }
+}
+
 impl Sink for PerfettoSink {
+    fn projection(&self) -> rocpd_model::Projection {
+        projection(&self.opts)
+    }
+
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
         let file = OutputFile::create(&self.path)?;
         self.state = Some((

@@ -89,6 +89,11 @@ impl SizePlanner {
 }
 
 impl Sink for SizePlanner {
+    fn projection(&self) -> rocpd_model::Projection {
+        // The dry run must see what the real writer sees, to measure the same bytes.
+        crate::projection(&self.opts)
+    }
+
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
         self.catalog = Some(catalog.clone());
         self.writer = Some(self.fresh_writer());

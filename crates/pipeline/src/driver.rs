@@ -4,7 +4,7 @@ use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::time::Instant;
 
-use rocpd_model::{Catalog, Error, Result};
+use rocpd_model::{Catalog, Error, Projection, Result};
 
 use crate::{Chunk, OutputReport, RunReport, StageDrop, TableCounts};
 
@@ -33,6 +33,10 @@ pub trait Stage: Send {
     fn apply(&mut self, chunk: Chunk) -> Result<Chunk>;
     /// Rows removed so far, per table.
     fn dropped(&self) -> TableCounts;
+    /// The columns this stage reads (see [`Sink::projection`]); all unless it says otherwise.
+    fn projection(&self) -> Projection {
+        Projection::all()
+    }
 }
 
 /// A writer. The driver calls `begin` once, `write` for every chunk, then `finish`, which
@@ -44,6 +48,17 @@ pub trait Sink {
     fn write(&mut self, chunk: &Chunk) -> Result<()>;
     /// Completes every output and reports what was written.
     fn finish(self: Box<Self>) -> Result<Vec<OutputReport>>;
+    /// The columns this sink reads; readers leave the others null. All, unless a sink
+    /// says otherwise.
+    fn projection(&self) -> Projection {
+        Projection::all()
+    }
+    /// Whether the sink needs the rows of all inputs in one global time order (a
+    /// timeline), or can take the inputs one after another, each in its own time order
+    /// (statistics, tables): then a run needs only a few inputs open at a time.
+    fn needs_time_order(&self) -> bool {
+        true
+    }
 }
 
 /// How the driver runs.

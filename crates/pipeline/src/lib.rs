@@ -10,20 +10,28 @@
 //! * [`OutputFile`]: whole-or-absent output files (temporary name, renamed on success).
 //! * [`PathGuard`]: refuses outputs that would replace an input or each other.
 //! * [`cleanup`]: cancellation between chunks and the list of temporary paths.
+//! * [`Source`]: what every reader implements (describe an input, prepare its streams).
+//! * [`decode_parallel`]: the streams of many sources decoded on a pool of threads.
 
 mod chunk;
 pub mod cleanup;
+mod decode;
 mod driver;
 mod guard;
 mod input;
 mod merge;
 mod output;
+mod produce;
 mod report;
+mod source;
 
 pub use chunk::{Chunk, TimeOrder};
+pub use decode::{decode_parallel, Numbered};
 pub use driver::{run, Message, Progress, RunOptions, Sink, Stage};
 pub use guard::PathGuard;
 pub use input::{check_regular, open_regular};
 pub use merge::{BatchStream, TimeMerge};
 pub use output::{temp_sibling, OutputFile};
+pub use produce::{batch_rows, produce, produce_events, ProduceOptions, ROW_BUDGET};
 pub use report::{OutputReport, RunReport, StageDrop, TableCounts};
+pub use source::{PreparedStream, Source, StreamOptions};

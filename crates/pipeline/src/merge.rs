@@ -46,6 +46,14 @@ impl Cursor<'_> {
     }
 }
 
+fn chunk_bytes(chunk: &Chunk) -> usize {
+    chunk
+        .batches
+        .iter()
+        .map(|b| b.batch.get_array_memory_size())
+        .sum()
+}
+
 /// Merges streams into [`Chunk`]s in start-time order.
 ///
 /// Each call to [`TimeMerge::next_chunk`] takes, from every stream, the rows that start no
@@ -54,6 +62,7 @@ impl Cursor<'_> {
 /// one batch per stream.
 pub struct TimeMerge<'a> {
     cursors: Vec<Cursor<'a>>,
+    min_rows: usize,
 }
 
 impl<'a> TimeMerge<'a> {
@@ -68,11 +77,43 @@ impl<'a> TimeMerge<'a> {
                 offset: 0,
             })
             .collect();
-        TimeMerge { cursors }
+        TimeMerge {
+            cursors,
+            min_rows: 0,
+        }
+    }
+
+    /// Makes chunks of at least `rows` rows (but the last): with many streams of small
+    /// batches, a single cut holds few rows, and every chunk costs each stage and sink a
+    /// fixed amount. Consecutive cuts joined are still a valid chunk: every row of the
+    /// first starts before every row of the second.
+    pub fn with_min_rows(mut self, rows: usize) -> Self {
+        self.min_rows = rows;
+        self
     }
 
     /// The next chunk, or `None` when every stream is exhausted.
     pub fn next_chunk(&mut self) -> Result<Option<Chunk>> {
+        let Some(mut chunk) = self.next_cut()? else {
+            return Ok(None);
+        };
+        // Bounded in bytes too: rows of megabyte strings must not pile up. Slices of one
+        // batch each count its whole buffers, so this errs on the small side.
+        let mut bytes = chunk_bytes(&chunk);
+        while chunk.rows() < self.min_rows && bytes < rocpd_model::BATCH_BYTES {
+            match self.next_cut()? {
+                Some(more) => {
+                    bytes += chunk_bytes(&more);
+                    chunk.batches.extend(more.batches);
+                }
+                None => break,
+            }
+        }
+        Ok(Some(chunk))
+    }
+
+    /// The rows of every stream up to the next cut.
+    fn next_cut(&mut self) -> Result<Option<Chunk>> {
         let mut live = Vec::with_capacity(self.cursors.len());
         for c in &mut self.cursors {
             live.push(c.fill()?);

@@ -353,6 +353,11 @@ impl Filter {
 }
 
 impl Stage for Filter {
+    fn projection(&self) -> rocpd_model::Projection {
+        // Rules and windows read names, ids and times, never the JSON text columns.
+        rocpd_model::Projection::without_json_text()
+    }
+
     fn name(&self) -> String {
         let rules: Vec<String> = self
             .rules

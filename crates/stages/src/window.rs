@@ -49,6 +49,11 @@ impl Window {
 }
 
 impl Stage for Window {
+    fn projection(&self) -> rocpd_model::Projection {
+        // Rules and windows read names, ids and times, never the JSON text columns.
+        rocpd_model::Projection::without_json_text()
+    }
+
     fn name(&self) -> String {
         format!(
             "window [{}, {}] ns ({})",

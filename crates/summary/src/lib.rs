@@ -238,6 +238,15 @@ impl SummarySink {
 }
 
 impl Sink for SummarySink {
+    fn projection(&self) -> rocpd_model::Projection {
+        rocpd_model::Projection::without_json_text()
+    }
+
+    fn needs_time_order(&self) -> bool {
+        // The busy-time union walks each GPU's intervals in start order; statistics don't care.
+        self.utilisation.is_some()
+    }
+
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
         self.hostnames = catalog
             .processes

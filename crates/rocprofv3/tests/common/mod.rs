@@ -39,7 +39,10 @@ impl Imported {
         assert_eq!(cat.sources.len(), 1);
         assert_eq!(cat.sources[0].guid, self.report.guid);
         let mut out = HashMap::new();
-        for mut q in db.queries(0, 1024, true).expect("queries") {
+        for mut q in db
+            .queries(0, 1024, &rocpd_model::Projection::all())
+            .expect("queries")
+        {
             let table = q.table().name();
             let mut s = q.stream().expect("stream");
             let mut n = 0;

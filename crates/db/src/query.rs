@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rocpd_model::{BatchBuilder, ColumnSpec, Error, Result, Table};
+use rocpd_model::{BatchBuilder, ColumnSpec, Error, Projection, Result, Table};
 use rusqlite::{Connection, Rows, Statement};
 
 use crate::value::append;
@@ -27,17 +27,35 @@ struct Sql {
     count: String,
 }
 
-fn build(set: &TableSet, table: Table, with_args: bool) -> Option<Sql> {
-    let t = |base: &str| set.table(base);
-    let base = match table {
+/// The RocPD table a canonical table is read from.
+fn main_base(table: Table) -> &'static str {
+    match table {
         Table::Region | Table::Marker => "rocpd_region",
         Table::Sample => "rocpd_sample",
         Table::KernelDispatch => "rocpd_kernel_dispatch",
         Table::MemoryCopy => "rocpd_memory_copy",
         Table::MemoryAllocation => "rocpd_memory_allocate",
         Table::PmcValue => "rocpd_pmc_event",
+    }
+}
+
+/// Whether `set` has the table `table` is read from (then it has a stream).
+pub(crate) fn has_stream(set: &TableSet, table: Table) -> bool {
+    set.table(main_base(table)).is_some()
+}
+
+fn build(set: &TableSet, table: Table, projection: &Projection) -> Option<Sql> {
+    let t = |base: &str| set.table(base);
+    let with_args = projection.fills("args");
+    // A column outside the projection is selected as NULL: SQLite neither reads nor copies it.
+    let or_null = |column: &str, expr: &str| -> String {
+        if projection.fills(column) {
+            expr.to_string()
+        } else {
+            "NULL".to_string()
+        }
     };
-    let main = t(base)?;
+    let main = t(main_base(table))?;
     let strings = t("rocpd_string");
     let events = t("rocpd_event");
 
@@ -55,8 +73,13 @@ fn build(set: &TableSet, table: Table, with_args: bool) -> Option<Sql> {
         ),
     }
     joins.push_str(&str_join("CS", "E.category_id"));
-    let tail = "CS.string, X.event_id, E.stack_id, E.parent_stack_id, E.correlation_id, \
-                E.call_stack, E.line_info, E.extdata, X.extdata";
+    let tail = format!(
+        "CS.string, X.event_id, E.stack_id, E.parent_stack_id, E.correlation_id, {}, {}, {}, {}",
+        or_null("call_stack", "E.call_stack"),
+        or_null("line_info", "E.line_info"),
+        or_null("event_extdata", "E.extdata"),
+        or_null("extdata", "X.extdata"),
+    );
 
     // Flow links, precomputed per table set by `build_helpers`.
     let links = |joins: &mut String| -> bool {
@@ -193,7 +216,7 @@ fn build(set: &TableSet, table: Table, with_args: bool) -> Option<Sql> {
                 "X.id, COALESCE(K.nid, PI.nid), COALESCE(K.pid, PI.pid), K.tid, K.start, K.\"end\", X.pmc_id, \
                  PI.name, X.value, COALESCE(K.agent_id, PI.agent_id), K.dispatch_id, "
                     .to_string()
-                    + tail,
+                    + &tail,
                 Some("K.start IS NOT NULL".to_string()),
                 timing,
             )
@@ -379,7 +402,7 @@ pub(crate) fn temp_error(e: &rusqlite::Error) -> Error {
 
 /// Rows of `table` in `set` (the rows the stream will yield).
 pub(crate) fn count(conn: &Connection, path: &Path, set: &TableSet, table: Table) -> Result<u64> {
-    let Some(sql) = build(set, table, false) else {
+    let Some(sql) = build(set, table, &Projection::all()) else {
         return Ok(0);
     };
     conn.query_row(&sql.count, [], |r| r.get::<_, i64>(0))
@@ -425,9 +448,9 @@ impl<'c> TableQuery<'c> {
         table: Table,
         source: u32,
         batch_rows: usize,
-        with_args: bool,
+        projection: &Projection,
     ) -> Result<Option<Self>> {
-        let Some(sql) = build(set, table, with_args) else {
+        let Some(sql) = build(set, table, projection) else {
             return Ok(None);
         };
         let stmt = conn
@@ -576,7 +599,7 @@ mod tests {
             .unwrap();
         build_helpers(&conn, Path::new("mem"), &set).unwrap();
         for table in Table::ALL {
-            let sql = build(&set, table, true).unwrap();
+            let sql = build(&set, table, &Projection::all()).unwrap();
             let stmt = conn.prepare(&sql.select).unwrap();
             assert_eq!(
                 stmt.column_count() + 1,
@@ -585,6 +608,32 @@ mod tests {
                 table.name()
             );
             conn.prepare(&sql.count).unwrap();
+        }
+    }
+
+    #[test]
+    fn columns_outside_the_projection_are_not_selected() {
+        let set = TableSet {
+            suffix: "_x".into(),
+            guid: "x".into(),
+            uuid: "_x".into(),
+            schema_version: "3".into(),
+            tables: rocpd_schema::TABLES.iter().map(|s| s.to_string()).collect(),
+        };
+        for table in Table::ALL {
+            let full = build(&set, table, &Projection::all()).unwrap().select;
+            let lean = build(&set, table, &Projection::without_json_text())
+                .unwrap()
+                .select;
+            for expr in ["E.call_stack", "E.line_info", "X.extdata"] {
+                assert!(full.contains(expr), "{} {expr}", table.name());
+                assert!(!lean.contains(expr), "{} {expr}", table.name());
+            }
+            // The event's extdata is still read for the ROCTx message, not copied whole.
+            assert!(full.contains("E.line_info, E.extdata, X.extdata"));
+            assert!(lean.contains("E.correlation_id, NULL, NULL, NULL, NULL"));
+            // The args aggregation is the costliest of them.
+            assert!(!lean.contains("json_group_array"));
         }
     }
 }

@@ -325,6 +325,15 @@ impl RocpdSink {
 }
 
 impl Sink for RocpdSink {
+    fn projection(&self) -> rocpd_model::Projection {
+        // Only the row ids are recorded: the rows themselves are copied inside SQLite.
+        rocpd_model::Projection::without_json_text()
+    }
+
+    fn needs_time_order(&self) -> bool {
+        false
+    }
+
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
         let out = Output::create(&self.path)?;
         out.conn()

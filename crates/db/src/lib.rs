@@ -1,0 +1,492 @@
+//! Reader of RocPD SQLite databases (schema version 3, as rocprofv3 and
+//! rocprofiler-systems write them).
+//!
+//! A database file holds one or more *table sets*: tables named `rocpd_<name>_<uuid>`,
+//! one set per profiled process (a merged database holds several). Each set becomes one
+//! source in the [`Catalog`](rocpd_model::Catalog). Databases are opened read-only; each
+//! set's own tables are read directly (never through cross-database views), one streaming
+//! prepared statement per canonical table, ordered by start time (SQLite sorts with
+//! bounded memory, spilling to temporary files).
+
+mod catalog;
+mod detect;
+mod merge;
+mod produce;
+mod query;
+mod value;
+mod views;
+
+use std::path::{Path, PathBuf};
+
+use rocpd_model::{Catalog, Projection, Result, SourceInfo, Table};
+use rocpd_pipeline::{BatchStream, PreparedStream, Source, StageDrop, StreamOptions};
+use rusqlite::{Connection, OpenFlags};
+
+pub use detect::looks_like_sqlite;
+pub use merge::{merge, RocpdSink};
+pub use produce::{convert_into, produce};
+pub use query::{RowStream, TableQuery};
+
+/// How a database is opened.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// SQLite page cache per connection, KiB, for the database and for its temporary
+    /// tables and sorter each (at least 64). A run of many inputs shares one budget.
+    pub cache_kib: usize,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions { cache_kib: 1024 }
+    }
+}
+
+/// One set of suffixed tables inside a database.
+#[derive(Debug, Clone)]
+pub struct TableSet {
+    /// The table-name suffix, including its leading `_`.
+    pub suffix: String,
+    /// `guid` from the metadata table.
+    pub guid: String,
+    /// `uuid` from the metadata table.
+    pub uuid: String,
+    /// `schema_version` from the metadata table.
+    pub schema_version: String,
+    /// Base names (`rocpd_region`, ...) of the tables present in this set.
+    pub tables: Vec<String>,
+}
+
+impl TableSet {
+    /// The quoted full name of base table `base` (`"rocpd_region_<uuid>"`), if present.
+    pub fn table(&self, base: &str) -> Option<String> {
+        self.tables
+            .iter()
+            .any(|t| t == base)
+            .then(|| quote_ident(&format!("{base}{}", self.suffix)))
+    }
+}
+
+/// An open RocPD database.
+pub struct Database {
+    path: PathBuf,
+    /// The file SQLite reads: `path`, or its private copy (see [`Database::open`]).
+    read_path: PathBuf,
+    /// The private copy of a database with pending journal or WAL content, if any.
+    _copy: Option<(tempfile::TempDir, rocpd_pipeline::cleanup::Registered)>,
+    conn: Connection,
+    sets: Vec<TableSet>,
+    helpers_built: std::cell::Cell<bool>,
+}
+
+/// An SQLite URI for `path` with query `params`: every byte outside the unreserved set
+/// is percent-encoded, so any file name works, UTF-8 or not.
+pub(crate) fn file_uri(path: &Path, params: &str) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut s = String::from("file:");
+    for &b in abs.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s.push('?');
+    s.push_str(params);
+    s
+}
+
+/// `path` with `suffix` appended to its file name (`x.db` → `x.db-wal`).
+fn side_file(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_os_string();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Whether SQLite would have to write beside `path` to read it: a `-wal` file with
+/// content (SQLite then creates `-shm`) or a hot `-journal`.
+fn has_pending_side_files(path: &Path) -> bool {
+    let nonempty = |p: PathBuf| std::fs::metadata(p).map(|m| m.len() > 0).unwrap_or(false);
+    nonempty(side_file(path, "-wal")) || nonempty(side_file(path, "-journal"))
+}
+
+/// Copies `path` and its side files into a new private temporary directory.
+fn private_copy(
+    path: &Path,
+) -> Result<(
+    PathBuf,
+    tempfile::TempDir,
+    rocpd_pipeline::cleanup::Registered,
+)> {
+    let tmp_err = |e: std::io::Error| {
+        rocpd_model::Error::output(
+            std::env::temp_dir(),
+            format!(
+                "cannot make a private copy of {} to read its WAL or journal: {e}",
+                path.display()
+            ),
+        )
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("rocpd-wal-")
+        .tempdir()
+        .map_err(tmp_err)?;
+    let registered = rocpd_pipeline::cleanup::Registered::new(dir.path());
+    let copy = dir.path().join("input.db");
+    std::fs::copy(path, &copy).map_err(tmp_err)?;
+    for side in ["-wal", "-journal"] {
+        let from = side_file(path, side);
+        if from.is_file() {
+            std::fs::copy(&from, side_file(&copy, side)).map_err(tmp_err)?;
+        }
+    }
+    Ok((copy, dir, registered))
+}
+
+/// Quotes an SQL identifier taken from `sqlite_master`.
+pub(crate) fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+impl Database {
+    /// Opens `path` read-only and checks that it is a RocPD schema-v3 database; anything
+    /// else is refused with a message naming what was found.
+    ///
+    /// Nothing is ever created beside the input: a database without pending side files is
+    /// opened `immutable` (no locks, no `-shm`); one with a non-empty `-wal` or `-journal`
+    /// is read from a private copy of the database and its side files in the temporary
+    /// directory, which SQLite may then recover freely.
+    pub fn open(path: &Path) -> Result<Database> {
+        Database::open_with(path, &OpenOptions::default())
+    }
+
+    /// [`Database::open`] with `options` (the SQLite cache of a run of many inputs).
+    pub fn open_with(path: &Path, options: &OpenOptions) -> Result<Database> {
+        detect::check_file(path)?;
+        let (read_path, copy, params) = if has_pending_side_files(path) {
+            let (copy, dir, reg) = private_copy(path)?;
+            (copy, Some((dir, reg)), "mode=rw")
+        } else {
+            (path.to_path_buf(), None, "mode=ro&immutable=1")
+        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let flags = if copy.is_some() {
+            flags
+        } else {
+            (flags - OpenFlags::SQLITE_OPEN_READ_WRITE) | OpenFlags::SQLITE_OPEN_READ_ONLY
+        };
+        let conn = Connection::open_with_flags(file_uri(&read_path, params), flags)
+            .map_err(|e| rocpd_model::Error::input(path, "open", e.to_string()))?;
+        // The page cache also bounds SQLite's sorter before it spills to temporary files.
+        let kib = options.cache_kib.max(64);
+        conn.execute_batch(&format!(
+            "PRAGMA temp_store = FILE; PRAGMA cache_size = -{kib}; PRAGMA temp.cache_size = -{kib};"
+        ))
+        .map_err(|e| rocpd_model::Error::input(path, "open", e.to_string()))?;
+        let sets = detect::table_sets(&conn, path)?;
+        Ok(Database {
+            path: path.to_path_buf(),
+            read_path,
+            _copy: copy,
+            conn,
+            sets,
+            helpers_built: std::cell::Cell::new(false),
+        })
+    }
+
+    /// Builds the per-set helper tables (once) that the event queries join.
+    fn helpers(&self) -> Result<()> {
+        if !self.helpers_built.get() {
+            for set in &self.sets {
+                query::build_helpers(&self.conn, &self.path, set)?;
+            }
+            self.helpers_built.set(true);
+        }
+        Ok(())
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A read-only SQLite URI of the file SQLite reads (for `ATTACH`).
+    pub(crate) fn uri(&self) -> String {
+        let params = if self._copy.is_some() {
+            "mode=ro"
+        } else {
+            "mode=ro&immutable=1"
+        };
+        file_uri(&self.read_path, params)
+    }
+
+    /// The table sets (one per source), in table-name order.
+    pub fn table_sets(&self) -> &[TableSet] {
+        &self.sets
+    }
+
+    /// Reads the dimension data of every table set; set `i` becomes source
+    /// `first_source + i`.
+    pub fn catalog(&self, first_source: u32) -> Result<Catalog> {
+        let mut cat = Catalog::default();
+        for (i, set) in self.sets.iter().enumerate() {
+            let source = first_source + i as u32;
+            cat.sources.push(SourceInfo {
+                path: self.path.clone(),
+                format: "rocpd".into(),
+                guid: set.guid.clone(),
+                uuid: set.uuid.clone(),
+                schema_version: set.schema_version.clone(),
+                imported_from: Vec::new(),
+            });
+            catalog::read_set(&self.conn, &self.path, set, source, &mut cat)?;
+        }
+        Ok(cat)
+    }
+
+    /// Prepares one query per (table set, canonical table) that has rows to read.
+    /// Columns outside `projection` are selected as NULL; filling the regions' `args`
+    /// column costs an extra aggregation over `rocpd_arg`.
+    pub fn queries(
+        &self,
+        first_source: u32,
+        batch_rows: usize,
+        projection: &Projection,
+    ) -> Result<Vec<TableQuery<'_>>> {
+        self.helpers()?;
+        let mut out = Vec::new();
+        for (i, set) in self.sets.iter().enumerate() {
+            for table in Table::ALL {
+                if let Some(q) = TableQuery::prepare(
+                    &self.conn,
+                    &self.path,
+                    set,
+                    table,
+                    first_source + i as u32,
+                    batch_rows,
+                    projection,
+                )? {
+                    out.push(q);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Rows per canonical table over all sets (a full count; used by `info` and tests).
+    pub fn count_rows(&self) -> Result<Vec<(Table, u64)>> {
+        self.helpers()?;
+        let mut out = Vec::new();
+        for table in Table::ALL {
+            let mut n = 0;
+            for set in &self.sets {
+                n += query::count(&self.conn, &self.path, set, table)?;
+            }
+            out.push((table, n));
+        }
+        Ok(out)
+    }
+
+    /// PMC rows that cannot be placed in time (no kernel dispatch or sample carries their
+    /// event): they are not streamed, and the driver reports them.
+    pub fn untimed_pmc_rows(&self) -> Result<u64> {
+        self.helpers()?;
+        let mut n = 0;
+        for set in &self.sets {
+            n += query::count_untimed_pmc(&self.conn, &self.path, set)?;
+        }
+        Ok(n)
+    }
+}
+
+impl Database {
+    /// Earliest start and latest end over every event table, if there are events.
+    pub fn event_span(&self) -> Result<Option<(i64, i64)>> {
+        let mut span: Option<(i64, i64)> = None;
+        for set in &self.sets {
+            for (base, lo, hi) in [
+                ("rocpd_region", "start", "\"end\""),
+                ("rocpd_kernel_dispatch", "start", "\"end\""),
+                ("rocpd_memory_copy", "start", "\"end\""),
+                ("rocpd_memory_allocate", "start", "\"end\""),
+                ("rocpd_sample", "timestamp", "timestamp"),
+            ] {
+                let Some(t) = set.table(base) else { continue };
+                let sql = format!("SELECT MIN({lo}), MAX({hi}) FROM {t}");
+                let place = || format!("table {}", t.trim_matches('"'));
+                let r = self
+                    .conn
+                    .query_row(&sql, [], |r| {
+                        Ok((value::to_i64(r.get_ref(0)?), value::to_i64(r.get_ref(1)?)))
+                    })
+                    .map_err(|e| {
+                        rocpd_model::Error::input(&self.path, place(), query::sql_message(&e))
+                    })?;
+                let r = match r {
+                    (Ok(a), Ok(b)) => (a, b),
+                    _ => return Err(self.first_non_integer(&t, &[lo, hi])),
+                };
+                if let (Some(a), Some(b)) = r {
+                    span = Some(match span {
+                        Some((x, y)) => (x.min(a), y.max(b)),
+                        None => (a, b),
+                    });
+                }
+            }
+        }
+        Ok(span)
+    }
+}
+
+impl Database {
+    /// The error for the first row of table `t` whose `columns` hold a value that is not an
+    /// integer: its row id, the column and the value.
+    fn first_non_integer(&self, t: &str, columns: &[&str]) -> rocpd_model::Error {
+        let table = t.trim_matches('"');
+        for c in columns {
+            let sql = format!(
+                "SELECT id, {c} FROM {t} WHERE typeof({c}) NOT IN ('integer', 'null') LIMIT 1"
+            );
+            let found = self.conn.query_row(&sql, [], |r| {
+                Ok((r.get_ref(0)?.as_i64().ok(), value::to_i64(r.get_ref(1)?)))
+            });
+            if let Ok((id, Err(msg))) = found {
+                let id = id.map_or("?".to_string(), |i| i.to_string());
+                return rocpd_model::Error::input(
+                    &self.path,
+                    format!("table {table}, row id {id}"),
+                    format!("column {}: {msg}", c.trim_matches('"')),
+                );
+            }
+        }
+        rocpd_model::Error::input(
+            &self.path,
+            format!("table {table}"),
+            "a time column holds a value that is not an integer",
+        )
+    }
+
+    /// The `(start, end)` of every ROCTx marker whose message (or, without a message, its
+    /// name) is `text`: marker ranges and marker samples.
+    pub fn find_marker(&self, text: &str) -> Result<Vec<(i64, i64)>> {
+        let mut out = Vec::new();
+        for set in &self.sets {
+            let (Some(e), Some(s)) = (set.table("rocpd_event"), set.table("rocpd_string")) else {
+                continue;
+            };
+            let msg =
+                "CASE WHEN json_valid(E.extdata) THEN json_extract(E.extdata, '$.message') END";
+            let marker = "C.string LIKE 'MARKER\\_%' ESCAPE '\\'";
+            let mut queries = Vec::new();
+            if let Some(r) = set.table("rocpd_region") {
+                queries.push(format!(
+                    "SELECT X.start, X.\"end\" FROM {r} X JOIN {e} E ON E.id = X.event_id \
+                     JOIN {s} C ON C.id = E.category_id LEFT JOIN {s} N ON N.id = X.name_id \
+                     WHERE {marker} AND COALESCE({msg}, N.string) = ?1"
+                ));
+            }
+            if let (Some(smp), Some(tr)) = (set.table("rocpd_sample"), set.table("rocpd_track")) {
+                queries.push(format!(
+                    "SELECT X.timestamp, X.timestamp FROM {smp} X JOIN {e} E ON E.id = X.event_id \
+                     JOIN {s} C ON C.id = E.category_id LEFT JOIN {tr} T ON T.id = X.track_id \
+                     LEFT JOIN {s} N ON N.id = T.name_id WHERE {marker} AND COALESCE({msg}, N.string) = ?1"
+                ));
+            }
+            for q in queries {
+                let err = |e: rusqlite::Error| {
+                    rocpd_model::Error::input(
+                        &self.path,
+                        format!("marker search in {}", set.suffix),
+                        e.to_string(),
+                    )
+                };
+                let mut st = self.conn.prepare(&q).map_err(err)?;
+                let rows = st
+                    .query_map([text], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+                    .map_err(err)?;
+                for row in rows {
+                    out.push(row.map_err(err)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl PreparedStream for TableQuery<'_> {
+    fn table(&self) -> Table {
+        TableQuery::table(self)
+    }
+
+    fn open(&mut self) -> Result<Box<dyn BatchStream + '_>> {
+        Ok(Box::new(self.stream()?))
+    }
+}
+
+impl Source for Database {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn source_count(&self) -> usize {
+        self.sets.len()
+    }
+
+    fn catalog(&self, first_source: u32) -> Result<Catalog> {
+        Database::catalog(self, first_source)
+    }
+
+    fn event_span(&self) -> Result<Option<(i64, i64)>> {
+        Database::event_span(self)
+    }
+
+    fn find_marker(&self, text: &str) -> Result<Vec<(i64, i64)>> {
+        Database::find_marker(self, text)
+    }
+
+    fn count_rows(&self) -> Result<Vec<(Table, u64)>> {
+        Database::count_rows(self)
+    }
+
+    fn dropped(&self) -> Result<Vec<StageDrop>> {
+        let untimed = self.untimed_pmc_rows()?;
+        Ok(if untimed > 0 {
+            vec![StageDrop {
+                stage: UNTIMED_PMC.into(),
+                rows: [(Table::PmcValue.name(), untimed)].into_iter().collect(),
+            }]
+        } else {
+            Vec::new()
+        })
+    }
+
+    fn stream_count(&self) -> usize {
+        self.sets
+            .iter()
+            .map(|set| {
+                Table::ALL
+                    .iter()
+                    .filter(|t| query::has_stream(set, **t))
+                    .count()
+            })
+            .sum()
+    }
+
+    fn prepare(
+        &self,
+        first_source: u32,
+        options: &StreamOptions,
+    ) -> Result<Vec<Box<dyn PreparedStream + '_>>> {
+        Ok(self
+            .queries(first_source, options.batch_rows, &options.projection)?
+            .into_iter()
+            .map(|q| Box::new(q) as Box<dyn PreparedStream + '_>)
+            .collect())
+    }
+}
+
+/// The reader stage named in the report for PMC rows without a time.
+pub const UNTIMED_PMC: &str =
+    "reader (PMC values whose event is neither a kernel dispatch nor a sample have no time)";

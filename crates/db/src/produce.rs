@@ -1,0 +1,50 @@
+//! Reading a set of databases as one time-ordered event stream, on the caller's thread:
+//! for the writers' tests, the fuzzer and small programs. Runs use the facade crate
+//! `rocpd`, which also decodes on a pool and resolves windows and markers.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rocpd_model::{Catalog, Projection, Result};
+use rocpd_pipeline::{Message, Numbered, ProduceOptions};
+
+use crate::Database;
+
+/// Opens `paths` and emits their catalog (sources numbered in order, passed through
+/// `adjust` first), the PMC rows that cannot be placed in time, then every table of every
+/// database merged in time order. `with_args` fills the regions' `args` column.
+pub fn produce(
+    paths: &[PathBuf],
+    with_args: bool,
+    adjust: &dyn Fn(&mut Catalog),
+    emit: &mut dyn FnMut(Message) -> Result<()>,
+) -> Result<()> {
+    let mut sources: Vec<Numbered> = Vec::new();
+    let mut catalog = Catalog::default();
+    for p in paths {
+        let db = Database::open(p)?;
+        let first = catalog.sources.len() as u32;
+        catalog.extend(db.catalog(first)?);
+        sources.push((first, Box::new(db)));
+    }
+    adjust(&mut catalog);
+    let projection = if with_args {
+        Projection::all()
+    } else {
+        Projection::all().without("args")
+    };
+    let options = ProduceOptions {
+        projection,
+        ..Default::default()
+    };
+    rocpd_pipeline::produce(&mut sources, Arc::new(catalog), &options, emit)
+}
+
+/// Runs `paths` straight into `sink` (no stages, no thread): for tests and examples.
+pub fn convert_into(paths: &[PathBuf], sink: &mut dyn rocpd_pipeline::Sink) -> Result<()> {
+    produce(paths, false, &|_| {}, &mut |m| match m {
+        Message::Catalog(c) => sink.begin(&c),
+        Message::Chunk(c) => sink.write(&c),
+        Message::Dropped(_) => Ok(()),
+    })
+}

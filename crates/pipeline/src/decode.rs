@@ -1,0 +1,290 @@
+//! Parallel decode: the streams of many sources decoded on a pool of worker threads.
+//!
+//! Each source is owned by one worker (a SQLite connection must stay on one thread at a
+//! time, and its statements with it), sources are dealt to workers in turn, and every
+//! stream feeds a queue of at most `in_flight` batches. A worker never blocks while one of
+//! its streams has room: it decodes the next batch of its emptiest stream, so the stream
+//! the merge is waiting for is served next and the pool cannot deadlock. The merge reads
+//! the queues in the same order whatever the number of threads, so the output does not
+//! depend on it. Memory is `in_flight` batches per stream, plus one being decoded per
+//! worker.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use arrow_array::RecordBatch;
+use rocpd_model::{Error, Result, Table};
+
+use crate::{BatchStream, Source, StreamOptions};
+
+enum State {
+    Running,
+    Done,
+    Failed(Option<Error>),
+}
+
+struct Slot {
+    table: Table,
+    queue: VecDeque<RecordBatch>,
+    state: State,
+}
+
+#[derive(Default)]
+struct Inner {
+    slots: Vec<Slot>,
+    /// Per source: the slots of its streams once prepared, or why it could not be.
+    prepared: Vec<Option<Result<Vec<usize>>>>,
+    /// Set when the consumer is done (or failed): workers stop.
+    stop: bool,
+    /// Set when a worker panicked: the consumer stops waiting.
+    panicked: bool,
+}
+
+struct Shared {
+    inner: Mutex<Inner>,
+    /// Signalled when a batch is queued, a stream ends or a source is prepared.
+    data: Condvar,
+    /// Signalled when the consumer takes a batch, or stops.
+    room: Condvar,
+    in_flight: usize,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A poisoned lock means a worker panicked; its thread's join reports it.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A stream whose batches a worker decodes.
+struct QueuedStream {
+    shared: Arc<Shared>,
+    slot: usize,
+    table: Table,
+}
+
+impl BatchStream for QueuedStream {
+    fn table(&self) -> Table {
+        self.table
+    }
+
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        let mut inner = self.shared.lock();
+        loop {
+            let slot = &mut inner.slots[self.slot];
+            if let Some(b) = slot.queue.pop_front() {
+                drop(inner);
+                self.shared.room.notify_all();
+                return Ok(Some(b));
+            }
+            if inner.panicked {
+                return Err(panicked());
+            }
+            let slot = &mut inner.slots[self.slot];
+            match &mut slot.state {
+                State::Done => return Ok(None),
+                State::Failed(e) => {
+                    return Err(e.take().unwrap_or_else(|| {
+                        Error::Usage("internal: a decode error was read twice".into())
+                    }))
+                }
+                State::Running => inner = wait(&self.shared.data, inner),
+            }
+        }
+    }
+}
+
+fn panicked() -> Error {
+    Error::Usage("internal: a decode thread panicked".into())
+}
+
+/// Tells the consumer when its worker unwinds, so that it never waits for batches that
+/// will not come.
+struct PanicFlag<'a>(&'a Shared);
+
+impl Drop for PanicFlag<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.lock().panicked = true;
+            self.0.data.notify_all();
+        }
+    }
+}
+
+fn wait<'a>(cv: &Condvar, guard: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
+    cv.wait(guard).unwrap_or_else(|p| p.into_inner())
+}
+
+/// A source as the pool receives it: its position in the run and its first source number.
+pub type Numbered = (u32, Box<dyn Source>);
+
+/// Decodes the streams of `sources` on `threads` workers and calls `consume` with every
+/// stream, in source order and, within a source, in the order its `prepare` gives them.
+/// The sources are given back, in their order, when `consume` returns.
+pub fn decode_parallel<R>(
+    sources: &mut Vec<Numbered>,
+    options: &StreamOptions,
+    threads: usize,
+    in_flight: usize,
+    consume: impl FnOnce(Vec<Box<dyn BatchStream>>) -> Result<R>,
+) -> Result<R> {
+    let n = sources.len();
+    let threads = threads.clamp(1, n.max(1));
+    let shared = Arc::new(Shared {
+        inner: Mutex::new(Inner {
+            prepared: (0..n).map(|_| None).collect(),
+            ..Default::default()
+        }),
+        data: Condvar::new(),
+        room: Condvar::new(),
+        in_flight: in_flight.max(1),
+    });
+    // Deal the sources to the workers in turn, remembering each one's place.
+    let mut dealt: Vec<Vec<(usize, Numbered)>> = (0..threads).map(|_| Vec::new()).collect();
+    for (i, s) in sources.drain(..).enumerate() {
+        dealt[i % threads].push((i, s));
+    }
+    let (result, returned) = std::thread::scope(|scope| {
+        let workers: Vec<_> = dealt
+            .into_iter()
+            .map(|mine| {
+                let shared = shared.clone();
+                scope.spawn(move || work(&shared, mine, options))
+            })
+            .collect();
+        let result = gather(&shared, n).and_then(consume);
+        shared.lock().stop = true;
+        shared.room.notify_all();
+        let mut returned = Vec::with_capacity(n);
+        let mut panicked = false;
+        for w in workers {
+            match w.join() {
+                Ok(back) => returned.extend(back),
+                Err(_) => panicked = true,
+            }
+        }
+        let result = if panicked {
+            Err(self::panicked())
+        } else {
+            result
+        };
+        (result, returned)
+    });
+    let mut returned = returned;
+    returned.sort_by_key(|(i, _)| *i);
+    sources.extend(returned.into_iter().map(|(_, s)| s));
+    result
+}
+
+/// Waits until every source is prepared, then lists their streams in source order. The
+/// error of the first source (in order) that failed wins, whatever the timing.
+fn gather(shared: &Arc<Shared>, n: usize) -> Result<Vec<Box<dyn BatchStream>>> {
+    let mut inner = shared.lock();
+    while inner.prepared.iter().any(|p| p.is_none()) {
+        if inner.panicked {
+            return Err(panicked());
+        }
+        inner = wait(&shared.data, inner);
+    }
+    let mut streams: Vec<Box<dyn BatchStream>> = Vec::new();
+    for i in 0..n {
+        match inner.prepared[i].take().expect("every source prepared") {
+            Ok(slots) => {
+                for slot in slots {
+                    streams.push(Box::new(QueuedStream {
+                        shared: shared.clone(),
+                        slot,
+                        table: inner.slots[slot].table,
+                    }));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(streams)
+}
+
+/// One worker: prepares its sources' streams, then decodes batches into their queues
+/// until every stream ended or the consumer stopped. Gives its sources back.
+fn work(
+    shared: &Shared,
+    mine: Vec<(usize, Numbered)>,
+    options: &StreamOptions,
+) -> Vec<(usize, Numbered)> {
+    let _flag = PanicFlag(shared);
+    {
+        let mut prepared = Vec::with_capacity(mine.len());
+        for (i, (first, source)) in &mine {
+            prepared.push((*i, source.prepare(*first, options)));
+        }
+        // (slot, stream) of every stream this worker runs.
+        let mut streams: Vec<(usize, Box<dyn BatchStream + '_>)> = Vec::new();
+        for (i, p) in &mut prepared {
+            let opened: Result<Vec<Box<dyn BatchStream + '_>>> = match p {
+                Ok(list) => list.iter_mut().map(|q| q.open()).collect(),
+                Err(e) => Err(std::mem::replace(e, Error::Usage(String::new()))),
+            };
+            let mut inner = shared.lock();
+            let outcome = opened.map(|list| {
+                let mut slots = Vec::with_capacity(list.len());
+                for s in list {
+                    let slot = inner.slots.len();
+                    inner.slots.push(Slot {
+                        table: s.table(),
+                        queue: VecDeque::new(),
+                        state: State::Running,
+                    });
+                    slots.push(slot);
+                    streams.push((slot, s));
+                }
+                slots
+            });
+            inner.prepared[*i] = Some(outcome);
+            drop(inner);
+            shared.data.notify_all();
+        }
+        serve(shared, &mut streams);
+    }
+    mine
+}
+
+fn serve(shared: &Shared, streams: &mut [(usize, Box<dyn BatchStream + '_>)]) {
+    let mut live: Vec<bool> = vec![true; streams.len()];
+    loop {
+        let mut inner = shared.lock();
+        let pick = loop {
+            if inner.stop {
+                return;
+            }
+            // The emptiest live stream with room; the first such in order on ties.
+            let pick = (0..streams.len())
+                .filter(|&k| live[k])
+                .map(|k| (inner.slots[streams[k].0].queue.len(), k))
+                .filter(|(len, _)| *len < shared.in_flight)
+                .min();
+            match pick {
+                Some((_, k)) => break k,
+                None if !live.iter().any(|&l| l) => return,
+                None => inner = wait(&shared.room, inner),
+            }
+        };
+        drop(inner);
+        let (slot, stream) = &mut streams[pick];
+        let next = stream.next_batch();
+        let mut inner = shared.lock();
+        let s = &mut inner.slots[*slot];
+        match next {
+            Ok(Some(b)) => s.queue.push_back(b),
+            Ok(None) => {
+                s.state = State::Done;
+                live[pick] = false;
+            }
+            Err(e) => {
+                s.state = State::Failed(Some(e));
+                live[pick] = false;
+            }
+        }
+        drop(inner);
+        shared.data.notify_all();
+    }
+}

@@ -1,0 +1,98 @@
+//! The producer side of a run over [`Source`]s: the catalog, the rows the sources cannot
+//! place in time, then every stream merged in time order, decoded inline or on a pool.
+
+use std::sync::Arc;
+
+use rocpd_model::{Catalog, Projection, Result};
+
+use crate::{
+    decode_parallel, BatchStream, Message, Numbered, PreparedStream, StreamOptions, TimeMerge,
+};
+
+/// Rows buffered over all streams at once; each stream's batch size follows from it.
+pub const ROW_BUDGET: usize = 1 << 16;
+
+/// Batch size per stream for `streams` concurrent streams.
+pub fn batch_rows(streams: usize) -> usize {
+    (ROW_BUDGET / streams.max(1)).clamp(256, 8192)
+}
+
+/// How [`produce`] reads its sources.
+#[derive(Debug, Clone)]
+pub struct ProduceOptions {
+    /// The columns the run reads.
+    pub projection: Projection,
+    /// Decode threads: 1 decodes inline, on the caller's thread.
+    pub threads: usize,
+    /// Batches queued per stream when decoding on a pool.
+    pub in_flight: usize,
+    /// Smallest chunk (but the last), see [`TimeMerge::with_min_rows`].
+    pub min_chunk_rows: usize,
+}
+
+impl Default for ProduceOptions {
+    fn default() -> Self {
+        ProduceOptions {
+            projection: Projection::all(),
+            threads: 1,
+            in_flight: 2,
+            min_chunk_rows: 4096,
+        }
+    }
+}
+
+/// Emits `catalog` (which must number the sources as `sources` do), the rows the
+/// sources cannot place in time, then the events of every source merged in time order.
+pub fn produce(
+    sources: &mut Vec<Numbered>,
+    catalog: Arc<Catalog>,
+    options: &ProduceOptions,
+    emit: &mut dyn FnMut(Message) -> Result<()>,
+) -> Result<()> {
+    emit(Message::Catalog(catalog))?;
+    produce_events(sources, options, emit)
+}
+
+/// [`produce`] without the catalog: the dropped rows and the merged events of `sources`,
+/// for a run that reads its inputs a group at a time.
+pub fn produce_events(
+    sources: &mut Vec<Numbered>,
+    options: &ProduceOptions,
+    emit: &mut dyn FnMut(Message) -> Result<()>,
+) -> Result<()> {
+    for (_, s) in sources.iter() {
+        for d in s.dropped()? {
+            emit(Message::Dropped(d))?;
+        }
+    }
+    let streams: usize = sources.iter().map(|(_, s)| s.stream_count()).sum();
+    let stream_options = StreamOptions {
+        projection: options.projection.clone(),
+        batch_rows: batch_rows(streams),
+    };
+    let mut merge_all = |streams: Vec<Box<dyn BatchStream + '_>>| -> Result<()> {
+        let mut merge = TimeMerge::new(streams).with_min_rows(options.min_chunk_rows);
+        while let Some(chunk) = merge.next_chunk()? {
+            emit(Message::Chunk(chunk))?;
+        }
+        Ok(())
+    };
+    if options.threads > 1 && !sources.is_empty() {
+        return decode_parallel(
+            sources,
+            &stream_options,
+            options.threads,
+            options.in_flight,
+            &mut merge_all,
+        );
+    }
+    let mut prepared: Vec<Box<dyn PreparedStream + '_>> = Vec::new();
+    for (first, s) in sources.iter() {
+        prepared.extend(s.prepare(*first, &stream_options)?);
+    }
+    let streams = prepared
+        .iter_mut()
+        .map(|p| p.open())
+        .collect::<Result<Vec<_>>>()?;
+    merge_all(streams)
+}

@@ -1,0 +1,521 @@
+//! Conversions: inputs → stages → writers, in one or more passes, with every output path
+//! claimed first, the manifest of a split, and the run report.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rocpd_db::RocpdSink;
+use rocpd_model::{Error, Projection, Result};
+use rocpd_otf2::{Otf2Options, Otf2Sink};
+use rocpd_parquet::{ParquetOptions, ParquetSink};
+use rocpd_perfetto::{PerfettoOptions, PerfettoSink, SizePlanner};
+use rocpd_pipeline::{OutputFile, PathGuard, Progress, RunReport, Sink};
+use rocpd_stages::{KeyFilter, SplitKey, SplitMode, SplitSink};
+
+use crate::window::{Selection, Span};
+use crate::Inputs;
+
+/// Most time parts a split may have.
+const MAX_PARTS: usize = 100_000;
+
+/// An output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Format {
+    /// Perfetto trace (`.pftrace`).
+    Pftrace,
+    /// Merged RocPD database (`.db`).
+    Rocpd,
+    /// Parquet dataset (a directory).
+    Parquet,
+    /// OTF2 archive (`.otf2` anchor, `.def`, event directory).
+    Otf2,
+}
+
+impl Format {
+    /// The file extension of the output.
+    pub fn ext(self) -> &'static str {
+        match self {
+            Format::Pftrace => "pftrace",
+            Format::Rocpd => "db",
+            Format::Parquet => "parquet",
+            Format::Otf2 => "otf2",
+        }
+    }
+}
+
+/// How to split outputs into several files, each complete in itself.
+#[derive(Debug, Clone)]
+pub enum Split {
+    /// Equal time parts: this many.
+    TimeCount(usize),
+    /// Time parts of this length, ns.
+    TimeDuration(i64),
+    /// Perfetto traces of at most this many bytes (a dry run finds the cuts).
+    Size(u64),
+    /// One output per process, node or agent.
+    Keyed(SplitMode),
+}
+
+/// Everything a conversion needs besides its inputs.
+#[derive(Debug, Clone)]
+pub struct Conversion {
+    /// Output formats (each once).
+    pub formats: Vec<Format>,
+    /// Output directory (created if missing).
+    pub dir: PathBuf,
+    /// Output name prefix: `<dir>/<name>_results.<ext>`.
+    pub name: String,
+    /// Name the RocPD output `<dir>/<name>.db` (`rocpd merge`).
+    pub merge_naming: bool,
+    /// Perfetto options.
+    pub perfetto: PerfettoOptions,
+    /// Parquet options.
+    pub parquet: ParquetOptions,
+    /// Which events to keep.
+    pub selection: Selection,
+    /// The split, if any.
+    pub split: Option<Split>,
+    /// Most outputs open at once in a keyed split; more keys take more passes.
+    pub max_open: usize,
+    /// Decode threads.
+    pub threads: usize,
+    /// Also write the run report as JSON to this file.
+    pub report: Option<PathBuf>,
+}
+
+impl Default for Conversion {
+    fn default() -> Self {
+        Conversion {
+            formats: vec![Format::Pftrace],
+            dir: PathBuf::from("."),
+            name: "out".into(),
+            merge_naming: false,
+            perfetto: PerfettoOptions::default(),
+            parquet: ParquetOptions::default(),
+            selection: Selection::default(),
+            split: None,
+            max_open: 64,
+            threads: crate::default_threads(),
+            report: None,
+        }
+    }
+}
+
+/// `<dir>/<name>_results.<ext>`, as rocpd names its outputs.
+pub fn output_path(dir: &Path, name: &str, ext: &str) -> PathBuf {
+    if name.is_empty() {
+        dir.join(format!("results.{ext}"))
+    } else {
+        dir.join(format!("{name}_results.{ext}"))
+    }
+}
+
+/// The cut times of a time split of `[lo, hi]`: computed in i128, since the span of a
+/// trace may exceed what an i64 holds, so no cut wraps around.
+fn time_cuts(lo: i64, hi: i64, split: &Split) -> Result<Vec<i64>> {
+    let len = (hi as i128 - lo as i128).max(0) + 1;
+    let parts: i128 = match *split {
+        Split::TimeCount(n) => n as i128,
+        Split::TimeDuration(d) => {
+            if d <= 0 {
+                return Err(Error::Usage("--split-duration must be positive".into()));
+            }
+            (len + d as i128 - 1) / d as i128
+        }
+        _ => return Err(Error::Usage("internal: not a time split".into())),
+    };
+    if parts == 0 || parts > MAX_PARTS as i128 {
+        return Err(Error::Usage(format!(
+            "a time split needs between 1 and {MAX_PARTS} parts, not {parts}"
+        )));
+    }
+    Ok((1..parts)
+        .map(|k| {
+            let offset = match *split {
+                Split::TimeDuration(d) => k * d as i128,
+                _ => len * k / parts,
+            };
+            // lo + offset < hi + 1 for every k < parts, so it fits in an i64.
+            (lo as i128 + offset) as i64
+        })
+        .collect())
+}
+
+/// What a sink factory needs (owned, so split factories can keep it).
+#[derive(Clone)]
+struct SinkPlan {
+    dir: PathBuf,
+    name: String,
+    merge_naming: bool,
+    perfetto: PerfettoOptions,
+    parquet: ParquetOptions,
+}
+
+impl SinkPlan {
+    fn of(c: &Conversion) -> Self {
+        SinkPlan {
+            dir: c.dir.clone(),
+            name: c.name.clone(),
+            merge_naming: c.merge_naming,
+            perfetto: c.perfetto.clone(),
+            parquet: c.parquet.clone(),
+        }
+    }
+
+    /// Where the output of `fmt` goes: `<dir>/<name>_results[.<label>].<ext>`, or
+    /// `<dir>/<name>[.<label>].db` for `rocpd merge`.
+    fn path(&self, fmt: Format, label: Option<&str>) -> PathBuf {
+        let ext = match label {
+            Some(l) => format!("{l}.{}", fmt.ext()),
+            None => fmt.ext().to_string(),
+        };
+        if self.merge_naming && fmt == Format::Rocpd {
+            self.dir.join(format!("{}.{ext}", self.name))
+        } else {
+            output_path(&self.dir, &self.name, &ext)
+        }
+    }
+
+    /// The writer of `fmt` for the output named with `label` (a split key), if any.
+    fn sink(&self, fmt: Format, label: Option<&str>) -> Box<dyn Sink> {
+        let path = self.path(fmt, label);
+        match fmt {
+            Format::Pftrace => Box::new(PerfettoSink::new(&path, self.perfetto.clone())),
+            Format::Rocpd => Box::new(RocpdSink::new(&path)),
+            Format::Parquet => Box::new(ParquetSink::new(&path, self.parquet.clone())),
+            Format::Otf2 => Box::new(Otf2Sink::new(&path, Otf2Options::default())),
+        }
+    }
+
+    /// Claims every path the output of `fmt` (with split key `label`) creates.
+    fn claim(&self, guard: &mut PathGuard, fmt: Format, label: Option<&str>) -> Result<()> {
+        let path = self.path(fmt, label);
+        match fmt {
+            // A file, or a dataset directory, and its temporary sibling.
+            Format::Pftrace | Format::Rocpd | Format::Parquet => guard.claim_file(&path)?,
+            Format::Otf2 => {
+                guard.claim(&path)?;
+                guard.claim(&path.with_extension("def"))?;
+                guard.claim(&path.with_extension(""))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A split router for `fmt`: it reads what the format's own sink reads.
+struct Router {
+    inner: SplitSink,
+    projection: Projection,
+    ordered: bool,
+}
+
+impl Sink for Router {
+    fn begin(&mut self, catalog: &Arc<rocpd_model::Catalog>) -> Result<()> {
+        self.inner.begin(catalog)
+    }
+    fn write(&mut self, chunk: &rocpd_pipeline::Chunk) -> Result<()> {
+        self.inner.write(chunk)
+    }
+    fn finish(self: Box<Self>) -> Result<Vec<rocpd_pipeline::OutputReport>> {
+        Box::new(self.inner).finish()
+    }
+    fn projection(&self) -> Projection {
+        self.projection.clone()
+    }
+    fn needs_time_order(&self) -> bool {
+        self.ordered
+    }
+}
+
+/// One split router per format.
+fn split_sinks(c: &Conversion, mode: SplitMode, only: Option<KeyFilter>) -> Vec<Box<dyn Sink>> {
+    c.formats
+        .iter()
+        .map(|&fmt| {
+            let sp = SinkPlan::of(c);
+            // A prototype tells what the format reads; it writes nothing until begun.
+            let proto = sp.sink(fmt, None);
+            // A process's rows come from one input: a process split of any format can
+            // take the inputs one after another.
+            let ordered = proto.needs_time_order() && !matches!(mode, SplitMode::Process);
+            let projection = proto.projection();
+            drop(proto);
+            let factory = move |key: &SplitKey| -> Result<Box<dyn Sink>> {
+                Ok(sp.sink(fmt, Some(&key.label)))
+            };
+            Box::new(Router {
+                inner: SplitSink::new(mode.clone(), Box::new(factory), only.clone()),
+                projection,
+                ordered,
+            }) as Box<dyn Sink>
+        })
+        .collect()
+}
+
+/// Creates the report file (so a bad report path fails before any output exists).
+fn open_report(path: &Path, guard: &mut PathGuard) -> Result<OutputFile> {
+    if path.is_dir() {
+        return Err(Error::Usage(format!(
+            "--report {}: is a directory; give a file name",
+            path.display()
+        )));
+    }
+    let parent = path.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = parent {
+        if !dir.is_dir() {
+            return Err(Error::Usage(format!(
+                "--report {}: the directory {} does not exist",
+                path.display(),
+                dir.display()
+            )));
+        }
+    }
+    guard.claim_file(path)?;
+    OutputFile::create(path)
+}
+
+impl Inputs {
+    /// Runs a whole conversion: checks every output path against the inputs and each
+    /// other first, then writes the outputs, the manifest of a split and the report file.
+    /// On an error after some outputs were written, those outputs are removed again.
+    ///
+    /// ```
+    /// # fn main() -> rocpd::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let cfg = rocpd_gen::GenConfig { processes: 1, iterations: 2, ..Default::default() };
+    /// # let db = rocpd_gen::generate(&cfg, &dir.path().join("in")).unwrap().remove(0);
+    /// let mut inputs = rocpd::Inputs::open(&[&db], &Default::default())?;
+    /// let conversion = rocpd::Conversion {
+    ///     formats: vec![rocpd::Format::Pftrace],
+    ///     dir: dir.path().join("out"),
+    ///     ..Default::default()
+    /// };
+    /// let report = inputs.convert(&conversion, &mut |_| {})?;
+    /// assert!(report.outputs[0].path.ends_with("out_results.pftrace"));
+    /// # Ok(()) }
+    /// ```
+    pub fn convert(
+        &mut self,
+        conversion: &Conversion,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<RunReport> {
+        let mut c = conversion.clone();
+        c.formats.sort();
+        c.formats.dedup();
+        let window = c.selection.resolve(self)?;
+        let mut guard = PathGuard::new(self.files());
+        let report_file = c
+            .report
+            .as_deref()
+            .map(|p| open_report(p, &mut guard))
+            .transpose()?;
+        let mut report = self.write_outputs(&c, window, &mut guard, on_progress)?;
+        report.notes.extend(self.import_notes());
+        if self.skipped_rows() > 0 {
+            report.dropped.push(rocpd_pipeline::StageDrop {
+                stage: "reader (bad rows skipped with --skip-bad-rows)".into(),
+                rows: [("input_rows", self.skipped_rows())].into_iter().collect(),
+            });
+        }
+        if report.rows_in.values().all(|&n| n == 0) {
+            report
+                .notes
+                .push("the inputs hold no events: every output is valid and empty".into());
+        }
+        if let Some(mut f) = report_file {
+            let written = serde_json::to_writer_pretty(f.writer(), &report)
+                .map_err(|e| Error::output(f.path(), format!("cannot write report: {e}")))
+                .and_then(|_| f.commit());
+            if let Err(e) = written {
+                for o in &report.outputs {
+                    remove_output(&o.path);
+                }
+                return Err(e);
+            }
+        }
+        Ok(report)
+    }
+
+    fn write_outputs(
+        &mut self,
+        c: &Conversion,
+        window: Option<Span>,
+        guard: &mut PathGuard,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<RunReport> {
+        let sp = SinkPlan::of(c);
+        let claim_all = |guard: &mut PathGuard, labels: &[Option<String>]| -> Result<()> {
+            for fmt in &c.formats {
+                for l in labels {
+                    sp.claim(guard, *fmt, l.as_deref())?;
+                }
+            }
+            Ok(())
+        };
+        let Some(split) = &c.split else {
+            claim_all(guard, &[None])?;
+            // Unfiltered RocPD output is a copy inside SQLite; everything else streams.
+            let fast = c.selection.rules.is_empty() && window.is_none();
+            let streamed: Vec<Box<dyn Sink>> = c
+                .formats
+                .iter()
+                .filter(|f| !(fast && **f == Format::Rocpd))
+                .map(|f| sp.sink(*f, None))
+                .collect();
+            let mut report = if streamed.is_empty() {
+                RunReport::default()
+            } else {
+                self.run_window(&c.selection, window, streamed, c.threads, on_progress)?
+            };
+            if fast && c.formats.contains(&Format::Rocpd) {
+                let started = std::time::Instant::now();
+                let path = sp.path(Format::Rocpd, None);
+                let out = match rocpd_db::merge(&self.databases(), &path) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        for o in &report.outputs {
+                            remove_output(&o.path);
+                        }
+                        return Err(e);
+                    }
+                };
+                if report.rows_in.is_empty() {
+                    report.rows_in = out.rows.clone();
+                }
+                report.outputs.push(out);
+                report.seconds += started.elapsed().as_secs_f64();
+            }
+            return Ok(report);
+        };
+        let manifest = output_path(&c.dir, &c.name, "manifest.json");
+        let claim_keys = |guard: &mut PathGuard, keys: &[String]| -> Result<()> {
+            let labels: Vec<Option<String>> = keys.iter().cloned().map(Some).collect();
+            claim_all(guard, &labels)?;
+            guard.claim_file(&manifest)?;
+            Ok(())
+        };
+        let catalog = self.catalog().clone();
+        let report = match split {
+            Split::TimeCount(_) | Split::TimeDuration(_) => {
+                let (lo, hi) = window.or(self.span()).unwrap_or((0, 0));
+                let cuts = time_cuts(lo, hi, split)?;
+                let mode = SplitMode::Time { cuts };
+                claim_keys(guard, &SplitSink::keys(&mode, &catalog))?;
+                let sinks = split_sinks(c, mode, None);
+                self.run_window(&c.selection, window, sinks, c.threads, on_progress)?
+            }
+            Split::Size(cap) => {
+                if c.formats.iter().any(|f| *f != Format::Pftrace) {
+                    return Err(Error::Usage(
+                        "--max-file-size splits Perfetto traces only; use --split-by time for other formats".into(),
+                    ));
+                }
+                let cuts = Arc::new(Mutex::new(Vec::new()));
+                let planner = SizePlanner::new(*cap, c.perfetto.clone(), cuts.clone());
+                self.run_window(
+                    &c.selection,
+                    window,
+                    vec![Box::new(planner)],
+                    c.threads,
+                    on_progress,
+                )?;
+                let cuts = std::mem::take(&mut *cuts.lock().unwrap_or_else(|p| p.into_inner()));
+                let mode = SplitMode::Time { cuts };
+                claim_keys(guard, &SplitSink::keys(&mode, &catalog))?;
+                let sinks = split_sinks(c, mode, None);
+                self.run_window(&c.selection, window, sinks, c.threads, on_progress)?
+            }
+            Split::Keyed(mode) => {
+                let keys = SplitSink::keys(mode, &catalog);
+                claim_keys(guard, &keys)?;
+                let known: Arc<HashSet<String>> = Arc::new(keys.iter().cloned().collect());
+                let mut total: Option<RunReport> = None;
+                for (i, group) in keys.chunks(c.max_open.max(1)).enumerate() {
+                    let only = KeyFilter {
+                        group: group.iter().cloned().collect(),
+                        known: known.clone(),
+                        take_unknown: i == 0,
+                    };
+                    let sinks = split_sinks(c, mode.clone(), Some(only));
+                    let pass = self.run_window(&c.selection, window, sinks, c.threads, on_progress);
+                    let r = match pass {
+                        Ok(r) => r,
+                        Err(e) => {
+                            // Outputs are whole or absent for the run, not only per pass.
+                            for o in total.iter().flat_map(|t| &t.outputs) {
+                                remove_output(&o.path);
+                            }
+                            return Err(e);
+                        }
+                    };
+                    match &mut total {
+                        None => total = Some(r),
+                        Some(t) => {
+                            t.outputs.extend(r.outputs);
+                            t.seconds += r.seconds;
+                        }
+                    }
+                }
+                total.unwrap_or_default()
+            }
+        };
+        self.write_manifest(&manifest, split, &report)?;
+        Ok(report)
+    }
+
+    fn write_manifest(&self, path: &Path, split: &Split, report: &RunReport) -> Result<()> {
+        let by = match split {
+            Split::TimeCount(_) | Split::TimeDuration(_) => "time",
+            Split::Size(_) => "size",
+            Split::Keyed(SplitMode::Process) => "process",
+            Split::Keyed(SplitMode::Node) => "node",
+            Split::Keyed(SplitMode::Agent) => "agent",
+            Split::Keyed(SplitMode::Time { .. }) => "time",
+        };
+        let outputs: Vec<serde_json::Value> = report
+            .outputs
+            .iter()
+            .map(|o| {
+                serde_json::json!({
+                    "path": o.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+                    "key": o.key,
+                    "time_range_ns": o.time_range,
+                    "events": o.rows,
+                    "bytes": o.bytes,
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "split_by": by,
+            // JSON strings are UTF-8: a name that is not is shown with replacement characters.
+            "inputs": self
+                .input_files()
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect::<Vec<_>>(),
+            "events_read": report.rows_in,
+            "dropped": report.dropped,
+            "outputs": outputs,
+        });
+        let mut f = OutputFile::create(path)?;
+        serde_json::to_writer_pretty(f.writer(), &v)
+            .map_err(|e| Error::output(path, format!("cannot write manifest: {e}")))?;
+        f.commit().map(|_| ())
+    }
+}
+
+/// Removes a finished output of a run that failed later: a file, a dataset directory, or
+/// an OTF2 archive (anchor, `.def` and event directory).
+fn remove_output(path: &Path) {
+    if path.is_dir() {
+        let _ = std::fs::remove_dir_all(path);
+    } else {
+        let _ = std::fs::remove_file(path);
+    }
+    if path.extension().is_some_and(|e| e == "otf2") {
+        let _ = std::fs::remove_file(path.with_extension("def"));
+        let _ = std::fs::remove_dir_all(path.with_extension(""));
+    }
+}

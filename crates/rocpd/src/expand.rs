@@ -1,0 +1,137 @@
+//! Expanding input arguments (files, globs, directories) into input files; directories
+//! contribute the files whose content is recognised, not their names.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use rocpd_model::{Error, Result};
+
+/// The input files of some arguments, and warnings about files left out of directory
+/// walks although their names look like a profiler's output.
+#[derive(Debug, Default, Clone)]
+pub struct Expanded {
+    /// Input files, in order, each once.
+    pub files: Vec<PathBuf>,
+    /// One line per file left out, naming it and saying why.
+    pub warnings: Vec<String>,
+}
+
+fn has_glob(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+/// The first 8 KiB of `path` (what detection looks at). Refuses a file that is not a
+/// regular file before opening it.
+pub(crate) fn head(path: &Path) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; 8192];
+    let mut f = rocpd_pipeline::open_regular(path)?;
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::input(path, "byte 0", e.to_string())),
+        }
+    }
+    buf.truncate(n);
+    Ok(buf)
+}
+
+/// Whether the content of `path` is an input this library reads (for directory walks):
+/// `Ok(None)` when it is, otherwise why not when its name says it should be
+/// (`Some(Some(reason))`), or `Some(None)` for any other file.
+pub fn unrecognised(path: &Path) -> Result<Option<Option<String>>> {
+    let h = head(path)?;
+    if rocpd_db::looks_like_sqlite(&h)
+        || rocpd_rocprofv3::sniff(path, &h).is_some()
+        || rocpd_proton::sniff(path, &h).is_some()
+    {
+        return Ok(None);
+    }
+    Ok(Some(
+        rocpd_rocprofv3::unrecognised_reason(path, &h)
+            .or_else(|| rocpd_proton::unrecognised_reason(path, &h)),
+    ))
+}
+
+fn dir_error(dir: &Path, e: std::io::Error) -> Error {
+    Error::Usage(format!("{}: cannot read directory: {e}", dir.display()))
+}
+
+/// Walks `dir` (sorted, recursively) collecting files whose content is recognised.
+fn walk(dir: &Path, out: &mut Expanded) -> Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| dir_error(dir, e))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()
+        .map_err(|e| dir_error(dir, e))?;
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            walk(&p, out)?;
+        } else if p.is_file() {
+            match unrecognised(&p)? {
+                None => out.files.push(p),
+                // A rank's output that cannot be read must not vanish without a word.
+                Some(Some(why)) => out
+                    .warnings
+                    .push(format!("{}: skipped: {why}", p.display())),
+                Some(None) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Expands input arguments. Files named explicitly are kept whatever their content (the
+/// reader explains what is wrong with them); directories contribute the files whose
+/// content is recognised; globs are expanded in sorted order. The same file named twice is
+/// read once.
+pub fn expand<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Expanded> {
+    let mut out = Expanded::default();
+    for arg in args {
+        let arg: OsString = arg.as_ref().to_os_string();
+        let p = Path::new(&arg);
+        // Messages and glob patterns need text; a path that is not UTF-8 is never a pattern.
+        let a = &arg.to_string_lossy();
+        if p.is_dir() {
+            let before = out.files.len();
+            walk(p, &mut out)?;
+            if out.files.len() == before {
+                return Err(Error::Usage(match out.warnings.last() {
+                    Some(w) => format!("{a}: directory holds no readable profiling data ({w})"),
+                    None => format!("{a}: directory holds no profiling database"),
+                }));
+            }
+        } else if p.exists() {
+            // A FIFO or device would block or never end: refuse it before opening it.
+            rocpd_pipeline::check_regular(p)?;
+            out.files.push(p.to_path_buf());
+        } else if arg.to_str().is_some() && has_glob(a) {
+            let mut matched: Vec<PathBuf> = glob::glob(a)
+                .map_err(|e| Error::Usage(format!("{a}: bad pattern: {e}")))?
+                .filter_map(|r| r.ok())
+                .collect();
+            if matched.is_empty() {
+                return Err(Error::Usage(format!("{a}: no file matches this pattern")));
+            }
+            matched.sort();
+            for m in matched {
+                if m.is_dir() {
+                    walk(&m, &mut out)?;
+                } else {
+                    rocpd_pipeline::check_regular(&m)?;
+                    out.files.push(m);
+                }
+            }
+        } else {
+            return Err(Error::Usage(format!("{a}: no such file or directory")));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.files
+        .retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
+    Ok(out)
+}

@@ -1,0 +1,526 @@
+//! [`Inputs`]: the opened inputs of a run, whatever their format, and the runs over them.
+//!
+//! Opening detects each file by content. RocPD databases are read as they are; rocprofv3
+//! CSV sets and JSON files and Triton Proton files are imported into RocPD databases in a
+//! private temporary directory (never beside the input) that lives as long as the
+//! `Inputs`. The catalogs of all inputs are read once, numbering sources in input order,
+//! and a process given twice is refused before anything else happens.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rocpd_db::Database;
+use rocpd_model::{Catalog, Error, Projection, Result, Table};
+use rocpd_pipeline::cleanup::Registered;
+use rocpd_pipeline::{Numbered, ProduceOptions, Progress, RunOptions, RunReport, Sink, Stage};
+
+use crate::expand::{expand, head};
+use crate::window::{Selection, Span};
+
+/// Inputs kept open between the steps of a run; more are opened again for each pass,
+/// so that memory does not grow with their number.
+pub const KEEP_OPEN: usize = 64;
+
+/// Inputs read at a time by sinks that do not need one global time order. Fixed, not
+/// the thread count, so that the order rows reach a sink (and so any floating-point
+/// statistic) does not depend on the number of threads.
+pub const INDEPENDENT_GROUP: usize = 8;
+
+/// SQLite page cache shared by all open inputs, KiB (each gets between 64 KiB and 1 MiB).
+pub const CACHE_BUDGET_KIB: usize = 32 << 10;
+
+/// How inputs are opened.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// Skip rocprofv3 rows that cannot be read (counted in the report) instead of failing.
+    pub skip_bad_rows: bool,
+}
+
+/// Where an imported input came from.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    /// `rocprofv3-csv`, `rocprofv3-json` or `proton`.
+    pub format: String,
+    /// The files it was imported from.
+    pub files: Vec<PathBuf>,
+}
+
+/// One input as the reader sees it: a database (the user's, or one imported from other
+/// files) and the source numbers its processes take.
+#[derive(Debug, Clone)]
+struct Input {
+    db: PathBuf,
+    origin: Option<Origin>,
+    first_source: u32,
+}
+
+/// The temporary directory of imported inputs, removed when the last user drops it.
+struct ImportDir {
+    dir: tempfile::TempDir,
+    _registered: Registered,
+}
+
+/// Opened inputs: their catalog, their time span, and everything a run needs.
+///
+/// ```
+/// # fn main() -> rocpd::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let cfg = rocpd_gen::GenConfig { processes: 1, iterations: 2, ..Default::default() };
+/// # let db = rocpd_gen::generate(&cfg, dir.path()).unwrap().remove(0);
+/// let mut inputs = rocpd::Inputs::open(&[&db], &rocpd::OpenOptions::default())?;
+/// assert_eq!(inputs.catalog().processes.len(), 1);
+/// let info = inputs.info()?;
+/// assert!(info.rows["kernel_dispatch"] > 0);
+/// # Ok(()) }
+/// ```
+pub struct Inputs {
+    files: Vec<PathBuf>,
+    warnings: Vec<String>,
+    inputs: Vec<Input>,
+    catalog: Arc<Catalog>,
+    span: Option<Span>,
+    notes: Vec<String>,
+    skipped_rows: u64,
+    /// The open sources, when there are at most [`KEEP_OPEN`] inputs.
+    open: Vec<Numbered>,
+    cache_kib: usize,
+    imports: Option<Arc<ImportDir>>,
+}
+
+impl std::fmt::Debug for Inputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inputs")
+            .field("files", &self.files)
+            .field("inputs", &self.inputs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inputs {
+    /// Opens the inputs named by `args`: files, globs or directories (see
+    /// [`crate::expand()`]).
+    pub fn open<S: AsRef<std::ffi::OsStr>>(args: &[S], options: &OpenOptions) -> Result<Inputs> {
+        let expanded = expand(args)?;
+        let mut inputs = Inputs::open_files(&expanded.files, options)?;
+        inputs.warnings = expanded.warnings;
+        Ok(inputs)
+    }
+
+    /// Opens exactly these files (no glob or directory expansion).
+    pub fn open_files(files: &[PathBuf], options: &OpenOptions) -> Result<Inputs> {
+        if files.is_empty() {
+            return Err(Error::Usage("no input files".into()));
+        }
+        let mut inputs = Inputs {
+            files: files.to_vec(),
+            warnings: Vec::new(),
+            inputs: Vec::new(),
+            catalog: Arc::default(),
+            span: None,
+            notes: Vec::new(),
+            skipped_rows: 0,
+            open: Vec::new(),
+            cache_kib: 1024,
+            imports: None,
+        };
+        inputs.resolve(files, options)?;
+        inputs.cache_kib = (CACHE_BUDGET_KIB / inputs.inputs.len().max(1)).clamp(64, 1024);
+        inputs.describe()?;
+        Ok(inputs)
+    }
+
+    /// Sorts `files` into databases, rocprofv3 files and Proton files, and imports the
+    /// latter.
+    fn resolve(&mut self, files: &[PathBuf], options: &OpenOptions) -> Result<()> {
+        let mut rocprof = Vec::new();
+        let mut proton = Vec::new();
+        for p in files {
+            let h = head(p)?;
+            let ext = p
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            if rocpd_db::looks_like_sqlite(&h) {
+                self.push(p.clone(), None);
+            } else if let Some(kind) = rocpd_proton::sniff(p, &h) {
+                proton.push((p.clone(), kind));
+            } else if rocpd_rocprofv3::sniff(p, &h).is_some()
+                || ["csv", "json"].contains(&ext.as_str())
+                || (ext == "gz" && p.to_string_lossy().to_ascii_lowercase().contains(".json"))
+            {
+                // Unrecognised .csv/.json files go to the importer too: it says what is wrong.
+                rocprof.push(p.clone());
+            } else {
+                // The database reader explains what the file is not.
+                self.push(p.clone(), None);
+            }
+        }
+        if rocprof.is_empty() && proton.is_empty() {
+            return Ok(());
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("rocpd-import-")
+            .tempdir()
+            .map_err(|e| {
+                Error::output(
+                    std::env::temp_dir(),
+                    format!("cannot create a temporary directory for imported inputs: {e}"),
+                )
+            })?;
+        // Registered at once, so an interrupted import leaves nothing behind.
+        let registered = Registered::new(dir.path());
+        let imports = Arc::new(ImportDir {
+            dir,
+            _registered: registered,
+        });
+        let tmp = imports.dir.path().to_path_buf();
+        self.imports = Some(imports);
+        for (i, (path, kind)) in proton.iter().enumerate() {
+            let dest = tmp.join(format!("proton-{i:04}.db"));
+            let report = rocpd_proton::import(path, *kind, &dest)?;
+            self.notes.extend(
+                report
+                    .notes
+                    .iter()
+                    .map(|n| format!("{}: {n}", path.display())),
+            );
+            self.push(
+                dest,
+                Some(Origin {
+                    format: "proton".into(),
+                    files: vec![path.clone()],
+                }),
+            );
+        }
+        let runs = if rocprof.is_empty() {
+            Vec::new()
+        } else {
+            rocpd_rocprofv3::group_runs(&rocprof)?
+        };
+        let opts = rocpd_rocprofv3::ImportOptions {
+            skip_bad_rows: options.skip_bad_rows,
+        };
+        for (i, run) in runs.iter().enumerate() {
+            let dest = tmp.join(format!("import-{i:04}.db"));
+            let report = rocpd_rocprofv3::import(run, &dest, &opts)?;
+            let format = match run.source {
+                rocpd_rocprofv3::RunSource::Csv { .. } => "rocprofv3-csv",
+                rocpd_rocprofv3::RunSource::Json { .. } => "rocprofv3-json",
+            };
+            self.skipped_rows += report.skipped_rows;
+            for s in report.skipped.iter().chain(&report.ignored) {
+                self.notes.push(format!("{}: {s}", run.label));
+            }
+            self.push(
+                dest,
+                Some(Origin {
+                    format: format.into(),
+                    files: run.files.clone(),
+                }),
+            );
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, db: PathBuf, origin: Option<Origin>) {
+        self.inputs.push(Input {
+            db,
+            origin,
+            first_source: 0,
+        });
+    }
+
+    fn open_db(&self, input: &Input) -> Result<Numbered> {
+        let db = Database::open_with(
+            &input.db,
+            &rocpd_db::OpenOptions {
+                cache_kib: self.cache_kib,
+            },
+        )?;
+        Ok((input.first_source, Box::new(db)))
+    }
+
+    /// Reads every input's catalog and event span; refuses a process given twice.
+    fn describe(&mut self) -> Result<()> {
+        let keep = self.inputs.len() <= KEEP_OPEN;
+        let mut catalog = Catalog::default();
+        let mut seen: std::collections::HashMap<String, PathBuf> = Default::default();
+        let mut span: Option<Span> = None;
+        for k in 0..self.inputs.len() {
+            self.inputs[k].first_source = catalog.sources.len() as u32;
+            let (first, source) = self.open_db(&self.inputs[k])?;
+            let mut c = source.catalog(first)?;
+            if let Some(o) = &self.inputs[k].origin {
+                // Imported inputs: name the files they came from, not the temporary database.
+                for s in &mut c.sources {
+                    s.format = o.format.clone();
+                    s.imported_from = o.files.clone();
+                }
+            }
+            for s in &c.sources {
+                let shown = s.imported_from.first().unwrap_or(&s.path);
+                if let Some(earlier) = seen.insert(s.guid.clone(), shown.clone()) {
+                    return Err(Error::Usage(format!(
+                        "{}: holds the same process (guid {}) as {}; give each database once",
+                        shown.display(),
+                        s.guid,
+                        earlier.display()
+                    )));
+                }
+            }
+            catalog.extend(c);
+            if let Some((a, b)) = source.event_span()? {
+                span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+            }
+            if keep {
+                self.open.push((first, source));
+            }
+        }
+        self.catalog = Arc::new(catalog);
+        self.span = span;
+        Ok(())
+    }
+
+    /// Runs `f` over the open sources of inputs `range`, opening them for the call when
+    /// they are not kept open.
+    pub(crate) fn with_sources<R>(
+        &mut self,
+        range: std::ops::Range<usize>,
+        f: impl FnOnce(&mut Vec<Numbered>) -> Result<R>,
+    ) -> Result<R> {
+        if self.open.len() == self.inputs.len() {
+            let mut part: Vec<Numbered> = self.open.drain(range.clone()).collect();
+            let r = f(&mut part);
+            let tail = self.open.split_off(range.start);
+            self.open.extend(part);
+            self.open.extend(tail);
+            return r;
+        }
+        let mut part = self.inputs[range]
+            .iter()
+            .map(|i| self.open_db(i))
+            .collect::<Result<Vec<_>>>()?;
+        f(&mut part)
+    }
+
+    /// The files as given (after expansion): what outputs must never replace.
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+
+    /// Files left out of directory walks, each with why.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// What the imports of rocprofv3 and Proton inputs left out, and where each imported
+    /// input came from.
+    pub fn import_notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        let mut inputs: Vec<&Input> = self.inputs.iter().collect();
+        inputs.sort_by(|a, b| a.db.cmp(&b.db));
+        for i in inputs {
+            if let Some(o) = &i.origin {
+                let files: Vec<String> = o.files.iter().map(|f| f.display().to_string()).collect();
+                notes.push(format!(
+                    "{} imported from {} ({})",
+                    i.db.file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    files.join(", "),
+                    o.format
+                ));
+            }
+        }
+        notes.extend(self.warnings.iter().cloned());
+        notes.extend(self.notes.iter().cloned());
+        notes
+    }
+
+    /// Rows skipped as bad with [`OpenOptions::skip_bad_rows`].
+    pub fn skipped_rows(&self) -> u64 {
+        self.skipped_rows
+    }
+
+    /// The dimension data of every input, sources numbered in input order.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    /// Earliest start and latest end over every event of every input.
+    pub fn span(&self) -> Option<Span> {
+        self.span
+    }
+
+    /// The RocPD databases read (imported inputs are temporary databases).
+    pub fn databases(&self) -> Vec<PathBuf> {
+        self.inputs.iter().map(|i| i.db.clone()).collect()
+    }
+
+    /// The files each input came from: the database itself, or what it was imported from.
+    pub fn input_files(&self) -> Vec<PathBuf> {
+        self.inputs
+            .iter()
+            .flat_map(|i| match &i.origin {
+                Some(o) => o.files.clone(),
+                None => vec![i.db.clone()],
+            })
+            .collect()
+    }
+
+    /// How many inputs (databases, imported or not).
+    pub fn len(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// Whether there are no inputs (never, once opened).
+    pub fn is_empty(&self) -> bool {
+        self.inputs.is_empty()
+    }
+
+    /// Rows per canonical table over every input.
+    pub fn count_rows(&mut self) -> Result<BTreeMap<&'static str, u64>> {
+        let mut counts: BTreeMap<&'static str, u64> =
+            Table::ALL.iter().map(|t| (t.name(), 0)).collect();
+        for k in 0..self.inputs.len() {
+            self.with_sources(k..k + 1, |s| {
+                for (_, src) in s.iter() {
+                    for (t, n) in src.count_rows()? {
+                        *counts.entry(t.name()).or_default() += n;
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        Ok(counts)
+    }
+
+    /// `(start, end)` of every marker carrying `text`, with the file it is in.
+    pub fn find_marker(&mut self, text: &str) -> Result<Vec<(PathBuf, Span)>> {
+        let mut found = Vec::new();
+        for k in 0..self.inputs.len() {
+            self.with_sources(k..k + 1, |s| {
+                for (_, src) in s.iter() {
+                    for m in src.find_marker(text)? {
+                        found.push((src.path().to_path_buf(), m));
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        Ok(found)
+    }
+
+    /// Runs the inputs through `selection`'s stages into `sinks`, decoding on `threads`
+    /// threads; returns the run report. The sinks' outputs exist only if this returns
+    /// `Ok`. Sinks that do not need one global time order get the inputs a few at a time
+    /// (each in its own time order), so memory stays that of a few inputs.
+    pub fn run(
+        &mut self,
+        selection: &Selection,
+        sinks: Vec<Box<dyn Sink>>,
+        threads: usize,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<RunReport> {
+        let window = selection.resolve(self)?;
+        self.run_window(selection, window, sinks, threads, on_progress)
+    }
+
+    /// [`Inputs::run`] with the window already resolved.
+    pub(crate) fn run_window(
+        &mut self,
+        selection: &Selection,
+        window: Option<Span>,
+        sinks: Vec<Box<dyn Sink>>,
+        threads: usize,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<RunReport> {
+        let stages = selection.stages(window);
+        let projection = run_projection(&stages, &sinks);
+        let independent = self.inputs.len() > 1 && sinks.iter().all(|s| !s.needs_time_order());
+        let threads = threads.max(1);
+        let options = ProduceOptions {
+            projection,
+            threads,
+            ..Default::default()
+        };
+        let catalog = self.catalog.clone();
+        let n = self.inputs.len();
+        let run_options = RunOptions {
+            decode_thread: threads > 1,
+            ..Default::default()
+        };
+        let this = &mut *self;
+        rocpd_pipeline::run(
+            move |emit| {
+                emit(rocpd_pipeline::Message::Catalog(catalog))?;
+                let group = if independent { INDEPENDENT_GROUP } else { n };
+                let mut k = 0;
+                while k < n {
+                    let end = (k + group).min(n);
+                    this.with_sources(k..end, |s| {
+                        rocpd_pipeline::produce_events(s, &options, emit)
+                    })?;
+                    k = end;
+                }
+                Ok(())
+            },
+            stages,
+            sinks,
+            &run_options,
+            on_progress,
+        )
+    }
+
+    /// A handle that keeps the imported databases alive (for event streams that outlive
+    /// a borrow of `self`).
+    pub(crate) fn keepalive(&self) -> Keepalive {
+        Keepalive {
+            _imports: self.imports.clone(),
+            dbs: self
+                .inputs
+                .iter()
+                .map(|i| (i.first_source, i.db.clone()))
+                .collect(),
+            cache_kib: self.cache_kib,
+        }
+    }
+}
+
+/// What an event stream needs to open the inputs again on its own thread.
+pub(crate) struct Keepalive {
+    _imports: Option<Arc<ImportDir>>,
+    pub(crate) dbs: Vec<(u32, PathBuf)>,
+    pub(crate) cache_kib: usize,
+}
+
+impl Keepalive {
+    pub(crate) fn open(&self, k: usize) -> Result<Numbered> {
+        let (first, path) = &self.dbs[k];
+        let db = Database::open_with(
+            Path::new(path),
+            &rocpd_db::OpenOptions {
+                cache_kib: self.cache_kib,
+            },
+        )?;
+        Ok((*first, Box::new(db)))
+    }
+}
+
+/// The columns a run reads: what any of its stages or sinks reads.
+fn run_projection(stages: &[Box<dyn Stage>], sinks: &[Box<dyn Sink>]) -> Projection {
+    let mut p: Option<Projection> = None;
+    let all = stages
+        .iter()
+        .map(|s| s.projection())
+        .chain(sinks.iter().map(|s| s.projection()));
+    for q in all {
+        p = Some(match p {
+            Some(p) => p.union(&q),
+            None => q,
+        });
+    }
+    p.unwrap_or_default()
+}
