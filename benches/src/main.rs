@@ -3,7 +3,9 @@
 //! Generates RocPD databases with `rocpd-gen` (cached under `target/bench-data/`), runs
 //! the release `rocpd` binary on them as a child process, and prints events/s and the
 //! child's peak resident set size (from `wait4`'s rusage). Sizes 10x apart show whether
-//! memory stays flat while time grows linearly.
+//! memory stays flat while time grows linearly. Inputs are generated in a child too
+//! (hidden `--prepare` mode), so that this process stays small: a child's `ru_maxrss`
+//! starts from its parent's resident size.
 //!
 //! Two sections compare rocpd with a floor measured in the same invocation:
 //!
@@ -90,26 +92,63 @@ fn inputs_for(case: &Case, root: &Path) -> Result<PathBuf> {
     ));
     if !dir.join("done").exists() {
         let _ = std::fs::remove_dir_all(&dir);
-        let cfg = rocpd_gen::GenConfig {
-            seed: 42,
-            nodes: case.processes.div_ceil(4),
-            processes: case.processes,
-            gpus_per_node: 4,
-            threads_per_process: 4,
-            iterations: case.iterations,
-            odd_names: true,
-        };
         eprintln!("generating {} ...", dir.display());
-        let started = Instant::now();
-        rocpd_gen::generate(&cfg, &dir.join("db"))?;
+        let seconds = prepare_in_child(&[
+            "db".as_ref(),
+            dir.join("db").as_os_str(),
+            case.processes.to_string().as_ref(),
+            case.iterations.to_string().as_ref(),
+        ])?;
         std::fs::write(dir.join("done"), "")?;
-        eprintln!(
-            "generated {} databases in {:.1} s",
-            case.processes,
-            started.elapsed().as_secs_f64()
-        );
+        eprintln!("generated {} databases in {seconds:.1} s", case.processes);
     }
     Ok(dir)
+}
+
+/// Runs this binary's hidden `--prepare` mode as a child; returns its wall seconds.
+///
+/// Inputs are made in a child so that this process stays small: a child's `ru_maxrss`
+/// starts from the RSS of the process that spawned it (Linux carries the old image's
+/// high-water mark across `exec`), so a parent that had generated a large database
+/// in-process would raise every peak measured after it.
+fn prepare_in_child(args: &[&std::ffi::OsStr]) -> Result<f64> {
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.arg("--prepare").args(args);
+    Ok(run_measured(&mut cmd)?.0)
+}
+
+/// The hidden `--prepare` mode: `db DIR PROCESSES ITERATIONS` generates a case's
+/// databases; `csv|json DB_DIR OUT_DIR` writes each database out as rocprofv3 CSV or JSON.
+fn prepare(args: &[String]) -> Result<()> {
+    match args {
+        [kind, dir, processes, iterations] if kind == "db" => {
+            let processes: u32 = processes.parse().context("processes")?;
+            let cfg = rocpd_gen::GenConfig {
+                seed: 42,
+                nodes: processes.div_ceil(4),
+                processes,
+                gpus_per_node: 4,
+                threads_per_process: 4,
+                iterations: iterations.parse().context("iterations")?,
+                odd_names: true,
+            };
+            rocpd_gen::generate(&cfg, Path::new(dir))?;
+        }
+        [kind, db, out] if kind == "csv" || kind == "json" => {
+            for e in std::fs::read_dir(db)? {
+                let path = e?.path();
+                if kind == "csv" {
+                    rocpd_gen::export_csv(&path, Path::new(out))?;
+                } else {
+                    rocpd_gen::export_json(&path, Path::new(out))?;
+                }
+            }
+        }
+        _ => bail!(
+            "usage: rocpd-bench --prepare db DIR PROCESSES ITERATIONS | csv|json DB_DIR OUT_DIR"
+        ),
+    }
+    Ok(())
 }
 
 /// The case's databases written out as rocprofv3 CSV sets (cached beside them).
@@ -118,9 +157,7 @@ fn csv_for(case: &Case, root: &Path) -> Result<PathBuf> {
     let csv = dir.join("csv");
     if !dir.join("csv-done").exists() {
         let _ = std::fs::remove_dir_all(&csv);
-        for e in std::fs::read_dir(dir.join("db"))? {
-            rocpd_gen::export_csv(&e?.path(), &csv)?;
-        }
+        prepare_in_child(&["csv".as_ref(), dir.join("db").as_os_str(), csv.as_os_str()])?;
         std::fs::write(dir.join("csv-done"), "")?;
     }
     Ok(csv)
@@ -132,9 +169,11 @@ fn json_for(case: &Case, root: &Path) -> Result<PathBuf> {
     let json = dir.join("json");
     if !dir.join("json-done").exists() {
         let _ = std::fs::remove_dir_all(&json);
-        for e in std::fs::read_dir(dir.join("db"))? {
-            rocpd_gen::export_json(&e?.path(), &json)?;
-        }
+        prepare_in_child(&[
+            "json".as_ref(),
+            dir.join("db").as_os_str(),
+            json.as_os_str(),
+        ])?;
         std::fs::write(dir.join("json-done"), "")?;
     }
     Ok(json)
@@ -179,7 +218,7 @@ fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Mea
     })
 }
 
-/// The flags `rocpd-bench` takes (besides the hidden `--step-sqlite`).
+/// The flags `rocpd-bench` takes (besides the hidden `--step-sqlite` and `--prepare`).
 const FLAGS: &[&str] = &[
     "--quick",
     "--summary-only",
@@ -189,8 +228,10 @@ const FLAGS: &[&str] = &[
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().is_some_and(|a| a == "--step-sqlite") {
-        return step_sqlite(&args[1..]);
+    match args.first().map(String::as_str) {
+        Some("--step-sqlite") => return step_sqlite(&args[1..]),
+        Some("--prepare") => return prepare(&args[1..]),
+        _ => {}
     }
     if let Some(a) = args.iter().find(|a| !FLAGS.contains(&a.as_str())) {
         bail!(
