@@ -1,18 +1,36 @@
-//! `rocpd-bench`: throughput and peak memory of `rocpd convert` on generated traces.
+//! `rocpd-bench`: throughput and peak memory of `rocpd` on generated traces.
 //!
 //! Generates RocPD databases with `rocpd-gen` (cached under `target/bench-data/`), runs
 //! the release `rocpd` binary on them as a child process, and prints events/s and the
 //! child's peak resident set size (from `wait4`'s rusage). Sizes 10x apart show whether
-//! memory stays flat while time grows linearly.
+//! memory stays flat while time grows linearly. Inputs are generated in a child too
+//! (hidden `--prepare` mode), so that this process stays small: a child's `ru_maxrss`
+//! starts from its parent's resident size.
+//!
+//! Two sections compare rocpd with a floor measured in the same invocation:
+//!
+//! * **SQLite floor** (`--baseline-only`): the time and peak memory of stepping every
+//!   event row of the inputs, `ORDER BY start`, through SQLite with no output, beside
+//!   `convert -f pftrace` at `--threads 1` and `--threads 2`. The floor is this binary's
+//!   hidden `--step-sqlite DB...` mode, run as a child and measured like rocpd.
+//! * **Many inputs** (`--many-only`): 8, 32 and 64 small databases (the same size each,
+//!   about 98 MB in all for 64) through `summary`, `convert -f parquet` and
+//!   `convert -f pftrace`, and 1,024 tiny databases through `summary`: the cost per
+//!   event as the number of inputs grows.
 //!
 //! Usage (from the workspace root):
-//!   cargo build --release -p rocpd-cli -p rocpd-bench && target/release/rocpd-bench [--quick]
+//!   cargo build --release -p rocpd-cli -p rocpd-bench && target/release/rocpd-bench
+//!     [--quick] [--summary-only] [--baseline-only] [--many-only]
+//!
+//! `--quick` runs every case at a tenth of its events. The `--*-only` flags run just
+//! those sections (they combine); without them every section runs.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use rusqlite::{Connection, OpenFlags};
 
 struct Case {
     name: &'static str,
@@ -32,7 +50,8 @@ struct Measured {
 #[allow(unsafe_code)]
 fn run_measured(cmd: &mut Command) -> Result<(f64, i64)> {
     let started = Instant::now();
-    let child = cmd.spawn().context("spawn rocpd")?;
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let child = cmd.spawn().with_context(|| format!("spawn {program}"))?;
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
     // SAFETY: rusage is plain data that wait4 fills in; the pid is our own child.
@@ -43,7 +62,7 @@ fn run_measured(cmd: &mut Command) -> Result<(f64, i64)> {
         bail!("wait4 failed");
     }
     if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-        bail!("rocpd failed with status {status}");
+        bail!("{program} failed with status {status}");
     }
     std::mem::forget(child);
     Ok((seconds, usage.ru_maxrss))
@@ -73,20 +92,63 @@ fn inputs_for(case: &Case, root: &Path) -> Result<PathBuf> {
     ));
     if !dir.join("done").exists() {
         let _ = std::fs::remove_dir_all(&dir);
-        let cfg = rocpd_gen::GenConfig {
-            seed: 42,
-            nodes: case.processes.div_ceil(4),
-            processes: case.processes,
-            gpus_per_node: 4,
-            threads_per_process: 4,
-            iterations: case.iterations,
-            odd_names: true,
-        };
         eprintln!("generating {} ...", dir.display());
-        rocpd_gen::generate(&cfg, &dir.join("db"))?;
+        let seconds = prepare_in_child(&[
+            "db".as_ref(),
+            dir.join("db").as_os_str(),
+            case.processes.to_string().as_ref(),
+            case.iterations.to_string().as_ref(),
+        ])?;
         std::fs::write(dir.join("done"), "")?;
+        eprintln!("generated {} databases in {seconds:.1} s", case.processes);
     }
     Ok(dir)
+}
+
+/// Runs this binary's hidden `--prepare` mode as a child; returns its wall seconds.
+///
+/// Inputs are made in a child so that this process stays small: a child's `ru_maxrss`
+/// starts from the RSS of the process that spawned it (Linux carries the old image's
+/// high-water mark across `exec`), so a parent that had generated a large database
+/// in-process would raise every peak measured after it.
+fn prepare_in_child(args: &[&std::ffi::OsStr]) -> Result<f64> {
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.arg("--prepare").args(args);
+    Ok(run_measured(&mut cmd)?.0)
+}
+
+/// The hidden `--prepare` mode: `db DIR PROCESSES ITERATIONS` generates a case's
+/// databases; `csv|json DB_DIR OUT_DIR` writes each database out as rocprofv3 CSV or JSON.
+fn prepare(args: &[String]) -> Result<()> {
+    match args {
+        [kind, dir, processes, iterations] if kind == "db" => {
+            let processes: u32 = processes.parse().context("processes")?;
+            let cfg = rocpd_gen::GenConfig {
+                seed: 42,
+                nodes: processes.div_ceil(4),
+                processes,
+                gpus_per_node: 4,
+                threads_per_process: 4,
+                iterations: iterations.parse().context("iterations")?,
+                odd_names: true,
+            };
+            rocpd_gen::generate(&cfg, Path::new(dir))?;
+        }
+        [kind, db, out] if kind == "csv" || kind == "json" => {
+            for e in std::fs::read_dir(db)? {
+                let path = e?.path();
+                if kind == "csv" {
+                    rocpd_gen::export_csv(&path, Path::new(out))?;
+                } else {
+                    rocpd_gen::export_json(&path, Path::new(out))?;
+                }
+            }
+        }
+        _ => bail!(
+            "usage: rocpd-bench --prepare db DIR PROCESSES ITERATIONS | csv|json DB_DIR OUT_DIR"
+        ),
+    }
+    Ok(())
 }
 
 /// The case's databases written out as rocprofv3 CSV sets (cached beside them).
@@ -95,9 +157,7 @@ fn csv_for(case: &Case, root: &Path) -> Result<PathBuf> {
     let csv = dir.join("csv");
     if !dir.join("csv-done").exists() {
         let _ = std::fs::remove_dir_all(&csv);
-        for e in std::fs::read_dir(dir.join("db"))? {
-            rocpd_gen::export_csv(&e?.path(), &csv)?;
-        }
+        prepare_in_child(&["csv".as_ref(), dir.join("db").as_os_str(), csv.as_os_str()])?;
         std::fs::write(dir.join("csv-done"), "")?;
     }
     Ok(csv)
@@ -109,9 +169,11 @@ fn json_for(case: &Case, root: &Path) -> Result<PathBuf> {
     let json = dir.join("json");
     if !dir.join("json-done").exists() {
         let _ = std::fs::remove_dir_all(&json);
-        for e in std::fs::read_dir(dir.join("db"))? {
-            rocpd_gen::export_json(&e?.path(), &json)?;
-        }
+        prepare_in_child(&[
+            "json".as_ref(),
+            dir.join("db").as_os_str(),
+            json.as_os_str(),
+        ])?;
         std::fs::write(dir.join("json-done"), "")?;
     }
     Ok(json)
@@ -131,7 +193,7 @@ fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Mea
     let mut cmd = Command::new(rocpd);
     // A leading format name in `extra` picks the output format (default pftrace).
     let (format, extra) = match extra.first() {
-        Some(&f) if ["rocpd", "parquet", "otf2"].contains(&f) => (f, &extra[1..]),
+        Some(&f) if ["rocpd", "parquet", "otf2", "pftrace"].contains(&f) => (f, &extra[1..]),
         _ => ("pftrace", extra),
     };
     cmd.args(["convert", "-q", "-f", format, "-o", "bench", "-i"])
@@ -156,8 +218,29 @@ fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Mea
     })
 }
 
+/// The flags `rocpd-bench` takes (besides the hidden `--step-sqlite` and `--prepare`).
+const FLAGS: &[&str] = &[
+    "--quick",
+    "--summary-only",
+    "--baseline-only",
+    "--many-only",
+];
+
 fn main() -> Result<()> {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("--step-sqlite") => return step_sqlite(&args[1..]),
+        Some("--prepare") => return prepare(&args[1..]),
+        _ => {}
+    }
+    if let Some(a) = args.iter().find(|a| !FLAGS.contains(&a.as_str())) {
+        bail!(
+            "unknown argument {a:?}; usage: rocpd-bench [{}]",
+            FLAGS.join("] [")
+        );
+    }
+    let flag = |f: &str| args.iter().any(|a| a == f);
+    let quick = flag("--quick");
     let exe = std::env::current_exe()?;
     let rocpd = exe.with_file_name("rocpd");
     if !rocpd.exists() {
@@ -205,8 +288,21 @@ fn main() -> Result<()> {
             iterations: 3750 / scale,
         },
     ];
-    if std::env::args().any(|a| a == "--summary-only") {
-        return summary_section(&rocpd, &cases, &root);
+    let only: Vec<&str> = ["--summary-only", "--baseline-only", "--many-only"]
+        .into_iter()
+        .filter(|f| flag(f))
+        .collect();
+    if !only.is_empty() {
+        if only.contains(&"--summary-only") {
+            summary_section(&rocpd, &cases, &root)?;
+        }
+        if only.contains(&"--baseline-only") {
+            baseline_section(&exe, &rocpd, &cases, &root)?;
+        }
+        if only.contains(&"--many-only") {
+            many_section(&exe, &rocpd, &root, scale)?;
+        }
+        return Ok(());
     }
     println!(
         "{:<12} {:>4} {:>10} {:>8} {:>8} {:>8} {:>10} {:>9}",
@@ -358,7 +454,9 @@ fn main() -> Result<()> {
             );
         }
     }
-    Ok(())
+
+    baseline_section(&exe, &rocpd, &cases, &root)?;
+    many_section(&exe, &rocpd, &root, scale)
 }
 
 /// `rocpd summary` printed to the console (the baseline) beside `-f html`, which also
@@ -394,5 +492,289 @@ fn summary_section(rocpd: &Path, cases: &[Case], root: &Path) -> Result<()> {
             hm as f64 / 1024.0
         );
     }
+    Ok(())
+}
+
+/// The event tables the floor steps, each with the column rocpd orders it by.
+const EVENT_TABLES: &[(&str, &str)] = &[
+    ("rocpd_region", "start"),
+    ("rocpd_kernel_dispatch", "start"),
+    ("rocpd_memory_copy", "start"),
+    ("rocpd_memory_allocate", "start"),
+    ("rocpd_sample", "timestamp"),
+    ("rocpd_pmc_event", "id"),
+];
+
+/// The hidden `--step-sqlite DB...` mode, the floor under every rocpd run: steps every
+/// row of every event table of every table set in time order, reading each column so
+/// that SQLite decodes it, writes nothing, and prints the number of rows on stdout.
+fn step_sqlite(paths: &[String]) -> Result<()> {
+    let mut rows = 0u64;
+    for p in paths {
+        rows += step_database(Path::new(p)).with_context(|| format!("stepping {p}"))?;
+    }
+    println!("{rows}");
+    Ok(())
+}
+
+fn step_database(path: &Path) -> Result<u64> {
+    let conn = Connection::open_with_flags(
+        file_uri(path, "mode=ro&immutable=1"),
+        OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )?;
+    conn.execute_batch("PRAGMA temp_store=FILE")?;
+    let names: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut rows = 0u64;
+    // A table set is one `rocpd_metadata_<uuid>` and the tables sharing its suffix.
+    for uuid in names
+        .iter()
+        .filter_map(|n| n.strip_prefix("rocpd_metadata_"))
+    {
+        for (base, order) in EVENT_TABLES {
+            let table = format!("{base}_{uuid}");
+            if !names.contains(&table) {
+                continue;
+            }
+            let sql = format!(
+                "SELECT * FROM {} ORDER BY {}",
+                quote_ident(&table),
+                quote_ident(order)
+            );
+            let mut stmt = conn.prepare(&sql)?;
+            let columns = stmt.column_count();
+            let mut q = stmt.query([])?;
+            while let Some(row) = q.next()? {
+                for i in 0..columns {
+                    std::hint::black_box(row.get_ref(i)?);
+                }
+                rows += 1;
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// A read-only SQLite URI for `path` (every byte outside `[A-Za-z0-9/._~-]` escaped).
+fn file_uri(path: &Path, params: &str) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut s = String::from("file:");
+    for &b in abs.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s.push('?');
+    s.push_str(params);
+    s
+}
+
+/// Quotes an SQL identifier.
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The case's database files, in name order.
+fn db_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join("db"))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()?;
+    v.retain(|p| p.extension().is_some_and(|x| x == "db"));
+    v.sort();
+    Ok(v)
+}
+
+/// One measured child run: wall seconds, peak RSS in KiB, and a count of events.
+struct Run {
+    seconds: f64,
+    peak_rss_kib: i64,
+    events: u64,
+}
+
+impl Run {
+    fn mib(&self) -> f64 {
+        self.peak_rss_kib as f64 / 1024.0
+    }
+}
+
+/// The SQLite floor of a case: this binary's `--step-sqlite` over its databases.
+fn measure_floor(exe: &Path, dir: &Path) -> Result<Run> {
+    let count = dir.join("floor-rows.txt");
+    let mut cmd = Command::new(exe);
+    cmd.arg("--step-sqlite")
+        .args(db_files(dir)?)
+        .stdout(std::fs::File::create(&count)?);
+    let (seconds, peak_rss_kib) = run_measured(&mut cmd)?;
+    let events = std::fs::read_to_string(&count)?
+        .trim()
+        .parse()
+        .context("row count of --step-sqlite")?;
+    Ok(Run {
+        seconds,
+        peak_rss_kib,
+        events,
+    })
+}
+
+/// `rocpd summary` printed to the console (discarded); `events` is left 0.
+fn measure_summary(rocpd: &Path, dir: &Path) -> Result<Run> {
+    let mut cmd = Command::new(rocpd);
+    cmd.args(["summary", "-q", "-i"])
+        .arg(dir.join("db"))
+        .stdout(Stdio::null());
+    let (seconds, peak_rss_kib) = run_measured(&mut cmd)?;
+    Ok(Run {
+        seconds,
+        peak_rss_kib,
+        events: 0,
+    })
+}
+
+/// `a` as a multiple of `base`, e.g. `2.3x`.
+fn times(a: f64, base: f64) -> String {
+    format!("{:.2}x", a / base)
+}
+
+/// The SQLite floor beside `convert -f pftrace` at one and two threads, on the 1M and
+/// 3M cases with one database and with eight.
+fn baseline_section(exe: &Path, rocpd: &Path, cases: &[Case], root: &Path) -> Result<()> {
+    let started = Instant::now();
+    println!("\nSQLite floor (every event row stepped ORDER BY start, no output) beside convert -f pftrace:");
+    println!(
+        "{:<12} {:>10} {:>10} {:>16} {:>16} {:>9} {:>9} {:>9} {:>9}",
+        "case",
+        "events",
+        "baseline s",
+        "threads=1 s",
+        "threads=2 s",
+        "2 vs 1",
+        "base MiB",
+        "t=1 MiB",
+        "t=2 MiB"
+    );
+    for case in [&cases[1], &cases[2], &cases[4], &cases[5]] {
+        let dir = inputs_for(case, root)?;
+        let floor = measure_floor(exe, &dir)?;
+        let t1 = measure(rocpd, case, root, &["--threads", "1"])?;
+        let t2 = measure(rocpd, case, root, &["--threads", "2"])?;
+        println!(
+            "{:<12} {:>10} {:>10.2} {:>16} {:>16} {:>9} {:>9.1} {:>9.1} {:>9.1}",
+            case.name,
+            t1.events,
+            floor.seconds,
+            format!("{:.2} ({})", t1.seconds, times(t1.seconds, floor.seconds)),
+            format!("{:.2} ({})", t2.seconds, times(t2.seconds, floor.seconds)),
+            times(t1.seconds, t2.seconds),
+            floor.mib(),
+            t1.peak_rss_kib as f64 / 1024.0,
+            t2.peak_rss_kib as f64 / 1024.0
+        );
+        if floor.events != t1.events {
+            println!(
+                "  note: the floor stepped {} rows, rocpd read {} events",
+                floor.events, t1.events
+            );
+        }
+    }
+    println!("(floor section: {:.0} s)", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Many small inputs: 8, 32 and 64 databases of the same size through `summary`,
+/// `convert -f parquet` and `convert -f pftrace`, and 1,024 tiny ones through `summary`,
+/// each beside the SQLite floor. Prints the cost per event and how it grows with the
+/// number of inputs.
+fn many_section(exe: &Path, rocpd: &Path, root: &Path, scale: u32) -> Result<()> {
+    let started = Instant::now();
+    // 90 iterations make databases of about 1.5 MB: 64 of them hold about 98 MB.
+    let iterations = (90 / scale).max(1);
+    let cases = [
+        Case {
+            name: "many-8",
+            processes: 8,
+            iterations,
+        },
+        Case {
+            name: "many-32",
+            processes: 32,
+            iterations,
+        },
+        Case {
+            name: "many-64",
+            processes: 64,
+            iterations,
+        },
+        Case {
+            name: "many-1024",
+            processes: 1024,
+            iterations: 1,
+        },
+    ];
+    println!("\nmany inputs (one database per process):");
+    println!(
+        "{:<10} {:>5} {:>7} {:>9} {:<9} {:>8} {:>9} {:>9}",
+        "case", "dbs", "in MiB", "events", "command", "seconds", "µs/event", "peak MiB"
+    );
+    // Per case: (command, seconds per event) for the ratio at 64 against 8.
+    let mut per_event: Vec<Vec<(&str, f64)>> = Vec::new();
+    for case in &cases {
+        let dir = inputs_for(case, root)?;
+        let in_mib = dir_size(&dir.join("db")) as f64 / 1048576.0;
+        let floor = measure_floor(exe, &dir)?;
+        let mut runs = vec![("baseline", floor.seconds, floor.peak_rss_kib)];
+        let s = measure_summary(rocpd, &dir)?;
+        runs.push(("summary", s.seconds, s.peak_rss_kib));
+        if case.processes <= 64 {
+            for format in ["parquet", "pftrace"] {
+                let m = measure(rocpd, case, root, &[format])?;
+                if m.events != floor.events {
+                    println!(
+                        "  note: the floor stepped {} rows, {format} read {} events",
+                        floor.events, m.events
+                    );
+                }
+                runs.push((format, m.seconds, m.peak_rss_kib));
+            }
+        }
+        let events = floor.events;
+        for (command, seconds, kib) in &runs {
+            println!(
+                "{:<10} {:>5} {:>7.1} {:>9} {:<9} {:>8.2} {:>9.2} {:>9.1}",
+                case.name,
+                case.processes,
+                in_mib,
+                events,
+                command,
+                seconds,
+                seconds * 1e6 / events as f64,
+                *kib as f64 / 1024.0
+            );
+        }
+        per_event.push(
+            runs.iter()
+                .map(|(c, s, _)| (*c, s / events as f64))
+                .collect(),
+        );
+    }
+    let ratio = |to: usize| {
+        per_event[0]
+            .iter()
+            .zip(&per_event[to])
+            .map(|((c, a), (_, b))| format!("{c} {}", times(*b, *a)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!("time per event, 32 inputs against 8: {}", ratio(1));
+    println!("time per event, 64 inputs against 8: {}", ratio(2));
+    println!("time per event, 1,024 inputs against 8: {}", ratio(3));
+    println!(
+        "(many-inputs section: {:.0} s)",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
