@@ -12,7 +12,7 @@ use crate::Inputs;
 pub type Span = (i64, i64);
 
 /// A time window request, as the user gives it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct WindowRequest {
     /// Start: absolute ns, a duration from the start (`2s`), or a percentage (`10%`).
     pub start: Option<String>,
@@ -22,10 +22,24 @@ pub struct WindowRequest {
     pub start_marker: Option<String>,
     /// End at the ROCTx marker with this message (or name).
     pub end_marker: Option<String>,
-    /// Keep only events wholly inside the window.
+    /// Keep only events wholly inside the window (the default, as for the CLI); false
+    /// keeps events that overlap it.
     pub fully_inside: bool,
     /// Keep a launch's API call, kernels and copies together when the window cuts them.
     pub keep_groups: bool,
+}
+
+impl Default for WindowRequest {
+    fn default() -> Self {
+        WindowRequest {
+            start: None,
+            end: None,
+            start_marker: None,
+            end_marker: None,
+            fully_inside: true,
+            keep_groups: false,
+        }
+    }
 }
 
 impl WindowRequest {

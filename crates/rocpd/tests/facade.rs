@@ -1,0 +1,251 @@
+//! The facade as a Rust program uses it: thread counts, projection, event streams and
+//! many inputs.
+
+use std::path::{Path, PathBuf};
+
+use arrow_array::{Array, RecordBatchReader};
+use rocpd::{Conversion, EventOptions, Format, Inputs, Projection, Split, Table};
+
+fn generate(dir: &Path, processes: u32, iterations: u32) -> Vec<PathBuf> {
+    let cfg = rocpd_gen::GenConfig {
+        seed: 7,
+        processes,
+        nodes: processes.div_ceil(2),
+        iterations,
+        ..Default::default()
+    };
+    rocpd_gen::generate(&cfg, dir).unwrap()
+}
+
+/// Every file under `dir`, relative path → bytes.
+fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_path_buf();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn convert(inputs: &[PathBuf], out: &Path, threads: usize, split: Option<Split>) {
+    let mut opened = Inputs::open(inputs, &Default::default()).unwrap();
+    let c = Conversion {
+        formats: vec![Format::Pftrace, Format::Otf2, Format::Parquet],
+        dir: out.to_path_buf(),
+        split,
+        threads,
+        ..Default::default()
+    };
+    opened.convert(&c, &mut |_| {}).unwrap();
+}
+
+#[test]
+fn output_is_byte_identical_for_every_thread_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let many = generate(&tmp.path().join("many"), 5, 6);
+    let one = generate(&tmp.path().join("one"), 1, 12);
+    for (name, inputs, split) in [
+        ("many", &many, None),
+        ("one", &one, None),
+        ("many-time", &many, Some(Split::TimeCount(3))),
+        ("many-process", &many, Some(Split::Keyed(rocpd::SplitMode::Process))),
+    ] {
+        let mut trees = Vec::new();
+        for threads in [1, 2, 4] {
+            let out = tmp.path().join(format!("{name}-{threads}"));
+            convert(inputs, &out, threads, split.clone());
+            let t = tree(&out);
+            assert!(t.len() >= 3, "{name}: {t:?}");
+            trees.push(t);
+        }
+        for (k, t) in trees.iter().enumerate().skip(1) {
+            assert_eq!(t.len(), trees[0].len(), "{name}: file count");
+            for ((pa, a), (pb, b)) in trees[0].iter().zip(t) {
+                assert_eq!(pa, pb, "{name}");
+                // Parquet's _metadata.json records when and how long; everything else is
+                // a pure function of the inputs.
+                if pa.ends_with("_metadata.json") {
+                    continue;
+                }
+                assert!(a == b, "{name}: {} differs at threads {}", pa.display(), [1, 2, 4][k]);
+            }
+        }
+    }
+}
+
+#[test]
+fn summary_is_identical_for_every_thread_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = generate(&tmp.path().join("in"), 12, 2);
+    let mut texts = Vec::new();
+    for threads in [1, 2, 4] {
+        let mut opened = Inputs::open(&inputs, &Default::default()).unwrap();
+        let options = rocpd::SummaryOptions {
+            by_rank: true,
+            threads,
+            ..Default::default()
+        };
+        let run = opened.summary(&options, &mut |_| {}).unwrap();
+        let out = tmp.path().join(format!("s{threads}"));
+        let (_, files) = opened
+            .write_summary(&run, &[rocpd::SummaryFormat::Json], &out, "x")
+            .unwrap();
+        texts.push(
+            files
+                .iter()
+                .map(|f| std::fs::read(f).unwrap())
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert!(!texts[0].is_empty());
+    assert_eq!(texts[0], texts[1]);
+    assert_eq!(texts[0], texts[2]);
+}
+
+#[test]
+fn a_projected_stream_builds_no_json_text_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = generate(&tmp.path().join("in"), 1, 3);
+    let mut opened = Inputs::open(&inputs, &Default::default()).unwrap();
+    let json = ["call_stack", "line_info", "event_extdata", "extdata", "args"];
+    let mut non_null = |projection: Projection| -> (usize, usize) {
+        let options = EventOptions {
+            projection,
+            ..Default::default()
+        };
+        let (mut rows, mut filled) = (0, 0);
+        for table in [Table::Region, Table::KernelDispatch] {
+            let reader = opened.events(table, &options).unwrap();
+            assert_eq!(reader.schema(), table.schema());
+            for b in reader {
+                let b = b.unwrap();
+                rows += b.num_rows();
+                for c in json {
+                    if let Some(i) = table.column_position(c) {
+                        let col = b.column(i);
+                        filled += col.len() - col.null_count();
+                    }
+                }
+            }
+        }
+        (rows, filled)
+    };
+    let (rows_all, filled_all) = non_null(Projection::all());
+    let (rows_lean, filled_lean) = non_null(Projection::without_json_text());
+    assert!(rows_all > 0);
+    assert_eq!(rows_all, rows_lean, "a projection keeps every row");
+    assert!(filled_all > 0, "the generated data has JSON text to leave out");
+    assert_eq!(filled_lean, 0, "no JSON text column is built");
+}
+
+#[test]
+fn events_come_in_time_order_with_every_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = generate(&tmp.path().join("in"), 3, 4);
+    let mut opened = Inputs::open(&inputs, &Default::default()).unwrap();
+    let counts = opened.count_rows().unwrap();
+    for threads in [1, 3] {
+        let options = EventOptions {
+            threads,
+            ..Default::default()
+        };
+        let mut rows = 0u64;
+        let mut last = i64::MIN;
+        for chunk in opened.chunks(&options).unwrap() {
+            let chunk = chunk.unwrap();
+            for (b, r) in chunk.time_order() {
+                let batch = &chunk.batches[b].batch;
+                let starts = batch
+                    .column(rocpd_model_start())
+                    .as_any()
+                    .downcast_ref::<arrow_array::Int64Array>()
+                    .unwrap();
+                assert!(starts.value(r) >= last);
+                last = starts.value(r);
+                rows += 1;
+            }
+        }
+        assert_eq!(rows, counts.values().sum::<u64>());
+    }
+}
+
+fn rocpd_model_start() -> usize {
+    Table::Region.column_index("start")
+}
+
+#[test]
+fn a_window_and_rules_apply_to_event_streams_as_to_conversions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = generate(&tmp.path().join("in"), 2, 4);
+    let mut opened = Inputs::open(&inputs, &Default::default()).unwrap();
+    let selection = rocpd::Selection {
+        window: rocpd::WindowRequest {
+            start: Some("25%".into()),
+            end: Some("75%".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+    .with_rules(&["kind=kernel".into()], &[])
+    .unwrap();
+    let window = selection.resolve(&mut opened).unwrap().unwrap();
+    let options = EventOptions {
+        selection,
+        ..Default::default()
+    };
+    let mut chunks = opened.chunks(&options).unwrap();
+    let mut kept = 0;
+    for chunk in chunks.by_ref() {
+        for b in chunk.unwrap().batches {
+            assert_eq!(b.table, Table::KernelDispatch);
+            let s = b.batch.column(5).as_any().downcast_ref::<arrow_array::Int64Array>().unwrap();
+            let e = b.batch.column(6).as_any().downcast_ref::<arrow_array::Int64Array>().unwrap();
+            for r in 0..b.batch.num_rows() {
+                assert!(s.value(r) >= window.0 && e.value(r) <= window.1);
+                kept += 1;
+            }
+        }
+    }
+    assert!(kept > 0);
+    let dropped: u64 = chunks
+        .dropped()
+        .iter()
+        .flat_map(|d| d.rows.values())
+        .sum();
+    let total: u64 = opened.count_rows().unwrap().values().sum();
+    assert_eq!(kept + dropped, total, "every row is kept or counted as dropped");
+}
+
+#[test]
+fn more_inputs_than_kept_open_convert_and_summarise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = generate(&tmp.path().join("in"), rocpd::KEEP_OPEN as u32 + 6, 1);
+    let mut opened = Inputs::open(&inputs, &Default::default()).unwrap();
+    let total: u64 = opened.count_rows().unwrap().values().sum();
+    let run = opened
+        .summary(&Default::default(), &mut |_| {})
+        .unwrap();
+    assert_eq!(run.report.rows_in.values().sum::<u64>(), total);
+    let c = Conversion {
+        formats: vec![Format::Pftrace],
+        dir: tmp.path().join("out"),
+        ..Default::default()
+    };
+    let report = opened.convert(&c, &mut |_| {}).unwrap();
+    assert_eq!(report.rows_in.values().sum::<u64>(), total);
+}
+
+#[test]
+fn a_missing_input_is_an_error_naming_it() {
+    let e = Inputs::open(&["/nonexistent/a.db"], &Default::default()).unwrap_err();
+    assert!(e.to_string().contains("/nonexistent/a.db"), "{e}");
+}
