@@ -209,6 +209,12 @@ fn write_whole_file(path: &Path, batch: &RecordBatch, props: WriterProperties) -
 }
 
 impl Sink for ParquetSink {
+    fn needs_time_order(&self) -> bool {
+        // Every part file is sorted on its own (a row out of order starts a new part), so
+        // inputs can come a group at a time: a new part per table for each group.
+        false
+    }
+
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
         self.check_options()?;
         if self.dir.symlink_metadata().is_ok() {

@@ -78,11 +78,13 @@ pub fn produce_events(
         Ok(())
     };
     if options.threads > 1 && !sources.is_empty() {
+        // Many streams already hold many small batches: queue one each, not more.
+        let in_flight = if streams > 64 { 1 } else { options.in_flight };
         return decode_parallel(
             sources,
             &stream_options,
             options.threads,
-            options.in_flight,
+            in_flight,
             &mut merge_all,
         );
     }

@@ -14,8 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         formats: vec![Format::Pftrace, Format::Parquet],
         dir: out.into(),
         name: "example".into(),
-        selection: Selection::default()
-            .with_rules(&["kind=kernel,copy".to_string()], &[])?,
+        selection: Selection::default().with_rules(&["kind=kernel,copy".to_string()], &[])?,
         ..Default::default()
     };
     let report = inputs.convert(&conversion, &mut |_| {})?;

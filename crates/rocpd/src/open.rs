@@ -28,7 +28,7 @@ pub const KEEP_OPEN: usize = 64;
 pub const INDEPENDENT_GROUP: usize = 8;
 
 /// SQLite page cache shared by all open inputs, KiB (each gets between 64 KiB and 1 MiB).
-pub const CACHE_BUDGET_KIB: usize = 32 << 10;
+pub const CACHE_BUDGET_KIB: usize = 16 << 10;
 
 /// How inputs are opened.
 #[derive(Debug, Clone, Default)]

@@ -57,7 +57,11 @@ fn output_is_byte_identical_for_every_thread_count() {
         ("many", &many, None),
         ("one", &one, None),
         ("many-time", &many, Some(Split::TimeCount(3))),
-        ("many-process", &many, Some(Split::Keyed(rocpd::SplitMode::Process))),
+        (
+            "many-process",
+            &many,
+            Some(Split::Keyed(rocpd::SplitMode::Process)),
+        ),
     ] {
         let mut trees = Vec::new();
         for threads in [1, 2, 4] {
@@ -76,7 +80,12 @@ fn output_is_byte_identical_for_every_thread_count() {
                 if pa.ends_with("_metadata.json") {
                     continue;
                 }
-                assert!(a == b, "{name}: {} differs at threads {}", pa.display(), [1, 2, 4][k]);
+                assert!(
+                    a == b,
+                    "{name}: {} differs at threads {}",
+                    pa.display(),
+                    [1, 2, 4][k]
+                );
             }
         }
     }
@@ -116,7 +125,13 @@ fn a_projected_stream_builds_no_json_text_column() {
     let tmp = tempfile::tempdir().unwrap();
     let inputs = generate(&tmp.path().join("in"), 1, 3);
     let mut opened = Inputs::open(&inputs, &Default::default()).unwrap();
-    let json = ["call_stack", "line_info", "event_extdata", "extdata", "args"];
+    let json = [
+        "call_stack",
+        "line_info",
+        "event_extdata",
+        "extdata",
+        "args",
+    ];
     let mut non_null = |projection: Projection| -> (usize, usize) {
         let options = EventOptions {
             projection,
@@ -143,7 +158,10 @@ fn a_projected_stream_builds_no_json_text_column() {
     let (rows_lean, filled_lean) = non_null(Projection::without_json_text());
     assert!(rows_all > 0);
     assert_eq!(rows_all, rows_lean, "a projection keeps every row");
-    assert!(filled_all > 0, "the generated data has JSON text to leave out");
+    assert!(
+        filled_all > 0,
+        "the generated data has JSON text to leave out"
+    );
     assert_eq!(filled_lean, 0, "no JSON text column is built");
 }
 
@@ -207,8 +225,18 @@ fn a_window_and_rules_apply_to_event_streams_as_to_conversions() {
     for chunk in chunks.by_ref() {
         for b in chunk.unwrap().batches {
             assert_eq!(b.table, Table::KernelDispatch);
-            let s = b.batch.column(5).as_any().downcast_ref::<arrow_array::Int64Array>().unwrap();
-            let e = b.batch.column(6).as_any().downcast_ref::<arrow_array::Int64Array>().unwrap();
+            let s = b
+                .batch
+                .column(5)
+                .as_any()
+                .downcast_ref::<arrow_array::Int64Array>()
+                .unwrap();
+            let e = b
+                .batch
+                .column(6)
+                .as_any()
+                .downcast_ref::<arrow_array::Int64Array>()
+                .unwrap();
             for r in 0..b.batch.num_rows() {
                 assert!(s.value(r) >= window.0 && e.value(r) <= window.1);
                 kept += 1;
@@ -216,13 +244,13 @@ fn a_window_and_rules_apply_to_event_streams_as_to_conversions() {
         }
     }
     assert!(kept > 0);
-    let dropped: u64 = chunks
-        .dropped()
-        .iter()
-        .flat_map(|d| d.rows.values())
-        .sum();
+    let dropped: u64 = chunks.dropped().iter().flat_map(|d| d.rows.values()).sum();
     let total: u64 = opened.count_rows().unwrap().values().sum();
-    assert_eq!(kept + dropped, total, "every row is kept or counted as dropped");
+    assert_eq!(
+        kept + dropped,
+        total,
+        "every row is kept or counted as dropped"
+    );
 }
 
 #[test]
@@ -231,9 +259,7 @@ fn more_inputs_than_kept_open_convert_and_summarise() {
     let inputs = generate(&tmp.path().join("in"), rocpd::KEEP_OPEN as u32 + 6, 1);
     let mut opened = Inputs::open(&inputs, &Default::default()).unwrap();
     let total: u64 = opened.count_rows().unwrap().values().sum();
-    let run = opened
-        .summary(&Default::default(), &mut |_| {})
-        .unwrap();
+    let run = opened.summary(&Default::default(), &mut |_| {}).unwrap();
     assert_eq!(run.report.rows_in.values().sum::<u64>(), total);
     let c = Conversion {
         formats: vec![Format::Pftrace],
