@@ -10,6 +10,8 @@
 mod builder;
 mod catalog;
 mod error;
+pub mod hash;
+pub mod lanes;
 pub mod naming;
 mod projection;
 mod table;

@@ -4,10 +4,14 @@
 /// The output category of a profiler category string: `HIP_RUNTIME_API_EXT` →
 /// `hip_api`, `MARKER_CORE_RANGE_API` → `marker_api`, ... (`none` when unknown).
 pub fn output_category(raw: &str) -> &'static str {
-    let upper = raw.trim().to_ascii_uppercase();
-    let up = upper.as_str();
-    let starts = |p: &str| up.starts_with(p);
-    if starts("HIP_") || up == "HIP" {
+    // Compared without case in place: this runs for every row the writers see, and an
+    // upper-cased copy was one allocation per row. The patterns are upper-case ASCII.
+    let up = raw.trim();
+    let starts = |p: &str| {
+        up.len() >= p.len() && up.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes())
+    };
+    let is = |p: &str| up.eq_ignore_ascii_case(p);
+    if starts("HIP_") || is("HIP") {
         "hip_api"
     } else if starts("HSA_") {
         "hsa_api"
@@ -21,15 +25,15 @@ pub fn output_category(raw: &str) -> &'static str {
         "rocjpeg_api"
     } else if starts("KFD_") {
         "kfd_events"
-    } else if up == "OMPT" || starts("OMPT_") {
+    } else if is("OMPT") || starts("OMPT_") {
         "openmp"
-    } else if up == "SCRATCH_MEMORY" {
+    } else if is("SCRATCH_MEMORY") {
         "scratch_memory"
-    } else if up == "KERNEL_DISPATCH" {
+    } else if is("KERNEL_DISPATCH") {
         "kernel_dispatch"
-    } else if up == "MEMORY_COPY" {
+    } else if is("MEMORY_COPY") {
         "memory_copy"
-    } else if up == "MEMORY_ALLOCATION" {
+    } else if is("MEMORY_ALLOCATION") {
         "memory_allocation"
     } else if starts("COUNTER_COLLECTION") {
         "counter_collection"
@@ -74,5 +78,53 @@ mod tests {
             allocation_operation("ALLOC", None),
             "MEMORY_ALLOCATION_ALLOCATE"
         );
+    }
+
+    #[test]
+    fn categories_ignore_case_as_an_upper_cased_copy_would() {
+        // The former implementation, upper-casing a copy of the trimmed string.
+        fn by_copy(raw: &str) -> String {
+            let up = raw.trim().to_ascii_uppercase();
+            [
+                "HIP_",
+                "HSA_",
+                "MARKER_",
+                "KFD_",
+                "OMPT_",
+                "COUNTER_COLLECTION",
+            ]
+            .iter()
+            .find(|p| up.starts_with(*p))
+            .map_or(up.clone(), |p| p.to_string())
+        }
+        for raw in [
+            " hip_api ",
+            "Hip",
+            "hIP",
+            "ompt",
+            "Ompt_x",
+            "memory_copy",
+            "Memory_Allocation",
+            "scratch_memory ",
+            "counter_collection_x",
+            "Ärger_",
+            "hsä_",
+            "",
+            "H",
+        ] {
+            let expect = match by_copy(raw).as_str() {
+                "HIP_" | "HIP" => "hip_api",
+                "HSA_" => "hsa_api",
+                "MARKER_" => "marker_api",
+                "KFD_" => "kfd_events",
+                "OMPT_" | "OMPT" => "openmp",
+                "COUNTER_COLLECTION" => "counter_collection",
+                "MEMORY_COPY" => "memory_copy",
+                "MEMORY_ALLOCATION" => "memory_allocation",
+                "SCRATCH_MEMORY" => "scratch_memory",
+                _ => "none",
+            };
+            assert_eq!(output_category(raw), expect, "{raw:?}");
+        }
     }
 }

@@ -8,10 +8,11 @@
 //! Everything else is a few rows per process, thread, agent or queue and stays in memory
 //! until [`Defs::write`] produces the global definition file at the end.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+
+use rocpd_model::hash::FastMap;
 
 use crate::encode::{
     def, put_i64, put_record, put_str, put_u32, put_u64, ty, DefFile, UNDEFINED_U32, UNDEFINED_U64,
@@ -135,23 +136,24 @@ pub struct Defs {
     spill_path: PathBuf,
     spill: BufWriter<File>,
     spilled: u64,
-    strings: HashMap<String, u32>,
+    strings: FastMap<String, u32>,
     next_string: u32,
-    regions: HashMap<(u32, u8, u8), u32>,
+    regions: FastMap<(u32, u8, u8), u32>,
     next_region: u32,
     intern_bytes: usize,
     intern_limit: usize,
     pub cleared: u64,
     pub truncated: u64,
     pub hosts: Vec<Host>,
-    host_ids: HashMap<String, usize>,
+    host_ids: FastMap<String, usize>,
     pub processes: Vec<Process>,
-    process_ids: HashMap<(u32, i64), usize>,
+    process_ids: FastMap<(u32, i64), usize>,
     pub accelerators: Vec<Accelerator>,
-    accelerator_ids: HashMap<(usize, String), usize>,
+    accelerator_ids: FastMap<(usize, String), usize>,
     pub locations: Vec<Location>,
     pub metrics: Vec<Metric>,
-    metric_ids: HashMap<(String, String), u32>,
+    /// By name, then unit: looked up for every counter row without building a key.
+    metric_ids: FastMap<String, FastMap<String, u32>>,
     scratch: Vec<u8>,
     rec: Vec<u8>,
 }
@@ -170,23 +172,23 @@ impl Defs {
             spill_path: spill_path.to_path_buf(),
             spill,
             spilled: 0,
-            strings: HashMap::new(),
+            strings: FastMap::default(),
             next_string: 0,
-            regions: HashMap::new(),
+            regions: FastMap::default(),
             next_region: 0,
             intern_bytes: 0,
             intern_limit: INTERN_LIMIT_BYTES,
             cleared: 0,
             truncated: 0,
             hosts: Vec::new(),
-            host_ids: HashMap::new(),
+            host_ids: FastMap::default(),
             processes: Vec::new(),
-            process_ids: HashMap::new(),
+            process_ids: FastMap::default(),
             accelerators: Vec::new(),
-            accelerator_ids: HashMap::new(),
+            accelerator_ids: FastMap::default(),
             locations: Vec::new(),
             metrics: Vec::new(),
-            metric_ids: HashMap::new(),
+            metric_ids: FastMap::default(),
             scratch: Vec::new(),
             rec: Vec::new(),
         };
@@ -319,8 +321,7 @@ impl Defs {
 
     /// The metric class of counter `name` (with `unit`), added on first use.
     pub fn metric(&mut self, name: &str, unit: &str, description: impl FnOnce() -> String) -> u32 {
-        let key = (name.to_string(), unit.to_string());
-        if let Some(&m) = self.metric_ids.get(&key) {
+        if let Some(&m) = self.metric_ids.get(name).and_then(|u| u.get(unit)) {
             return m;
         }
         self.metrics.push(Metric {
@@ -329,7 +330,10 @@ impl Defs {
             unit: unit.to_string(),
         });
         let id = (self.metrics.len() - 1) as u32;
-        self.metric_ids.insert(key, id);
+        self.metric_ids
+            .entry(name.to_string())
+            .or_default()
+            .insert(unit.to_string(), id);
         id
     }
 

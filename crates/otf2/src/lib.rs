@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use rocpd_model::hash::{fnv1a64, FNV_OFFSET};
 use rocpd_model::{Catalog, Error, Result};
 use rocpd_pipeline::{Chunk, OutputReport, Sink};
 
@@ -201,14 +202,6 @@ impl Otf2Sink {
     }
 }
 
-fn fnv(bytes: &[u8], mut h: u64) -> u64 {
-    for b in bytes {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
 impl Sink for Otf2Sink {
     fn projection(&self) -> rocpd_model::Projection {
         rocpd_model::Projection::without_json_text()
@@ -246,9 +239,9 @@ impl Sink for Otf2Sink {
             .write(&archive.tmp_defs(), DEF_CHUNK_SIZE, clock, &events)
             .map_err(fail)?;
         bytes += def_bytes;
-        let mut id = fnv(archive.name.as_bytes(), 0xcbf2_9ce4_8422_2325);
+        let mut id = fnv1a64(archive.name.as_bytes(), FNV_OFFSET);
         for v in [clock.0, clock.1, events.len() as u64, global_defs] {
-            id = fnv(&v.to_le_bytes(), id);
+            id = fnv1a64(&v.to_le_bytes(), id);
         }
         let anchor = encode::Anchor {
             event_chunk_size: EVENT_CHUNK_SIZE,

@@ -7,12 +7,14 @@
 //! goes to an extra location (`... (overlap N)`), never into broken nesting.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow_array::Array;
+use rocpd_model::hash::FastMap;
+use rocpd_model::lanes::{Lanes, Slot};
 use rocpd_model::naming::{allocation_operation, output_category};
 use rocpd_model::{AgentIndexMode, Catalog, CatalogIndex, EventBatch, Table};
 use rocpd_pipeline::{Chunk, OutputReport};
@@ -61,10 +63,9 @@ enum Attr {
     Int(i64),
 }
 
-/// A location's event stream and the ends and regions of its open slices.
+/// A location's event stream (its open slices, with their regions, are in `Lanes`).
 struct Lane {
     stream: EventStream,
-    open: Vec<(i64, u32)>,
 }
 
 /// Counter values of one (location, metric) waiting to be summed over dimension instances.
@@ -87,21 +88,21 @@ pub(crate) struct Writer {
     max_buffered: usize,
     pub defs: Defs,
     lanes: Vec<Lane>,
-    groups: HashMap<LocKey, Vec<usize>>,
+    /// Which lanes each key has, and the end and region of every open slice.
+    placing: Lanes<LocKey, u32>,
     heap: BinaryHeap<Reverse<(i64, Reverse<u64>, usize)>>,
     seq: u64,
     buffered: usize,
     now: i64,
-    dispatches: HashMap<(u32, i64), usize>,
+    dispatches: FastMap<(u32, i64), usize>,
     pmc: Vec<PmcPoint>,
-    queue_numbers: HashMap<(u32, i64, i64), HashMap<i64, usize>>,
+    queue_numbers: FastMap<(u32, i64, i64), FastMap<i64, usize>>,
     first_ts: Option<u64>,
     last_ts: u64,
     rec: Vec<u8>,
     scratch: Vec<u8>,
     attrs: Vec<(u32, Attr)>,
     pub report: OutputReport,
-    extra_lane_slices: u64,
     negative_durations: u64,
     negative_timestamps: u64,
     spills: u64,
@@ -125,21 +126,20 @@ impl Writer {
             max_buffered,
             defs,
             lanes: Vec::new(),
-            groups: HashMap::new(),
+            placing: Lanes::new(),
             heap: BinaryHeap::new(),
             seq: 0,
             buffered: 0,
             now: i64::MIN,
-            dispatches: HashMap::new(),
+            dispatches: FastMap::default(),
             pmc: Vec::new(),
-            queue_numbers: HashMap::new(),
+            queue_numbers: FastMap::default(),
             first_ts: None,
             last_ts: 0,
             rec: Vec::new(),
             scratch: Vec::new(),
             attrs: Vec::new(),
             report: OutputReport::default(),
-            extra_lane_slices: 0,
             negative_durations: 0,
             negative_timestamps: 0,
             spills: 0,
@@ -318,7 +318,7 @@ impl Writer {
 
     fn new_lane(&mut self, key: &LocKey, hint: &str, nid: Option<i64>) -> io::Result<usize> {
         let (name, kind, group) = self.describe(key, hint, nid);
-        let n = self.groups.get(key).map_or(0, Vec::len);
+        let n = self.placing.count(key);
         let name = if n == 0 {
             name
         } else {
@@ -331,15 +331,15 @@ impl Writer {
         self.defs.locations.push(Location { name, kind, group });
         self.lanes.push(Lane {
             stream: EventStream::new(self.dir.join(format!("{id}.evt"))),
-            open: Vec::new(),
         });
-        self.groups.entry(key.clone()).or_default().push(id);
+        let lane = self.placing.add(key);
+        debug_assert_eq!(lane, id);
         Ok(id)
     }
 
     fn first_lane(&mut self, key: &LocKey, hint: &str, nid: Option<i64>) -> io::Result<usize> {
-        match self.groups.get(key).and_then(|g| g.first()) {
-            Some(&l) => Ok(l),
+        match self.placing.first(key) {
+            Some(l) => Ok(l),
             None => self.new_lane(key, hint, nid),
         }
     }
@@ -352,18 +352,10 @@ impl Writer {
         nid: Option<i64>,
         end: i64,
     ) -> io::Result<usize> {
-        if let Some(group) = self.groups.get(key) {
-            for (n, &l) in group.iter().enumerate() {
-                if self.lanes[l].open.last().is_none_or(|&(top, _)| top >= end) {
-                    if n > 0 {
-                        self.extra_lane_slices += 1;
-                    }
-                    return Ok(l);
-                }
-            }
-            self.extra_lane_slices += 1;
+        match self.placing.place(key, end) {
+            Slot::Lane(l) => Ok(l),
+            Slot::New(_) => self.new_lane(key, hint, nid),
         }
-        self.new_lane(key, hint, nid)
     }
 
     // ---- events -----------------------------------------------------------------------
@@ -469,7 +461,7 @@ impl Writer {
                 break;
             }
             self.heap.pop();
-            let (_, region) = self.lanes[l].open.pop().expect("open slice");
+            let (_, region) = self.placing.close(l).expect("open slice");
             self.leave(l, t, region)?;
         }
         Ok(())
@@ -495,7 +487,7 @@ impl Writer {
         };
         let l = self.lane_for(key, hint, nid, end)?;
         self.enter(l, start, region)?;
-        self.lanes[l].open.push((end, region));
+        self.placing.open(l, end, region);
         self.seq += 1;
         self.heap.push(Reverse((end, Reverse(self.seq), l)));
         Ok(l)
@@ -503,9 +495,12 @@ impl Writer {
 
     /// Writes the summed counter values waiting for more dimension instances.
     fn flush_pmc(&mut self) -> io::Result<()> {
-        for p in std::mem::take(&mut self.pmc) {
+        // Taken and given back, so the buffer is not allocated again at every timestamp.
+        let mut points = std::mem::take(&mut self.pmc);
+        for p in points.drain(..) {
             self.metric(p.loc, p.ts, p.metric, p.sum)?;
         }
+        self.pmc = points;
         Ok(())
     }
 
@@ -641,11 +636,14 @@ impl Writer {
                     .and_then(|id| self.idx.pmc(source, id))
                     .map(|i| &self.cat.pmcs[i]);
                 let unit = pmc
-                    .and_then(|p| p.units.clone())
+                    .and_then(|p| p.units.as_deref())
                     .filter(|u| !u.is_empty())
-                    .unwrap_or_else(|| "#".to_string());
-                let desc = pmc.and_then(|p| p.description.clone()).unwrap_or_default();
-                let metric = self.defs.metric(name, &unit, || desc);
+                    .unwrap_or("#");
+                // Borrowed, and the description copied only for a new metric: this runs
+                // for every counter row.
+                let metric = self.defs.metric(name, unit, || {
+                    pmc.and_then(|p| p.description.clone()).unwrap_or_default()
+                });
                 let value = c
                     .value
                     .filter(|v| v.is_valid(r))
@@ -712,7 +710,6 @@ impl Writer {
             });
             self.lanes.push(Lane {
                 stream: EventStream::new(self.dir.join("0.evt")),
-                open: Vec::new(),
             });
         }
         let mut events = Vec::with_capacity(self.lanes.len());
@@ -729,11 +726,11 @@ impl Writer {
             Some(f) => (f, self.last_ts - f),
             None => (0, 0),
         };
-        if self.extra_lane_slices > 0 {
-            let lanes = self.lanes.len() - self.groups.len();
+        if self.placing.extra_slices() > 0 {
+            let lanes = self.placing.extra_lanes();
             self.report.notes.push(format!(
                 "{} slices overlapped a slice on their location without nesting in it; they were put on {lanes} extra \"(overlap N)\" locations",
-                self.extra_lane_slices
+                self.placing.extra_slices()
             ));
         }
         if self.negative_durations > 0 {

@@ -2,7 +2,7 @@
 //! recently used closed first), each holding only its in-progress row group, rolled over
 //! after `max_rows_per_file` rows.
 
-use std::collections::HashMap;
+use rocpd_model::hash::FastMap;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -66,8 +66,8 @@ pub(crate) struct FileSet {
     tables: Vec<TableFiles>,
     max_rows_per_file: u64,
     max_open_files: usize,
-    open: HashMap<Key, OpenPart>,
-    keys: HashMap<Key, KeyState>,
+    open: FastMap<Key, OpenPart>,
+    keys: FastMap<Key, KeyState>,
     tick: u64,
     pub done: Vec<PartFile>,
     /// Part files finished early because too many were open.
@@ -89,8 +89,8 @@ impl FileSet {
             tables,
             max_rows_per_file: max_rows_per_file.max(1),
             max_open_files: max_open_files.max(1),
-            open: HashMap::new(),
-            keys: HashMap::new(),
+            open: FastMap::default(),
+            keys: FastMap::default(),
             tick: 0,
             done: Vec::new(),
             evictions: 0,

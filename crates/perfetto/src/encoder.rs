@@ -5,9 +5,14 @@
 //! interned id says it needs that state. The interning tables are bounded: when they grow
 //! past a limit (traces with millions of distinct ROCTx messages), the state is cleared
 //! again and the tables start afresh, so memory does not grow with trace length.
+//!
+//! Events are encoded from buffers the encoder keeps (the track event, its annotations and
+//! their strings), so writing a row allocates nothing once the buffers have grown.
 
-use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::io::Write;
+
+use rocpd_model::hash::FastMap;
 
 use prost::Message;
 
@@ -20,7 +25,7 @@ const SEQUENCE_ID: u32 = 1;
 
 #[derive(Default)]
 struct Table {
-    ids: HashMap<String, u64>,
+    ids: FastMap<String, u64>,
     bytes: usize,
 }
 
@@ -40,16 +45,63 @@ impl Table {
     }
 }
 
-/// An annotation value before interning.
-pub enum Value<'a> {
-    /// Unsigned integer.
+/// The debug annotations of one event, before interning: names are literals, text values
+/// are copied into one reused string, so building them allocates nothing per row.
+#[derive(Default)]
+pub struct Annotations {
+    items: Vec<(&'static str, Ann)>,
+    text: String,
+}
+
+#[derive(Clone, Copy)]
+enum Ann {
     U(u64),
-    /// Signed integer.
     I(i64),
+    /// A range of `Annotations::text`.
+    S(usize, usize),
+}
+
+/// No annotations (slice ends).
+pub static NO_ANNOTATIONS: Annotations = Annotations {
+    items: Vec::new(),
+    text: String::new(),
+};
+
+impl Annotations {
+    /// Removes every annotation, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.items.clear();
+        self.text.clear();
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// An unsigned integer.
+    pub fn u(&mut self, name: &'static str, v: u64) {
+        self.items.push((name, Ann::U(v)));
+    }
+
+    /// A signed integer.
+    pub fn i(&mut self, name: &'static str, v: i64) {
+        self.items.push((name, Ann::I(v)));
+    }
+
     /// Text.
-    S(&'a str),
-    /// Owned text.
-    Owned(String),
+    pub fn s(&mut self, name: &'static str, v: &str) {
+        let a = self.text.len();
+        self.text.push_str(v);
+        self.items.push((name, Ann::S(a, self.text.len())));
+    }
+
+    /// Formatted text, written straight into the buffer.
+    pub fn fmt(&mut self, name: &'static str, args: std::fmt::Arguments<'_>) {
+        let a = self.text.len();
+        self.text.write_fmt(args).expect("a String takes any text");
+        self.items.push((name, Ann::S(a, self.text.len())));
+    }
 }
 
 /// Writes packets to `W`, counting bytes.
@@ -58,6 +110,10 @@ pub struct Encoder {
     categories: Table,
     annotation_names: Table,
     pending: InternedData,
+    /// The track event of the last packet, kept for its buffers.
+    event: TrackEvent,
+    /// Strings of earlier annotations, reused for the next ones.
+    spare: Vec<String>,
     cleared: bool,
     limit_bytes: usize,
     buf: Vec<u8>,
@@ -73,6 +129,8 @@ impl Encoder {
             categories: Table::default(),
             annotation_names: Table::default(),
             pending: InternedData::default(),
+            event: TrackEvent::default(),
+            spare: Vec::new(),
             cleared: false,
             limit_bytes,
             buf: Vec::with_capacity(4096),
@@ -93,7 +151,7 @@ impl Encoder {
     fn write_packet(
         &mut self,
         out: &mut impl Write,
-        mut p: TracePacket,
+        p: &mut TracePacket,
         interned: bool,
     ) -> std::io::Result<()> {
         p.trusted_packet_sequence_id = Some(SEQUENCE_ID);
@@ -127,11 +185,11 @@ impl Encoder {
 
     /// Writes a track descriptor.
     pub fn descriptor(&mut self, out: &mut impl Write, d: TrackDescriptor) -> std::io::Result<()> {
-        let p = TracePacket {
+        let mut p = TracePacket {
             track_descriptor: Some(d),
             ..Default::default()
         };
-        self.write_packet(out, p, false)
+        self.write_packet(out, &mut p, false)
     }
 
     /// Writes a track event at `ts` whose name, category and annotation names are interned.
@@ -144,15 +202,22 @@ impl Encoder {
         kind: i32,
         name: Option<&str>,
         category: Option<&str>,
-        annotations: &[(&str, Value<'_>)],
+        annotations: &Annotations,
         flow: Option<u64>,
     ) -> std::io::Result<()> {
         self.maybe_reset();
-        let mut ev = TrackEvent {
-            r#type: Some(kind),
-            track_uuid: Some(track),
-            ..Default::default()
-        };
+        // The previous event's buffers, cleared; its annotation strings go back to the pool.
+        let mut ev = std::mem::take(&mut self.event);
+        ev.category_iids.clear();
+        ev.flow_ids.clear();
+        for a in ev.debug_annotations.drain(..) {
+            self.spare.extend(a.string_value);
+        }
+        ev.r#type = Some(kind);
+        ev.track_uuid = Some(track);
+        ev.name_iid = None;
+        ev.counter_value = None;
+        ev.double_counter_value = None;
         if let Some(n) = name {
             ev.name_iid = Some(self.names.intern(n, &mut self.pending.event_names));
         }
@@ -162,7 +227,7 @@ impl Encoder {
                     .intern(c, &mut self.pending.event_categories),
             );
         }
-        for (k, v) in annotations {
+        for (k, v) in &annotations.items {
             let mut a = DebugAnnotation {
                 name_iid: Some(
                     self.annotation_names
@@ -170,22 +235,28 @@ impl Encoder {
                 ),
                 ..Default::default()
             };
-            match v {
-                Value::U(u) => a.uint_value = Some(*u),
-                Value::I(i) => a.int_value = Some(*i),
-                Value::S(s) => a.string_value = Some(s.to_string()),
-                Value::Owned(s) => a.string_value = Some(s.clone()),
+            match *v {
+                Ann::U(u) => a.uint_value = Some(u),
+                Ann::I(i) => a.int_value = Some(i),
+                Ann::S(from, to) => {
+                    let mut s = self.spare.pop().unwrap_or_default();
+                    s.clear();
+                    s.push_str(&annotations.text[from..to]);
+                    a.string_value = Some(s);
+                }
             }
             ev.debug_annotations.push(a);
         }
         ev.flow_ids.extend(flow);
-        let p = TracePacket {
+        let mut p = TracePacket {
             timestamp: Some(ts.max(0) as u64),
             track_event: Some(ev),
             ..Default::default()
         };
         let interned = name.is_some() || category.is_some() || !annotations.is_empty();
-        self.write_packet(out, p, interned)
+        let written = self.write_packet(out, &mut p, interned);
+        self.event = p.track_event.take().unwrap_or_default();
+        written
     }
 
     /// Writes a counter value.
@@ -205,12 +276,12 @@ impl Encoder {
             CounterValue::Int(v) => ev.counter_value = Some(v),
             CounterValue::Double(v) => ev.double_counter_value = Some(v),
         }
-        let p = TracePacket {
+        let mut p = TracePacket {
             timestamp: Some(ts.max(0) as u64),
             track_event: Some(ev),
             ..Default::default()
         };
-        self.write_packet(out, p, false)
+        self.write_packet(out, &mut p, false)
     }
 }
 

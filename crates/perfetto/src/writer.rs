@@ -6,18 +6,24 @@
 //! non-decreasing time order and slices on a track nest by construction. A slice that
 //! overlaps an open slice on its track without nesting in it goes to an extra *lane*
 //! (a sibling track named `... (overlap N)`), never into broken nesting.
+//!
+//! The common rows (API calls, kernels, copies, samples) are written without a heap
+//! allocation: annotations are built in a buffer the writer keeps, the agent names of
+//! annotations are made once per agent, and flow ids hash a per-source prefix hashed once.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::BinaryHeap;
 use std::io::{self, Write};
 use std::sync::Arc;
 
 use arrow_array::{Array, Int64Array};
+use rocpd_model::hash::{fnv1a64, FastMap, FastSet, FNV_OFFSET};
+use rocpd_model::lanes::{Lanes, Slot};
 use rocpd_model::naming::{allocation_operation, output_category};
 use rocpd_model::{AgentIndexMode, Catalog, CatalogIndex, EventBatch, Table};
 use rocpd_pipeline::{Chunk, OutputReport};
 
-use crate::encoder::{CounterValue, Encoder, Value};
+use crate::encoder::{Annotations, CounterValue, Encoder, NO_ANNOTATIONS};
 use crate::proto::{
     event_type, unit, CounterDescriptor, ProcessDescriptor, ThreadDescriptor, TrackDescriptor,
 };
@@ -71,11 +77,6 @@ enum CounterKey {
     Pmc(u32, i64, i64, i64),
 }
 
-struct Lane {
-    uuid: u64,
-    open: Vec<i64>,
-}
-
 struct CounterTrack {
     uuid: u64,
     value: i64,
@@ -96,12 +97,26 @@ struct PmcPoint {
 
 /// FNV-1a over `bytes`, never 0 (0 is not a valid track uuid).
 fn fnv(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    fnv1a64(bytes, FNV_OFFSET).max(1)
+}
+
+/// The decimal digits of `v` in `buf`, as `format!("{v}")` writes them.
+fn decimal(v: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut n = v.unsigned_abs();
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
     }
-    h.max(1)
+    if v < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
 }
 
 /// The state of one Perfetto output.
@@ -110,19 +125,25 @@ pub(crate) struct Writer {
     idx: CatalogIndex,
     opts: PerfettoOptions,
     enc: Encoder,
-    described: HashSet<u64>,
-    groups: HashMap<TrackKey, Vec<usize>>,
-    lanes: Vec<Lane>,
+    described: FastSet<u64>,
+    lanes: Lanes<TrackKey>,
+    /// The track uuid of every lane.
+    lane_uuids: Vec<u64>,
     heap: BinaryHeap<Reverse<(i64, Reverse<u64>, Action)>>,
     seq: u64,
-    counter_ids: HashMap<CounterKey, usize>,
+    counter_ids: FastMap<CounterKey, usize>,
     counters: Vec<CounterTrack>,
-    live_allocs: HashMap<(u32, i64, i64), (usize, i64)>,
-    pmc_pending: HashMap<usize, PmcPoint>,
-    queue_numbers: HashMap<(u32, i64, i64), HashMap<i64, usize>>,
-    thread_numbers: HashMap<(u32, i64), usize>,
+    live_allocs: FastMap<(u32, i64, i64), (usize, i64)>,
+    pmc_pending: FastMap<usize, PmcPoint>,
+    queue_numbers: FastMap<(u32, i64, i64), FastMap<i64, usize>>,
+    thread_numbers: FastMap<(u32, i64), usize>,
+    /// `Agent-3` of every catalog agent, as annotations name it.
+    agent_args: Vec<String>,
+    /// FNV-1a state after `flow/<guid>/` of every source.
+    flow_prefixes: Vec<u64>,
+    /// The annotations of the row being written (kept for its buffers).
+    ann: Annotations,
     pub report: OutputReport,
-    extra_lane_slices: u64,
     negative_durations: u64,
 }
 
@@ -130,8 +151,8 @@ impl Writer {
     pub fn new(cat: Arc<Catalog>, opts: PerfettoOptions) -> Self {
         let idx = CatalogIndex::new(&cat);
         // rocpd numbers the non-main threads of a process 1, 2, ... in thread order.
-        let mut thread_numbers = HashMap::new();
-        let mut per_process: HashMap<(u32, i64), Vec<i64>> = HashMap::new();
+        let mut thread_numbers = FastMap::default();
+        let mut per_process: FastMap<(u32, i64), Vec<i64>> = FastMap::default();
         for t in &cat.threads {
             if t.tid != t.pid {
                 per_process
@@ -146,24 +167,39 @@ impl Writer {
                 thread_numbers.insert((source, tid), i + 1);
             }
         }
+        let agent_args = cat
+            .agents
+            .iter()
+            .map(|a| {
+                let (label, n) = a.label(opts.agent_index);
+                format!("{label}-{n}")
+            })
+            .collect();
+        let flow_prefixes = cat
+            .sources
+            .iter()
+            .map(|s| fnv1a64(format!("flow/{}/", s.guid).as_bytes(), FNV_OFFSET))
+            .collect();
         Writer {
             enc: Encoder::new(opts.intern_limit_bytes),
             cat,
             idx,
             opts,
-            described: HashSet::new(),
-            groups: HashMap::new(),
-            lanes: Vec::new(),
+            described: FastSet::default(),
+            lanes: Lanes::new(),
+            lane_uuids: Vec::new(),
             heap: BinaryHeap::new(),
             seq: 0,
-            counter_ids: HashMap::new(),
+            counter_ids: FastMap::default(),
             counters: Vec::new(),
-            live_allocs: HashMap::new(),
-            pmc_pending: HashMap::new(),
-            queue_numbers: HashMap::new(),
+            live_allocs: FastMap::default(),
+            pmc_pending: FastMap::default(),
+            queue_numbers: FastMap::default(),
             thread_numbers,
+            agent_args,
+            flow_prefixes,
+            ann: Annotations::default(),
             report: OutputReport::default(),
-            extra_lane_slices: 0,
             negative_durations: 0,
         }
     }
@@ -186,9 +222,18 @@ impl Writer {
         }
     }
 
-    fn agent_arg(&self, source: u32, agent: Option<i64>) -> String {
-        let (label, n, _) = self.agent_label(source, agent);
-        format!("{label}-{n}")
+    /// Adds the `label-n` name of `agent` (as [`Writer::agent_label`] names it) to `ann`.
+    fn agent_arg(
+        &self,
+        ann: &mut Annotations,
+        name: &'static str,
+        source: u32,
+        agent: Option<i64>,
+    ) {
+        match agent.and_then(|a| self.idx.agent(source, a)) {
+            Some(i) => ann.s(name, &self.agent_args[i]),
+            None => ann.fmt(name, format_args!("Agent-{}", agent.unwrap_or(-1))),
+        }
     }
 
     fn describe(&mut self, out: &mut impl Write, d: TrackDescriptor) -> io::Result<()> {
@@ -296,7 +341,7 @@ impl Writer {
     fn new_lane(&mut self, out: &mut impl Write, key: &TrackKey, hint: &str) -> io::Result<usize> {
         let (source, pid) = Self::key_process(key);
         let parent = self.process_track(out, source, pid)?;
-        let n = self.groups.get(key).map_or(0, Vec::len);
+        let n = self.lanes.count(key);
         let uuid = fnv(format!("{key:?}/{}/lane{n}", self.guid(source)).as_bytes());
         let name = self.base_name(key, hint);
         let d = match (key, n) {
@@ -324,12 +369,9 @@ impl Writer {
             },
         };
         self.describe(out, d)?;
-        self.lanes.push(Lane {
-            uuid,
-            open: Vec::new(),
-        });
-        let lane = self.lanes.len() - 1;
-        self.groups.entry(key.clone()).or_default().push(lane);
+        let lane = self.lanes.add(key);
+        self.lane_uuids.push(uuid);
+        debug_assert_eq!(lane + 1, self.lane_uuids.len());
         Ok(lane)
     }
 
@@ -339,8 +381,8 @@ impl Writer {
         key: &TrackKey,
         hint: &str,
     ) -> io::Result<usize> {
-        match self.groups.get(key).and_then(|g| g.first()) {
-            Some(&l) => Ok(l),
+        match self.lanes.first(key) {
+            Some(l) => Ok(l),
             None => self.new_lane(out, key, hint),
         }
     }
@@ -353,18 +395,10 @@ impl Writer {
         hint: &str,
         end: i64,
     ) -> io::Result<usize> {
-        if let Some(group) = self.groups.get(key) {
-            for (n, &l) in group.iter().enumerate() {
-                if self.lanes[l].open.last().is_none_or(|&top| top >= end) {
-                    if n > 0 {
-                        self.extra_lane_slices += 1;
-                    }
-                    return Ok(l);
-                }
-            }
-            self.extra_lane_slices += 1;
+        match self.lanes.place(key, end) {
+            Slot::Lane(l) => Ok(l),
+            Slot::New(_) => self.new_lane(out, key, hint),
         }
-        self.new_lane(out, key, hint)
     }
 
     fn push_pending(&mut self, ts: i64, action: Action) {
@@ -381,10 +415,18 @@ impl Writer {
             let Reverse((t, _, action)) = self.heap.pop().expect("peeked");
             match action {
                 Action::End(l) => {
-                    self.lanes[l].open.pop();
-                    let uuid = self.lanes[l].uuid;
-                    self.enc
-                        .event(out, t, uuid, event_type::SLICE_END, None, None, &[], None)?;
+                    self.lanes.close(l);
+                    let uuid = self.lane_uuids[l];
+                    self.enc.event(
+                        out,
+                        t,
+                        uuid,
+                        event_type::SLICE_END,
+                        None,
+                        None,
+                        &NO_ANNOTATIONS,
+                        None,
+                    )?;
                 }
                 Action::Delta(c, d) => {
                     self.counters[c].value += d;
@@ -406,7 +448,7 @@ impl Writer {
         end: i64,
         name: &str,
         category: &str,
-        ann: &[(&str, Value<'_>)],
+        ann: &Annotations,
         flow: Option<u64>,
     ) -> io::Result<()> {
         self.advance(out, start)?;
@@ -417,8 +459,8 @@ impl Writer {
             end
         };
         let lane = self.lane_for(out, key, hint, end)?;
-        self.lanes[lane].open.push(end);
-        let uuid = self.lanes[lane].uuid;
+        self.lanes.open(lane, end, ());
+        let uuid = self.lane_uuids[lane];
         self.enc.event(
             out,
             start,
@@ -498,8 +540,14 @@ impl Writer {
         self.enc.counter(out, ts, uuid, CounterValue::Int(v))
     }
 
+    /// The flow id of a group: FNV-1a of `flow/<guid>/<stack id>`.
     fn flow_id(&self, source: u32, stack_id: i64) -> u64 {
-        fnv(format!("flow/{}/{stack_id}", self.guid(source)).as_bytes())
+        let prefix = match self.flow_prefixes.get(source as usize) {
+            Some(&p) => p,
+            // Not in the catalog: the guid is empty, as `Writer::guid` says.
+            None => fnv1a64(b"flow//", FNV_OFFSET),
+        };
+        fnv1a64(decimal(stack_id, &mut [0; 20]), prefix).max(1)
     }
 
     /// Writes every row of `chunk`, in time order.
@@ -525,6 +573,23 @@ impl Writer {
         c: &Cols<'_>,
         r: usize,
     ) -> io::Result<()> {
+        // Taken for the row so that it can be passed along with `&mut self`; put back
+        // for its buffers.
+        let mut ann = std::mem::take(&mut self.ann);
+        ann.clear();
+        let written = self.row_with(out, table, c, r, &mut ann);
+        self.ann = ann;
+        written
+    }
+
+    fn row_with(
+        &mut self,
+        out: &mut impl Write,
+        table: Table,
+        c: &Cols<'_>,
+        r: usize,
+        ann: &mut Annotations,
+    ) -> io::Result<()> {
         let source = c.source.value(r);
         let pid = oi(c.pid, r).unwrap_or(-1);
         let tid = oi(c.tid, r);
@@ -532,13 +597,12 @@ impl Writer {
         let raw_cat = os(c.category, r).unwrap_or("");
         let stack_id = oi(c.stack_id, r);
         let annotate = self.opts.annotations;
-        let mut ann: Vec<(&str, Value<'_>)> = Vec::new();
         if annotate {
-            ann.push(("begin_ns", Value::U(start as u64)));
-            ann.push(("end_ns", Value::U(end as u64)));
+            ann.u("begin_ns", start as u64);
+            ann.u("end_ns", end as u64);
             // Exact for every pair of i64 (widened; a difference past i64 saturates).
             let delta = (end as i128 - start as i128).clamp(i64::MIN as i128, i64::MAX as i128);
-            ann.push(("delta_ns", Value::I(delta as i64)));
+            ann.i("delta_ns", delta as i64);
         }
         match table {
             Table::Region | Table::Marker | Table::Sample => {
@@ -547,14 +611,14 @@ impl Writer {
                 let shown = message.unwrap_or(name);
                 let category = output_category(raw_cat);
                 if annotate {
-                    ann.push(("tid", Value::I(tid.unwrap_or(-1))));
-                    ann.push(("kind", Value::S(raw_cat)));
-                    ann.push(("operation", Value::S(name)));
+                    ann.i("tid", tid.unwrap_or(-1));
+                    ann.s("kind", raw_cat);
+                    ann.s("operation", name);
                     if let Some(s) = stack_id {
-                        ann.push(("corr_id", Value::I(s)));
+                        ann.i("corr_id", s);
                     }
                     if let Some(p) = oi(c.parent_stack_id, r) {
-                        ann.push(("ancestor_id", Value::I(p)));
+                        ann.i("ancestor_id", p);
                     }
                 }
                 if table == Table::Sample {
@@ -564,7 +628,7 @@ impl Writer {
                     };
                     self.advance(out, start)?;
                     let lane = self.first_lane(out, &key, name)?;
-                    let uuid = self.lanes[lane].uuid;
+                    let uuid = self.lane_uuids[lane];
                     return self.enc.event(
                         out,
                         start,
@@ -572,13 +636,13 @@ impl Writer {
                         event_type::INSTANT,
                         Some(shown),
                         Some(category),
-                        &ann,
+                        ann,
                         None,
                     );
                 }
                 if annotate && self.opts.annotate_args {
                     if let Some(args) = gs(c.args, r) {
-                        ann.push(("args", Value::S(args)));
+                        ann.s("args", args);
                     }
                 }
                 let launched = gi(c.launched, r).unwrap_or(0);
@@ -586,7 +650,7 @@ impl Writer {
                     .filter(|_| launched > 0)
                     .map(|s| self.flow_id(source, s));
                 let key = TrackKey::Thread(source, pid, tid.unwrap_or(-1));
-                self.slice(out, &key, "", start, end, shown, category, &ann, flow)
+                self.slice(out, &key, "", start, end, shown, category, ann, flow)
             }
             Table::KernelDispatch => {
                 let agent = gi(c.agent_id, r);
@@ -599,29 +663,29 @@ impl Writer {
                     _ => kernel,
                 };
                 if annotate {
-                    ann.push(("kind", Value::S(raw_cat)));
-                    ann.push(("agent", Value::Owned(self.agent_arg(source, agent))));
+                    ann.s("kind", raw_cat);
+                    self.agent_arg(ann, "agent", source, agent);
                     if let Some(s) = stack_id {
-                        ann.push(("corr_id", Value::I(s)));
+                        ann.i("corr_id", s);
                     }
-                    ann.push(("queue", Value::I(queue)));
-                    ann.push(("tid", Value::I(tid.unwrap_or(-1))));
-                    ann.push(("kernel_id", Value::I(gi(c.kernel_id, r).unwrap_or(-1))));
-                    ann.push(("dispatch_id", Value::I(gi(c.dispatch_id, r).unwrap_or(-1))));
+                    ann.i("queue", queue);
+                    ann.i("tid", tid.unwrap_or(-1));
+                    ann.i("kernel_id", gi(c.kernel_id, r).unwrap_or(-1));
+                    ann.i("dispatch_id", gi(c.dispatch_id, r).unwrap_or(-1));
                     let size = |a: Option<&Int64Array>| gi(a, r).unwrap_or(0);
-                    ann.push(("Scratch_Size", Value::I(size(c.private_segment_size))));
-                    ann.push(("LDS_Block_Size", Value::I(size(c.group_segment_size))));
-                    let dims = |d: &[Option<&Int64Array>; 3]| {
+                    ann.i("Scratch_Size", size(c.private_segment_size));
+                    ann.i("LDS_Block_Size", size(c.group_segment_size));
+                    let dims = |ann: &mut Annotations, name, d: &[Option<&Int64Array>; 3]| {
                         let (x, y, z) = (size(d[0]), size(d[1]), size(d[2]));
                         match x.checked_mul(y).and_then(|xy| xy.checked_mul(z)) {
-                            Some(n) => format!("{n} (x={x}, y={y}, z={z})"),
+                            Some(n) => ann.fmt(name, format_args!("{n} (x={x}, y={y}, z={z})")),
                             // The product does not fit in 64 bits: show the factors only.
-                            None => format!("(x={x}, y={y}, z={z})"),
+                            None => ann.fmt(name, format_args!("(x={x}, y={y}, z={z})")),
                         }
                     };
-                    ann.push(("workgroup_size", Value::Owned(dims(&c.workgroup))));
-                    ann.push(("grid_size", Value::Owned(dims(&c.grid))));
-                    ann.push(("stream_id", Value::I(stream)));
+                    dims(ann, "workgroup_size", &c.workgroup);
+                    dims(ann, "grid_size", &c.grid);
+                    ann.i("stream_id", stream);
                 }
                 let flow = stack_id
                     .filter(|_| c.has_launcher.is_some_and(|l| l.is_valid(r) && l.value(r)))
@@ -639,7 +703,7 @@ impl Writer {
                     end,
                     name,
                     "kernel_dispatch",
-                    &ann,
+                    ann,
                     flow,
                 )
             }
@@ -650,16 +714,16 @@ impl Writer {
                 let size = gi(c.size, r).unwrap_or(0);
                 let stream = gi(c.stream_id, r).unwrap_or(0);
                 if annotate {
-                    ann.push(("kind", Value::S(raw_cat)));
-                    ann.push(("operation", Value::S(name)));
-                    ann.push(("src_agent", Value::Owned(self.agent_arg(source, src_agent))));
-                    ann.push(("dst_agent", Value::Owned(self.agent_arg(source, dst))));
-                    ann.push(("copy_bytes", Value::I(size)));
+                    ann.s("kind", raw_cat);
+                    ann.s("operation", name);
+                    self.agent_arg(ann, "src_agent", source, src_agent);
+                    self.agent_arg(ann, "dst_agent", source, dst);
+                    ann.i("copy_bytes", size);
                     if let Some(s) = stack_id {
-                        ann.push(("corr_id", Value::I(s)));
+                        ann.i("corr_id", s);
                     }
-                    ann.push(("tid", Value::I(tid.unwrap_or(-1))));
-                    ann.push(("stream_id", Value::I(stream)));
+                    ann.i("tid", tid.unwrap_or(-1));
+                    ann.i("stream_id", stream);
                 }
                 let flow = stack_id
                     .filter(|_| c.has_launcher.is_some_and(|l| l.is_valid(r) && l.value(r)))
@@ -669,7 +733,7 @@ impl Writer {
                 } else {
                     TrackKey::Stream(source, pid, stream)
                 };
-                self.slice(out, &key, "", start, end, name, "memory_copy", &ann, flow)?;
+                self.slice(out, &key, "", start, end, name, "memory_copy", ann, flow)?;
                 // In-flight bytes towards the destination agent.
                 let c = self.counter_track(
                     out,
@@ -693,22 +757,22 @@ impl Writer {
                     "memory_allocation"
                 };
                 if annotate {
-                    ann.push(("kind", Value::S(raw_cat)));
-                    ann.push(("operation", Value::S(&op)));
+                    ann.s("kind", raw_cat);
+                    ann.s("operation", &op);
                     if agent.is_some() {
-                        ann.push(("agent", Value::Owned(self.agent_arg(source, agent))));
+                        self.agent_arg(ann, "agent", source, agent);
                     }
                     if let Some(a) = address {
-                        ann.push(("address", Value::Owned(format!("0x{:016x}", a as u64))));
+                        ann.fmt("address", format_args!("0x{:016x}", a as u64));
                     }
-                    ann.push(("size", Value::I(size)));
+                    ann.i("size", size);
                     if let Some(s) = stack_id {
-                        ann.push(("corr_id", Value::I(s)));
+                        ann.i("corr_id", s);
                     }
-                    ann.push(("tid", Value::I(tid.unwrap_or(-1))));
+                    ann.i("tid", tid.unwrap_or(-1));
                 }
                 let key = TrackKey::Allocations(source, pid);
-                self.slice(out, &key, "", start, end, &op, category, &ann, None)?;
+                self.slice(out, &key, "", start, end, &op, category, ann, None)?;
                 if level != Some("SCRATCH") {
                     self.track_allocated_bytes(
                         out, source, pid, kind, agent, address, size, start,
@@ -835,11 +899,11 @@ impl Writer {
                 CounterValue::Double(p.sum),
             )?;
         }
-        if self.extra_lane_slices > 0 {
-            let lanes = self.lanes.len() - self.groups.len();
+        if self.lanes.extra_slices() > 0 {
+            let lanes = self.lanes.extra_lanes();
             self.report.notes.push(format!(
                 "{} slices overlapped a slice on their track without nesting in it; they were put on {lanes} extra \"(overlap N)\" tracks",
-                self.extra_lane_slices
+                self.lanes.extra_slices()
             ));
         }
         if self.negative_durations > 0 {

@@ -19,6 +19,7 @@ mod writer;
 
 use std::path::Path;
 
+use rocpd_model::hash::{fnv1a64, FNV_OFFSET, FNV_OFFSET_2};
 use rocpd_model::{Error, Result};
 
 /// What kind of Proton file an input is.
@@ -190,15 +191,6 @@ pub fn sniff_file(path: &Path) -> Result<Option<ProtonKind>> {
         .read_to_end(&mut head)
         .map_err(|e| Error::input(path, "byte 0", e.to_string()))?;
     Ok(sniff(path, &head))
-}
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_OFFSET_2: u64 = 0x6c62_272e_07bb_0142;
-
-pub(crate) fn fnv1a64(bytes: &[u8], state: u64) -> u64 {
-    bytes.iter().fold(state, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 /// The deterministic guid of a file: FNV-1a hashes of the format, file name, size and

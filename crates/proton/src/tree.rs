@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 
 use crate::pull::{read_value, skip_value, JsonPull, MsgpackPull, PResult, Pull, PullError, Tok};
 use crate::writer::Writer;
-use crate::{fnv1a64, parse_error, ProtonKind};
+use crate::{parse_error, ProtonKind};
+use rocpd_model::hash::{fnv1a64, FNV_OFFSET};
 
 /// The thread name of the synthetic flame layout.
 pub const TREE_THREAD_NAME: &str = "Proton tree (aggregated, synthetic time)";
@@ -410,7 +411,7 @@ pub(crate) fn import(
         }
     }
 
-    let pid = (fnv1a64(file_name.as_bytes(), crate::FNV_OFFSET) % 999_983) as i64 + 1;
+    let pid = (fnv1a64(file_name.as_bytes(), FNV_OFFSET) % 999_983) as i64 + 1;
     // Synthetic times must fit the signed 64-bit time columns.
     let to_time = |i: usize, x: Option<u64>| {
         x.and_then(|x| i64::try_from(x).ok())

@@ -4,7 +4,7 @@
 use rocpd_model::{Error, Result};
 use rocpd_pipeline::Stage;
 use rocpd_stages::time::parse_time;
-use rocpd_stages::{Filter, FilterRule, Window};
+use rocpd_stages::{FilterRule, Select, Window};
 
 use crate::Inputs;
 
@@ -118,22 +118,16 @@ impl Selection {
         Ok(Some((start, end)))
     }
 
-    /// The stages of this selection with the window resolved: a filter if there are
-    /// rules, then a window if there is one.
+    /// The stages of this selection with the window resolved: the filter rules and the
+    /// window in one pass (`rocpd_stages::Select`), none when neither is given.
     pub fn stages(&self, window: Option<Span>) -> Vec<Box<dyn Stage>> {
-        let mut v: Vec<Box<dyn Stage>> = Vec::new();
-        if !self.rules.is_empty() {
-            v.push(Box::new(Filter::new(self.rules.clone())));
+        let window = window
+            .map(|(s, e)| Window::new(s, e, self.window.fully_inside, self.window.keep_groups));
+        if self.rules.is_empty() && window.is_none() {
+            return Vec::new();
         }
-        if let Some((s, e)) = window {
-            v.push(Box::new(Window::new(
-                s,
-                e,
-                self.window.fully_inside,
-                self.window.keep_groups,
-            )));
-        }
-        v
+        // One pass for both, reported as the filter's and the window's drops.
+        Select::stages(self.rules.clone(), window)
     }
 
     /// Whether the selection keeps every event (then copies can skip the stream).

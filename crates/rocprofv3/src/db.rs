@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use rocpd_model::hash::{fnv1a64, FNV_OFFSET};
 use rocpd_model::{Error, Result};
 use rocpd_schema::{create_tables_sql, create_views_sql, metadata_rows, table_name, TABLES};
 use rusqlite::types::Value;
@@ -168,7 +169,7 @@ impl NodeRow {
     /// A node known only by host name (or not at all): ids hashed from the name.
     pub fn from_hostname(hostname: Option<&str>) -> NodeRow {
         let name = hostname.unwrap_or("unknown");
-        let h = crate::guid::fnv1a64(name.as_bytes(), crate::guid::FNV_OFFSET);
+        let h = fnv1a64(name.as_bytes(), FNV_OFFSET);
         let hash = (h % i64::MAX as u64) as i64;
         NodeRow {
             id: hash % u32::MAX as i64,

@@ -11,21 +11,10 @@
 
 use std::io::Read;
 
+use rocpd_model::hash::{fnv1a64, FNV_OFFSET, FNV_OFFSET_2};
 use rocpd_model::{Error, Result};
 
 use crate::{Run, RunSource};
-
-pub(crate) const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
-/// A second offset basis for the second 64 bits.
-const FNV_OFFSET_2: u64 = 0x6c62_272e_07bb_0142;
-
-/// FNV-1a 64 of `bytes`, starting from `state`.
-pub(crate) fn fnv1a64(bytes: &[u8], state: u64) -> u64 {
-    bytes
-        .iter()
-        .fold(state, |h, b| (h ^ u64::from(*b)).wrapping_mul(FNV_PRIME))
-}
 
 const HEAD_BYTES: u64 = 64 * 1024;
 

@@ -1,13 +1,14 @@
 //! Selecting events by kind, category, name, node, process, thread and agent
 //! (`--include KEY=VALUE[,VALUE...]`, `--exclude KEY=VALUE[,VALUE...]`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt32Type};
 use arrow_array::{Array, Int64Array, StringArray};
 use regex::Regex;
+use rocpd_model::hash::FastMap;
 use rocpd_model::naming::{allocation_operation, output_category};
 use rocpd_model::{col, Catalog, Error, EventBatch, Result, Table};
 use rocpd_pipeline::{Chunk, Stage, TableCounts};
@@ -209,12 +210,12 @@ impl<'a> View<'a> {
 #[derive(Debug)]
 pub struct Filter {
     rules: Vec<FilterRule>,
-    hostnames: HashMap<(u32, i64), String>,
+    hostnames: FastMap<(u32, i64), String>,
     /// Kind or category rules remove kernels or copies, or name/agent rules exist: a
     /// kept API call cannot know whether its kernels survive, so its flows are removed.
     targets_at_risk: bool,
     /// API calls with flows that were removed, until their group's last start.
-    dropped_launchers: HashMap<(u32, i64), i64>,
+    dropped_launchers: FastMap<(u32, i64), i64>,
     prune_at: usize,
     dropped: TableCounts,
 }
@@ -224,9 +225,9 @@ impl Filter {
     pub fn new(rules: Vec<FilterRule>) -> Self {
         let mut f = Filter {
             rules,
-            hostnames: HashMap::new(),
+            hostnames: FastMap::default(),
             targets_at_risk: false,
-            dropped_launchers: HashMap::new(),
+            dropped_launchers: FastMap::default(),
             prune_at: 1024,
             dropped: TableCounts::new(),
         };
@@ -314,13 +315,22 @@ impl Filter {
         included.iter().all(|s| s.unwrap_or(true))
     }
 
-    fn filter_batch(&mut self, b: &EventBatch, now: i64) -> Result<Option<EventBatch>> {
+    /// Decides every row of `b`: `keep[r]`, and `cut[r]` (a kept row whose flow markers
+    /// must go); counts the rows it drops. Batches of a chunk must be decided API calls
+    /// first ([`Filter::order`]).
+    pub(crate) fn decide(
+        &mut self,
+        b: &EventBatch,
+        now: i64,
+        keep: &mut Vec<bool>,
+        cut: &mut Vec<bool>,
+    ) {
         let v = View::new(b);
         let groups = GroupColumns::new(b);
         let n = b.batch.num_rows();
         let launcher = matches!(b.table, Table::Region | Table::Marker);
-        let mut keep = Vec::with_capacity(n);
-        let mut cut = Vec::with_capacity(n);
+        keep.clear();
+        cut.clear();
         for r in 0..n {
             let k = self.keeps(&v, r);
             let flow_end = b.table.has_flows() && v.is_flow_end(r);
@@ -347,8 +357,44 @@ impl Filter {
         if removed > 0 {
             *self.dropped.entry(b.table.name()).or_default() += removed;
         }
+    }
+
+    fn filter_batch(&mut self, b: &EventBatch, now: i64) -> Result<Option<EventBatch>> {
+        let (mut keep, mut cut) = (Vec::new(), Vec::new());
+        self.decide(b, now, &mut keep, &mut cut);
         let kept = flows::select(&flows::clear(b, &cut)?, &keep)?;
         Ok((kept.batch.num_rows() > 0).then_some(kept))
+    }
+
+    /// The chunk's earliest start (the time of this chunk); forgets dropped API calls
+    /// whose groups ended before it.
+    pub(crate) fn start_chunk(&mut self, chunk: &Chunk) -> i64 {
+        let now = chunk
+            .batches
+            .iter()
+            .filter(|b| b.batch.num_rows() > 0)
+            .map(|b| {
+                b.batch
+                    .column(col::START)
+                    .as_primitive::<Int64Type>()
+                    .value(0)
+            })
+            .min()
+            .unwrap_or(i64::MIN);
+        if self.dropped_launchers.len() > self.prune_at {
+            self.dropped_launchers.retain(|_, until| *until >= now);
+            self.prune_at = (self.dropped_launchers.len() * 2).max(1024);
+        }
+        now
+    }
+
+    /// The order in which the batches of `chunk` are decided: API calls first, since they
+    /// start no later than what they launch, and a kernel in the same chunk must see
+    /// whether its launch was removed.
+    pub(crate) fn order(chunk: &Chunk) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..chunk.batches.len()).collect();
+        order.sort_by_key(|&i| !matches!(chunk.batches[i].table, Table::Region | Table::Marker));
+        order
     }
 }
 
@@ -383,26 +429,8 @@ impl Stage for Filter {
     }
 
     fn apply(&mut self, chunk: Chunk) -> Result<Chunk> {
-        let now = chunk
-            .batches
-            .iter()
-            .filter(|b| b.batch.num_rows() > 0)
-            .map(|b| {
-                b.batch
-                    .column(col::START)
-                    .as_primitive::<Int64Type>()
-                    .value(0)
-            })
-            .min()
-            .unwrap_or(i64::MIN);
-        if self.dropped_launchers.len() > self.prune_at {
-            self.dropped_launchers.retain(|_, until| *until >= now);
-            self.prune_at = (self.dropped_launchers.len() * 2).max(1024);
-        }
-        // API calls first: they start no later than what they launch, and a kernel in the
-        // same chunk must see whether its launch was removed.
-        let mut order: Vec<usize> = (0..chunk.batches.len()).collect();
-        order.sort_by_key(|&i| !matches!(chunk.batches[i].table, Table::Region | Table::Marker));
+        let now = self.start_chunk(&chunk);
+        let order = Self::order(&chunk);
         let mut kept: Vec<Option<EventBatch>> = vec![None; chunk.batches.len()];
         for i in order {
             kept[i] = self.filter_batch(&chunk.batches[i], now)?;

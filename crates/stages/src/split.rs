@@ -6,13 +6,19 @@
 //! own names). A row goes to the part where it *starts*: a slice crossing a time cut is kept
 //! whole in the earlier part. Flows whose members fall in different outputs lose their
 //! markers (see [`crate::flows`]).
+//!
+//! Rows are routed by key number, not by label: every key gets a number when it is first
+//! met (the parts of a time split, and the processes, nodes and agents of the catalog, at
+//! `begin`), and each (source, pid), (source, node) or (source, node, agent) remembers
+//! its key's number, so routing a row allocates nothing.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt32Type};
 use arrow_array::{Array, UInt32Array};
+use rocpd_model::hash::FastMap;
 use rocpd_model::{col, Catalog, EventBatch, Result, Table};
 use rocpd_pipeline::{Chunk, OutputReport, Sink};
 
@@ -74,14 +80,30 @@ struct Child {
     last: i64,
 }
 
+/// A key met so far, and whether this pass writes its rows.
+struct KeySlot {
+    key: SplitKey,
+    takes: bool,
+}
+
 /// Routes rows to one child sink per key.
 pub struct SplitSink {
     mode: SplitMode,
     factory: SinkFactory,
     only: Option<KeyFilter>,
     catalog: Option<Arc<Catalog>>,
-    process_labels: HashMap<(u32, i64), String>,
-    hostnames: HashMap<(u32, i64), String>,
+    process_labels: FastMap<(u32, i64), String>,
+    hostnames: FastMap<(u32, i64), String>,
+    /// Every key met so far, by number (for a time split, number = part).
+    slots: Vec<KeySlot>,
+    by_label: FastMap<String, usize>,
+    by_process: FastMap<(u32, i64), usize>,
+    by_node: FastMap<(u32, i64), usize>,
+    by_agent: FastMap<(u32, i64, Option<i64>), usize>,
+    /// The key number of every row of the batch being routed.
+    row_keys: Vec<usize>,
+    /// The rows of each key in the batch being routed (indexed by key number).
+    buckets: Vec<Vec<u32>>,
     open: BTreeMap<SplitKey, Child>,
     done: Vec<OutputReport>,
     completed: bool,
@@ -128,8 +150,15 @@ impl SplitSink {
             factory,
             only,
             catalog: None,
-            process_labels: HashMap::new(),
-            hostnames: HashMap::new(),
+            process_labels: FastMap::default(),
+            hostnames: FastMap::default(),
+            slots: Vec::new(),
+            by_label: FastMap::default(),
+            by_process: FastMap::default(),
+            by_node: FastMap::default(),
+            by_agent: FastMap::default(),
+            row_keys: Vec::new(),
+            buckets: Vec::new(),
             open: BTreeMap::new(),
             done: Vec::new(),
             completed: false,
@@ -175,7 +204,7 @@ impl SplitSink {
             .iter()
             .filter_map(|n| Some(((n.source, n.id), n.hostname.clone()?)))
             .collect();
-        let mut count: HashMap<i64, usize> = HashMap::new();
+        let mut count: FastMap<i64, usize> = FastMap::default();
         for p in &c.processes {
             *count.entry(p.pid).or_default() += 1;
         }
@@ -213,65 +242,132 @@ impl SplitSink {
         }
     }
 
-    /// The key of every row of `b`.
-    fn row_keys(&self, b: &EventBatch) -> Vec<SplitKey> {
+    /// The number of the key labelled `label`, made on first use.
+    fn slot(&mut self, ordinal: usize, label: String) -> usize {
+        if let Some(&k) = self.by_label.get(&label) {
+            return k;
+        }
+        let takes = self.only.as_ref().is_none_or(|o| o.takes(&label));
+        let k = self.slots.len();
+        self.by_label.insert(label.clone(), k);
+        self.slots.push(KeySlot {
+            key: SplitKey { ordinal, label },
+            takes,
+        });
+        self.buckets.push(Vec::new());
+        k
+    }
+
+    fn process_slot(&mut self, source: u32, pid: i64) -> usize {
+        if let Some(&k) = self.by_process.get(&(source, pid)) {
+            return k;
+        }
+        let label = self
+            .process_labels
+            .get(&(source, pid))
+            .cloned()
+            .unwrap_or_else(|| format!("pid-{pid}"));
+        let k = self.slot(0, label);
+        self.by_process.insert((source, pid), k);
+        k
+    }
+
+    fn node_slot(&mut self, source: u32, nid: i64) -> usize {
+        if let Some(&k) = self.by_node.get(&(source, nid)) {
+            return k;
+        }
+        let k = self.slot(0, self.node_label(source, nid));
+        self.by_node.insert((source, nid), k);
+        k
+    }
+
+    fn agent_slot(&mut self, source: u32, nid: i64, agent: Option<i64>) -> usize {
+        if let Some(&k) = self.by_agent.get(&(source, nid, agent)) {
+            return k;
+        }
+        let k = self.slot(0, self.agent_label(source, nid, agent));
+        self.by_agent.insert((source, nid, agent), k);
+        k
+    }
+
+    /// Numbers the keys the catalog predicts, so that routing their rows is a lookup.
+    fn number_keys(&mut self, c: &Catalog) {
+        match &self.mode {
+            SplitMode::Time { cuts } => {
+                let n = cuts.len() + 1;
+                for i in 0..n {
+                    self.slot(i, part_label(i, n));
+                }
+            }
+            SplitMode::Process => {
+                for p in &c.processes {
+                    self.process_slot(p.source, p.pid);
+                }
+            }
+            SplitMode::Node => {
+                for n in &c.nodes {
+                    self.node_slot(n.source, n.id);
+                }
+            }
+            SplitMode::Agent => {
+                for a in &c.agents {
+                    self.agent_slot(a.source, a.nid, Some(a.id));
+                }
+                for p in &c.processes {
+                    self.agent_slot(p.source, p.nid, None);
+                }
+            }
+        }
+    }
+
+    /// Fills `row_keys` with the key number of every row of `b`.
+    fn route(&mut self, b: &EventBatch) {
         let n = b.batch.num_rows();
         let starts = b.batch.column(col::START).as_primitive::<Int64Type>();
         let sources = b.batch.column(col::SOURCE).as_primitive::<UInt32Type>();
         let nids = b.batch.column(col::NID).as_primitive::<Int64Type>();
         let pids = b.batch.column(col::PID).as_primitive::<Int64Type>();
         let int = |a: &arrow_array::Int64Array, r: usize| a.is_valid(r).then(|| a.value(r));
-        (0..n)
-            .map(|r| match &self.mode {
-                SplitMode::Time { cuts } => {
-                    let i = cuts.partition_point(|&c| c <= starts.value(r));
-                    SplitKey {
-                        ordinal: i,
-                        label: part_label(i, cuts.len() + 1),
-                    }
+        let mut keys = std::mem::take(&mut self.row_keys);
+        keys.clear();
+        match &self.mode {
+            // Part i holds the rows starting in [cuts[i-1], cuts[i]); key number = part.
+            SplitMode::Time { cuts } => {
+                keys.extend((0..n).map(|r| cuts.partition_point(|&c| c <= starts.value(r))))
+            }
+            SplitMode::Process => {
+                for r in 0..n {
+                    let k = self.process_slot(sources.value(r), int(pids, r).unwrap_or(-1));
+                    keys.push(k);
                 }
-                SplitMode::Process => {
-                    let key = (sources.value(r), int(pids, r).unwrap_or(-1));
-                    SplitKey {
-                        ordinal: 0,
-                        label: self
-                            .process_labels
-                            .get(&key)
-                            .cloned()
-                            .unwrap_or_else(|| format!("pid-{}", key.1)),
-                    }
+            }
+            SplitMode::Node => {
+                for r in 0..n {
+                    let k = self.node_slot(sources.value(r), int(nids, r).unwrap_or(-1));
+                    keys.push(k);
                 }
-                SplitMode::Node => SplitKey {
-                    ordinal: 0,
-                    label: self.node_label(sources.value(r), int(nids, r).unwrap_or(-1)),
-                },
-                SplitMode::Agent => {
-                    let column = match b.table {
-                        Table::KernelDispatch | Table::MemoryAllocation | Table::PmcValue => {
-                            Some("agent_id")
-                        }
-                        Table::MemoryCopy => Some("dst_agent_id"),
-                        _ => None,
-                    };
-                    let agent = column.and_then(|c| {
-                        int(
-                            b.batch
-                                .column(b.table.column_index(c))
-                                .as_primitive::<Int64Type>(),
-                            r,
-                        )
-                    });
-                    SplitKey {
-                        ordinal: 0,
-                        label: self.agent_label(
-                            sources.value(r),
-                            int(nids, r).unwrap_or(-1),
-                            agent,
-                        ),
+            }
+            SplitMode::Agent => {
+                let column = match b.table {
+                    Table::KernelDispatch | Table::MemoryAllocation | Table::PmcValue => {
+                        Some("agent_id")
                     }
+                    Table::MemoryCopy => Some("dst_agent_id"),
+                    _ => None,
+                };
+                let agents = column.map(|c| {
+                    b.batch
+                        .column(b.table.column_index(c))
+                        .as_primitive::<Int64Type>()
+                });
+                for r in 0..n {
+                    let agent = agents.and_then(|a| int(a, r));
+                    let k = self.agent_slot(sources.value(r), int(nids, r).unwrap_or(-1), agent);
+                    keys.push(k);
                 }
-            })
-            .collect()
+            }
+        }
+        self.row_keys = keys;
     }
 
     /// Whether the flow group of a row stays whole in its output.
@@ -308,43 +404,59 @@ pub fn part_label(i: usize, n: usize) -> String {
 impl Sink for SplitSink {
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
         self.index(catalog);
+        self.number_keys(catalog);
         self.catalog = Some(catalog.clone());
         Ok(())
     }
 
     fn write(&mut self, chunk: &Chunk) -> Result<()> {
-        let mut parts: BTreeMap<SplitKey, Chunk> = BTreeMap::new();
+        // The parts of this chunk, by key number.
+        let mut parts: Vec<(usize, Chunk)> = Vec::new();
+        let mut touched: Vec<usize> = Vec::new();
         for b in &chunk.batches {
-            let keys = self.row_keys(b);
+            self.route(b);
             let groups = GroupColumns::new(b);
-            let cut: Vec<bool> = (0..keys.len())
+            let cut: Vec<bool> = (0..self.row_keys.len())
                 .map(|r| groups.get(r).is_some_and(|g| !self.group_whole(&g)))
                 .collect();
             let b = flows::clear(b, &cut)?;
-            let mut rows: BTreeMap<&SplitKey, Vec<u32>> = BTreeMap::new();
-            for (r, k) in keys.iter().enumerate() {
-                if self.only.as_ref().is_none_or(|o| o.takes(&k.label)) {
-                    rows.entry(k).or_default().push(r as u32);
+            for (r, &k) in self.row_keys.iter().enumerate() {
+                if self.slots[k].takes {
+                    if self.buckets[k].is_empty() {
+                        touched.push(k);
+                    }
+                    self.buckets[k].push(r as u32);
                 }
             }
-            for (k, idx) in rows {
+            // In key order, as the children have always received their batches.
+            touched.sort_unstable_by(|&x, &y| self.slots[x].key.cmp(&self.slots[y].key));
+            for k in touched.drain(..) {
+                let idx = std::mem::take(&mut self.buckets[k]);
                 let batch = if idx.len() == b.batch.num_rows() {
                     b.batch.clone()
                 } else {
                     arrow_select::take::take_record_batch(&b.batch, &UInt32Array::from(idx))?
                 };
-                parts
-                    .entry(k.clone())
-                    .or_default()
-                    .batches
-                    .push(EventBatch {
-                        table: b.table,
-                        batch,
-                    });
+                let part = match parts.iter().position(|(p, _)| *p == k) {
+                    Some(i) => &mut parts[i].1,
+                    None => {
+                        parts.push((k, Chunk::default()));
+                        &mut parts.last_mut().expect("just pushed").1
+                    }
+                };
+                part.batches.push(EventBatch {
+                    table: b.table,
+                    batch,
+                });
             }
         }
+        parts.sort_by(|(x, _), (y, _)| self.slots[*x].key.cmp(&self.slots[*y].key));
+        let parts: Vec<(SplitKey, Chunk)> = parts
+            .into_iter()
+            .map(|(k, c)| (self.slots[k].key.clone(), c))
+            .collect();
         // Time parts only move forward: parts before the first one seen are complete.
-        if let (SplitMode::Time { .. }, Some(first)) = (&self.mode, parts.keys().next()) {
+        if let (SplitMode::Time { .. }, Some((first, _))) = (&self.mode, parts.first()) {
             let stale: Vec<SplitKey> = self
                 .open
                 .keys()

@@ -7,7 +7,7 @@ use arrow_array::types::Int64Type;
 use rocpd_model::{col, Catalog, Result};
 use rocpd_pipeline::{Chunk, Stage, TableCounts};
 
-use crate::flows::{self, GroupColumns};
+use crate::flows::{self, Group, GroupColumns};
 
 /// Keeps the events in `[start, end]` (ns).
 ///
@@ -46,6 +46,35 @@ impl Window {
             s <= self.end && e >= self.start
         }
     }
+
+    /// Whether a row `[s, e]` in flow group `group` is kept, and whether a kept row
+    /// loses its flow markers (its group is not kept whole).
+    pub(crate) fn decide(&self, s: i64, e: i64, group: Option<Group>) -> (bool, bool) {
+        match group {
+            Some(g) if self.keep_groups => {
+                (g.first_start <= self.end && g.last_end >= self.start, false)
+            }
+            Some(g) => {
+                let row = self.keeps(s, e);
+                // Every member of the group is kept iff the extreme members are.
+                let all = if self.fully_inside {
+                    g.first_start >= self.start && g.last_end <= self.end
+                } else {
+                    g.last_start <= self.end && g.first_end >= self.start
+                };
+                (row, row && !all)
+            }
+            None => (self.keeps(s, e), false),
+        }
+    }
+
+    /// Counts `removed` rows of `table` dropped, and `cut` rows that lost flow markers.
+    pub(crate) fn count(&mut self, table: &'static str, removed: u64, cut: u64) {
+        if removed > 0 {
+            *self.dropped.entry(table).or_default() += removed;
+        }
+        self.flows_cut += cut;
+    }
 }
 
 impl Stage for Window {
@@ -81,31 +110,13 @@ impl Stage for Window {
             let mut keep = Vec::with_capacity(n);
             let mut cut = Vec::with_capacity(n);
             for r in 0..n {
-                let group = groups.get(r);
-                let (k, c) = match group {
-                    Some(g) if self.keep_groups => {
-                        (g.first_start <= self.end && g.last_end >= self.start, false)
-                    }
-                    Some(g) => {
-                        let row = self.keeps(starts.value(r), ends.value(r));
-                        // Every member of the group is kept iff the extreme members are.
-                        let all = if self.fully_inside {
-                            g.first_start >= self.start && g.last_end <= self.end
-                        } else {
-                            g.last_start <= self.end && g.first_end >= self.start
-                        };
-                        (row, row && !all)
-                    }
-                    None => (self.keeps(starts.value(r), ends.value(r)), false),
-                };
+                let (k, c) = self.decide(starts.value(r), ends.value(r), groups.get(r));
                 keep.push(k);
                 cut.push(c);
             }
             let removed = keep.iter().filter(|&&k| !k).count() as u64;
-            if removed > 0 {
-                *self.dropped.entry(b.table.name()).or_default() += removed;
-            }
-            self.flows_cut += cut.iter().filter(|&&c| c).count() as u64;
+            let cuts = cut.iter().filter(|&&c| c).count() as u64;
+            self.count(b.table.name(), removed, cuts);
             let cleared = flows::clear(b, &cut)?;
             let kept = flows::select(&cleared, &keep)?;
             if kept.batch.num_rows() > 0 {

@@ -12,7 +12,9 @@ mod html;
 mod render;
 mod utilisation;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rocpd_model::hash::FastMap;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
@@ -113,7 +115,7 @@ pub struct View {
 type Rank = Option<(u32, i64)>;
 
 /// Statistics per (rank, name) of one view.
-type ViewStats = HashMap<(Rank, String), Stats>;
+type ViewStats = FastMap<(Rank, String), Stats>;
 
 /// A finished summary.
 #[derive(Debug, Clone, Default)]
@@ -131,7 +133,7 @@ pub type SummaryHandle = Arc<Mutex<Summary>>;
 pub struct SummarySink {
     by_rank: bool,
     catalog: Option<Arc<Catalog>>,
-    hostnames: HashMap<(u32, i64), String>,
+    hostnames: FastMap<(u32, i64), String>,
     views: BTreeMap<String, ViewStats>,
     rows_seen: BTreeMap<&'static str, u64>,
     utilisation: Option<utilisation::Tracker>,
@@ -144,7 +146,7 @@ impl SummarySink {
         SummarySink {
             by_rank,
             catalog: None,
-            hostnames: HashMap::new(),
+            hostnames: FastMap::default(),
             views: BTreeMap::new(),
             rows_seen: BTreeMap::new(),
             utilisation: None,
@@ -280,7 +282,7 @@ impl Sink for SummarySink {
         for (name, stats) in self.views {
             let mut rows: Vec<Row> = Vec::with_capacity(stats.len());
             // Percent of the view's total (per process with by_rank, like rocpd's by-rank views).
-            let mut totals: HashMap<Rank, i128> = HashMap::new();
+            let mut totals: FastMap<Rank, i128> = FastMap::default();
             for ((rank, _), s) in &stats {
                 *totals.entry(*rank).or_default() += s.total;
             }

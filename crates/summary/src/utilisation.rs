@@ -9,7 +9,9 @@
 //! the agent's absolute index, so processes sharing a GPU add to one timeline.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use rocpd_model::hash::FastMap;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt32Type};
@@ -52,9 +54,9 @@ pub(crate) struct Tracker {
     len: i128,
     bins: usize,
     /// (source, agent id) → slot, or `None` for an agent that is not a GPU.
-    agents: HashMap<(u32, i64), Option<usize>>,
+    agents: FastMap<(u32, i64), Option<usize>>,
     /// (host, agent key) → slot, so that processes sharing a GPU share a timeline.
-    physical: HashMap<(String, i64), usize>,
+    physical: FastMap<(String, i64), usize>,
     slots: Vec<Slot>,
 }
 
@@ -65,8 +67,8 @@ impl Tracker {
             lo,
             len: (hi as i128 - lo as i128).max(0) + 1,
             bins: bins.max(1),
-            agents: HashMap::new(),
-            physical: HashMap::new(),
+            agents: FastMap::default(),
+            physical: FastMap::default(),
             slots: Vec::new(),
         }
     }
