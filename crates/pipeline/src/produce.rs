@@ -66,6 +66,9 @@ pub fn produce_events(
         }
     }
     let streams: usize = sources.iter().map(|(_, s)| s.stream_count()).sum();
+    let pooled = options.threads > 1 && !sources.is_empty();
+    // Many streams already hold many small batches: queue one each, not more.
+    let in_flight = if streams > 64 { 1 } else { options.in_flight };
     let stream_options = StreamOptions {
         projection: options.projection.clone(),
         batch_rows: batch_rows(streams),
@@ -77,9 +80,7 @@ pub fn produce_events(
         }
         Ok(())
     };
-    if options.threads > 1 && !sources.is_empty() {
-        // Many streams already hold many small batches: queue one each, not more.
-        let in_flight = if streams > 64 { 1 } else { options.in_flight };
+    if pooled {
         return decode_parallel(
             sources,
             &stream_options,
