@@ -237,9 +237,11 @@ fn split_sinks(c: &Conversion, mode: SplitMode, only: Option<KeyFilter>) -> Vec<
             let sp = SinkPlan::of(c);
             // A prototype tells what the format reads; it writes nothing until begun.
             let proto = sp.sink(fmt, None);
-            // A process's rows come from one input: a process split of any format can
-            // take the inputs one after another.
-            let ordered = proto.needs_time_order() && !matches!(mode, SplitMode::Process);
+            // A time split finishes each part once the stream has passed it, so it needs
+            // the global order whatever the format. A process's rows come from one input:
+            // a process split of any format can take the inputs one after another.
+            let ordered = matches!(mode, SplitMode::Time { .. })
+                || (proto.needs_time_order() && !matches!(mode, SplitMode::Process));
             let projection = proto.projection();
             drop(proto);
             let factory = move |key: &SplitKey| -> Result<Box<dyn Sink>> {

@@ -275,3 +275,40 @@ fn a_missing_input_is_an_error_naming_it() {
     let e = Inputs::open(&["/nonexistent/a.db"], &Default::default()).unwrap_err();
     assert!(e.to_string().contains("/nonexistent/a.db"), "{e}");
 }
+
+#[test]
+fn splits_of_order_free_formats_over_more_inputs_than_a_group() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut inputs = generate(&tmp.path().join("in"), rocpd::INDEPENDENT_GROUP as u32 + 3, 1);
+    // Latest processes first: the second group of inputs goes back in time.
+    inputs.reverse();
+    let mut opened = Inputs::open(&inputs, &Default::default()).unwrap();
+    let total: u64 = opened.count_rows().unwrap().values().sum();
+    for (k, split) in [
+        Split::TimeCount(3),
+        Split::Keyed(rocpd::SplitMode::Process),
+        Split::Keyed(rocpd::SplitMode::Node),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let c = Conversion {
+            formats: vec![Format::Parquet, Format::Rocpd],
+            dir: tmp.path().join(format!("out{k}")),
+            split: Some(split),
+            threads: 2,
+            ..Default::default()
+        };
+        let report = opened.convert(&c, &mut |_| {}).unwrap();
+        assert_eq!(report.rows_in.values().sum::<u64>(), total);
+        for fmt in ["parquet", "db"] {
+            let written: u64 = report
+                .outputs
+                .iter()
+                .filter(|o| o.path.extension().is_some_and(|e| e == fmt))
+                .flat_map(|o| o.rows.values())
+                .sum();
+            assert_eq!(written, total, "split {k}, {fmt}");
+        }
+    }
+}
