@@ -20,7 +20,7 @@ use crate::window::{Selection, Span};
 
 /// Inputs kept open between the steps of a run; more are opened again for each pass,
 /// so that memory does not grow with their number.
-pub const KEEP_OPEN: usize = 64;
+pub const KEEP_OPEN: usize = 16;
 
 /// Inputs read at a time by sinks that do not need one global time order. Fixed, not
 /// the thread count, so that the order rows reach a sink (and so any floating-point
@@ -82,8 +82,8 @@ pub struct Inputs {
     span: Option<Span>,
     notes: Vec<String>,
     skipped_rows: u64,
-    /// The open sources, when there are at most [`KEEP_OPEN`] inputs.
-    open: Vec<Numbered>,
+    /// The open sources, by input; all `None` past [`KEEP_OPEN`] inputs.
+    open: Vec<Option<Numbered>>,
     cache_kib: usize,
     imports: Option<Arc<ImportDir>>,
 }
@@ -274,35 +274,45 @@ impl Inputs {
             if let Some((a, b)) = source.event_span()? {
                 span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
             }
-            if keep {
-                self.open.push((first, source));
-            }
+            self.open.push(keep.then_some((first, source)));
         }
         self.catalog = Arc::new(catalog);
         self.span = span;
         Ok(())
     }
 
-    /// Runs `f` over the open sources of inputs `range`, opening them for the call when
-    /// they are not kept open.
+    /// Runs `f` over the sources of inputs `range`, opening those that are not open.
+    /// With `release`, they are closed afterwards (a run reading its inputs a group at a
+    /// time then holds one group's connections and caches, not every input's).
     pub(crate) fn with_sources<R>(
         &mut self,
         range: std::ops::Range<usize>,
+        release: bool,
         f: impl FnOnce(&mut Vec<Numbered>) -> Result<R>,
     ) -> Result<R> {
-        if self.open.len() == self.inputs.len() {
-            let mut part: Vec<Numbered> = self.open.drain(range.clone()).collect();
-            let r = f(&mut part);
-            let tail = self.open.split_off(range.start);
-            self.open.extend(part);
-            self.open.extend(tail);
-            return r;
+        let mut part = Vec::with_capacity(range.len());
+        let mut kept = Vec::with_capacity(range.len());
+        for k in range.clone() {
+            match self.open[k].take() {
+                Some(s) => {
+                    part.push(s);
+                    kept.push(true);
+                }
+                None => {
+                    part.push(self.open_db(&self.inputs[k])?);
+                    kept.push(false);
+                }
+            }
         }
-        let mut part = self.inputs[range]
-            .iter()
-            .map(|i| self.open_db(i))
-            .collect::<Result<Vec<_>>>()?;
-        f(&mut part)
+        let r = f(&mut part);
+        if !release {
+            for ((k, s), was_open) in range.zip(part).zip(kept) {
+                if was_open {
+                    self.open[k] = Some(s);
+                }
+            }
+        }
+        r
     }
 
     /// The files as given (after expansion): what outputs must never replace.
@@ -385,7 +395,7 @@ impl Inputs {
         let mut counts: BTreeMap<&'static str, u64> =
             Table::ALL.iter().map(|t| (t.name(), 0)).collect();
         for k in 0..self.inputs.len() {
-            self.with_sources(k..k + 1, |s| {
+            self.with_sources(k..k + 1, false, |s| {
                 for (_, src) in s.iter() {
                     for (t, n) in src.count_rows()? {
                         *counts.entry(t.name()).or_default() += n;
@@ -401,7 +411,7 @@ impl Inputs {
     pub fn find_marker(&mut self, text: &str) -> Result<Vec<(PathBuf, Span)>> {
         let mut found = Vec::new();
         for k in 0..self.inputs.len() {
-            self.with_sources(k..k + 1, |s| {
+            self.with_sources(k..k + 1, false, |s| {
                 for (_, src) in s.iter() {
                     for m in src.find_marker(text)? {
                         found.push((src.path().to_path_buf(), m));
@@ -460,7 +470,9 @@ impl Inputs {
                 let mut k = 0;
                 while k < n {
                     let end = (k + group).min(n);
-                    this.with_sources(k..end, |s| {
+                    // A group's connections are closed once read: later groups (and passes)
+                    // must not pay for them.
+                    this.with_sources(k..end, independent, |s| {
                         rocpd_pipeline::produce_events(s, &options, emit)
                     })?;
                     k = end;
