@@ -519,7 +519,7 @@ fn step_sqlite(paths: &[String]) -> Result<()> {
 
 fn step_database(path: &Path) -> Result<u64> {
     let conn = Connection::open_with_flags(
-        file_uri(path, "mode=ro&immutable=1"),
+        rocpd_db::file_uri(path, "mode=ro&immutable=1"),
         OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_READ_ONLY,
     )?;
     conn.execute_batch("PRAGMA temp_store=FILE")?;
@@ -540,8 +540,8 @@ fn step_database(path: &Path) -> Result<u64> {
             }
             let sql = format!(
                 "SELECT * FROM {} ORDER BY {}",
-                quote_ident(&table),
-                quote_ident(order)
+                rocpd_db::quote_ident(&table),
+                rocpd_db::quote_ident(order)
             );
             let mut stmt = conn.prepare(&sql)?;
             let columns = stmt.column_count();
@@ -555,28 +555,6 @@ fn step_database(path: &Path) -> Result<u64> {
         }
     }
     Ok(rows)
-}
-
-/// A read-only SQLite URI for `path` (every byte outside `[A-Za-z0-9/._~-]` escaped).
-fn file_uri(path: &Path, params: &str) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut s = String::from("file:");
-    for &b in abs.as_os_str().as_bytes() {
-        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
-            s.push(b as char);
-        } else {
-            s.push_str(&format!("%{b:02X}"));
-        }
-    }
-    s.push('?');
-    s.push_str(params);
-    s
-}
-
-/// Quotes an SQL identifier.
-fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// The case's database files, in name order.

@@ -80,7 +80,7 @@ pub struct Database {
 
 /// An SQLite URI for `path` with query `params`: every byte outside the unreserved set
 /// is percent-encoded, so any file name works, UTF-8 or not.
-pub(crate) fn file_uri(path: &Path, params: &str) -> String {
+pub fn file_uri(path: &Path, params: &str) -> String {
     use std::os::unix::ffi::OsStrExt;
     let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let mut s = String::from("file:");
@@ -144,7 +144,7 @@ fn private_copy(
 }
 
 /// Quotes an SQL identifier taken from `sqlite_master`.
-pub(crate) fn quote_ident(name: &str) -> String {
+pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 

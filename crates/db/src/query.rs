@@ -585,15 +585,20 @@ impl rocpd_pipeline::BatchStream for RowStream<'_> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn every_query_selects_one_column_per_model_column_but_source() {
-        let set = TableSet {
+    /// A table set with every RocPD table.
+    fn every_table() -> TableSet {
+        TableSet {
             suffix: "_x".into(),
             guid: "x".into(),
             uuid: "_x".into(),
             schema_version: "3".into(),
             tables: rocpd_schema::TABLES.iter().map(|s| s.to_string()).collect(),
-        };
+        }
+    }
+
+    #[test]
+    fn every_query_selects_one_column_per_model_column_but_source() {
+        let set = every_table();
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(&rocpd_schema::create_tables_sql("x"))
             .unwrap();
@@ -613,13 +618,7 @@ mod tests {
 
     #[test]
     fn columns_outside_the_projection_are_not_selected() {
-        let set = TableSet {
-            suffix: "_x".into(),
-            guid: "x".into(),
-            uuid: "_x".into(),
-            schema_version: "3".into(),
-            tables: rocpd_schema::TABLES.iter().map(|s| s.to_string()).collect(),
-        };
+        let set = every_table();
         for table in Table::ALL {
             let full = build(&set, table, &Projection::all()).unwrap().select;
             let lean = build(&set, table, &Projection::without_json_text())

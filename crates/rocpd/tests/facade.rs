@@ -279,7 +279,11 @@ fn a_missing_input_is_an_error_naming_it() {
 #[test]
 fn splits_of_order_free_formats_over_more_inputs_than_a_group() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut inputs = generate(&tmp.path().join("in"), rocpd::INDEPENDENT_GROUP as u32 + 3, 1);
+    let mut inputs = generate(
+        &tmp.path().join("in"),
+        rocpd::INDEPENDENT_GROUP as u32 + 3,
+        1,
+    );
     // Latest processes first: the second group of inputs goes back in time.
     inputs.reverse();
     let mut opened = Inputs::open(&inputs, &Default::default()).unwrap();
