@@ -23,8 +23,11 @@ pub(crate) fn run_guid(run: &Run) -> Result<String> {
     if let RunSource::Csv { guid: Some(g), .. } = &run.source {
         // The guid becomes the table-name suffix; anything but hex digits and dashes would
         // make a database the RocPD reader rightly refuses, far from the cause.
-        let valid =
-            !g.is_empty() && g.len() <= 64 && g.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+        // It must also start with a hex digit: a leading dash would merge into the
+        // suffix's own underscore (`-` → `_`), leaving `rocpd_metadata_` without a guid.
+        let valid = g.len() <= 64
+            && g.starts_with(|c: char| c.is_ascii_hexdigit())
+            && g.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
         if !valid {
             let file = run.files.first().cloned().unwrap_or_default();
             let shown: String = g.chars().take(80).collect();

@@ -511,6 +511,12 @@ fn a_guid_column_that_is_not_a_guid_is_refused_naming_the_column() {
     let e = err_of(&run, &ImportOptions::default());
     assert!(e.contains("rocpd-to-csv.csv: column Guid"), "{e}");
     assert!(e.contains("\"not-a-hex-guid\" is not a GUID"), "{e}");
+    // Found by the fuzzer: dashes alone, or a leading dash, made a table set without a guid.
+    for bad in ["-", "--", "-0197c21f"] {
+        let (_d, run) = one_run(&[("rocpd-to-csv.csv", &csv.replace("not-a-hex-guid", bad))]);
+        let e = err_of(&run, &ImportOptions::default());
+        assert!(e.contains(&format!("{bad:?} is not a GUID")), "{e}");
+    }
     let good = csv.replace("not-a-hex-guid", "0197c21f-f140-743f-9c16-9f3fc5986769");
     let (_d, run) = one_run(&[("rocpd-to-csv.csv", &good)]);
     assert!(import_run(&run, &ImportOptions::default()).is_ok());
