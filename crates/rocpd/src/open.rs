@@ -233,13 +233,7 @@ impl Inputs {
     }
 
     fn open_db(&self, input: &Input) -> Result<Numbered> {
-        let db = Database::open_with(
-            &input.db,
-            &rocpd_db::OpenOptions {
-                cache_kib: self.cache_kib,
-            },
-        )?;
-        Ok((input.first_source, Box::new(db)))
+        open_source(&input.db, input.first_source, self.cache_kib)
     }
 
     /// Reads every input's catalog and event span; refuses a process given twice.
@@ -511,14 +505,15 @@ pub(crate) struct Keepalive {
 impl Keepalive {
     pub(crate) fn open(&self, k: usize) -> Result<Numbered> {
         let (first, path) = &self.dbs[k];
-        let db = Database::open_with(
-            Path::new(path),
-            &rocpd_db::OpenOptions {
-                cache_kib: self.cache_kib,
-            },
-        )?;
-        Ok((*first, Box::new(db)))
+        open_source(path, *first, self.cache_kib)
     }
+}
+
+/// Opens the database at `path` as a source numbered from `first`, with its share of the
+/// cache budget: the one way inputs are opened, for runs and for event streams alike.
+fn open_source(path: &Path, first: u32, cache_kib: usize) -> Result<Numbered> {
+    let db = Database::open_with(path, &rocpd_db::OpenOptions { cache_kib })?;
+    Ok((first, Box::new(db)))
 }
 
 /// The columns a run reads: what any of its stages or sinks reads.
