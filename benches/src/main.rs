@@ -131,6 +131,7 @@ fn prepare(args: &[String]) -> Result<()> {
                 threads_per_process: 4,
                 iterations: iterations.parse().context("iterations")?,
                 odd_names: true,
+                row_ids: false,
             };
             rocpd_gen::generate(&cfg, Path::new(dir))?;
         }

@@ -211,7 +211,9 @@ fn filtered_and_windowed_merges_keep_only_the_selected_rows_and_what_they_need()
         count(&m, "SELECT COUNT(*) FROM rocpd_kernel_dispatch"),
         sql_count(
             &ins,
-            "SELECT COUNT(*) FROM {rocpd_kernel_dispatch} WHERE pid = 4037"
+            // `pid` references the process row; 4037 is the OS pid.
+            "SELECT COUNT(*) FROM {rocpd_kernel_dispatch} \
+             WHERE pid IN (SELECT id FROM {rocpd_info_process} WHERE pid = 4037)"
         ) as i64
     );
 }

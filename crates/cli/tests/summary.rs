@@ -65,10 +65,13 @@ fn sql_kernels(
                 .unwrap()
         };
         let sql = format!(
-            "SELECT K.pid, COALESCE(NULLIF(S.display_name, ''), S.kernel_name, ''), COUNT(*), SUM(K.\"end\" - K.start) \
-             FROM \"{}\" K LEFT JOIN \"{}\" S ON S.id = K.kernel_id WHERE {cond} GROUP BY 1, 2",
+            // `K.pid` references the process row; `P.pid` is the OS pid.
+            "SELECT P.pid, COALESCE(NULLIF(S.display_name, ''), S.kernel_name, ''), COUNT(*), SUM(K.\"end\" - K.start) \
+             FROM \"{}\" K LEFT JOIN \"{}\" S ON S.id = K.kernel_id \
+             JOIN \"{}\" P ON P.id = K.pid WHERE {cond} GROUP BY 1, 2",
             t("rocpd_kernel_dispatch"),
-            t("rocpd_info_kernel_symbol")
+            t("rocpd_info_kernel_symbol"),
+            t("rocpd_info_process")
         );
         let mut st = c.prepare(&sql).unwrap();
         let rows = st
@@ -113,7 +116,7 @@ fn summaries_follow_filters_and_windows() {
     let v = summary_json(&ins, &tmp.path().join("a"), &["--include", "pid=4037"]);
     assert_eq!(
         view(&v, "KERNELS"),
-        sql_kernels(&ins, false, "K.pid = 4037")
+        sql_kernels(&ins, false, "P.pid = 4037")
     );
     assert!(view(&v, "KERNELS").len() > 1);
     let v = summary_json(

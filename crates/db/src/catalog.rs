@@ -7,6 +7,7 @@ use rocpd_model::{
 };
 use rusqlite::{Connection, Row};
 
+use crate::ids::Ids;
 use crate::value::{to_i64, to_text};
 use crate::{quote_ident, TableSet};
 
@@ -98,8 +99,93 @@ impl Fields<'_, '_> {
     }
 }
 
-/// Reads every info table of `set` into `cat` as source `source`.
+/// The set's process and thread row ids with their OS ids (a NULL OS id reads as the
+/// row id, as the catalog reads it).
+pub(crate) fn read_ids(conn: &Connection, path: &Path, set: &TableSet) -> Result<Ids> {
+    let pairs = |base: &str, os: &'static str| {
+        read_info(conn, path, set, base, &["id", os], |f| {
+            let id = f.req("id")?;
+            Ok((id, f.i64(os)?.unwrap_or(id)))
+        })
+    };
+    Ok(Ids::new(
+        pairs("rocpd_info_process", "pid")?,
+        pairs("rocpd_info_thread", "tid")?,
+    ))
+}
+
+/// Reads every info table of `set` into `cat` as source `source`; every `pid` reference
+/// is resolved to the process's OS pid (see [`crate::ids`]).
 pub(crate) fn read_set(
+    conn: &Connection,
+    path: &Path,
+    set: &TableSet,
+    source: u32,
+    cat: &mut Catalog,
+) -> Result<()> {
+    let first = Counts::of(cat);
+    read_records(conn, path, set, source, cat)?;
+    let ids = Ids::new(
+        cat.processes[first.processes..]
+            .iter()
+            .map(|p| (p.id, p.pid)),
+        cat.threads[first.threads..].iter().map(|t| (t.id, t.tid)),
+    );
+    if ids.is_identity() {
+        return Ok(());
+    }
+    let resolve = |pid: &mut Option<i64>| *pid = pid.map(|p| ids.pid(p));
+    for t in &mut cat.threads[first.threads..] {
+        t.pid = ids.pid(t.pid);
+    }
+    cat.agents[first.agents..]
+        .iter_mut()
+        .for_each(|x| resolve(&mut x.pid));
+    cat.queues[first.queues..]
+        .iter_mut()
+        .chain(&mut cat.streams[first.streams..])
+        .for_each(|x| resolve(&mut x.pid));
+    cat.kernel_symbols[first.kernel_symbols..]
+        .iter_mut()
+        .for_each(|x| resolve(&mut x.pid));
+    cat.code_objects[first.code_objects..]
+        .iter_mut()
+        .for_each(|x| resolve(&mut x.pid));
+    cat.pmcs[first.pmcs..]
+        .iter_mut()
+        .for_each(|x| resolve(&mut x.pid));
+    Ok(())
+}
+
+/// How many records of each kind the catalog held before a set was read.
+struct Counts {
+    processes: usize,
+    threads: usize,
+    agents: usize,
+    queues: usize,
+    streams: usize,
+    kernel_symbols: usize,
+    code_objects: usize,
+    pmcs: usize,
+}
+
+impl Counts {
+    fn of(cat: &Catalog) -> Counts {
+        Counts {
+            processes: cat.processes.len(),
+            threads: cat.threads.len(),
+            agents: cat.agents.len(),
+            queues: cat.queues.len(),
+            streams: cat.streams.len(),
+            kernel_symbols: cat.kernel_symbols.len(),
+            code_objects: cat.code_objects.len(),
+            pmcs: cat.pmcs.len(),
+        }
+    }
+}
+
+/// The info tables' records as stored (references unresolved).
+fn read_records(
     conn: &Connection,
     path: &Path,
     set: &TableSet,

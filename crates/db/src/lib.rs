@@ -10,6 +10,7 @@
 
 mod catalog;
 mod detect;
+mod ids;
 mod merge;
 mod produce;
 mod query;
@@ -258,13 +259,18 @@ impl Database {
         self.helpers()?;
         let mut out = Vec::new();
         for (i, set) in self.sets.iter().enumerate() {
+            let ids = catalog::read_ids(&self.conn, &self.path, set)?;
+            let ids = (!ids.is_identity()).then(|| std::sync::Arc::new(ids));
             for table in Table::ALL {
                 if let Some(q) = TableQuery::prepare(
                     &self.conn,
                     &self.path,
                     set,
                     table,
-                    first_source + i as u32,
+                    query::Origin {
+                        source: first_source + i as u32,
+                        ids: ids.clone(),
+                    },
                     batch_rows,
                     projection,
                 )? {

@@ -2,10 +2,14 @@
 
 use std::path::{Path, PathBuf};
 
-use rocpd_model::{BatchBuilder, ColumnSpec, Error, Projection, Result, Table};
+use std::sync::Arc;
+
+use rocpd_model::{col, BatchBuilder, ColumnSpec, Error, Projection, Result, Table};
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Rows, Statement};
 
-use crate::value::append;
+use crate::ids::Ids;
+use crate::value::{append, to_i64};
 use crate::TableSet;
 
 /// The flow-group time aggregates, from the links table `F`, for two-ended groups only.
@@ -435,9 +439,17 @@ pub struct TableQuery<'c> {
     stmt: Statement<'c>,
     table: Table,
     source: u32,
+    /// The set's process and thread references that are not OS ids, if any.
+    ids: Option<Arc<Ids>>,
     path: PathBuf,
     main: String,
     batch_rows: usize,
+}
+
+/// Which source a table set's rows become, and how its references resolve.
+pub(crate) struct Origin {
+    pub source: u32,
+    pub ids: Option<Arc<Ids>>,
 }
 
 impl<'c> TableQuery<'c> {
@@ -446,10 +458,11 @@ impl<'c> TableQuery<'c> {
         path: &Path,
         set: &TableSet,
         table: Table,
-        source: u32,
+        origin: Origin,
         batch_rows: usize,
         projection: &Projection,
     ) -> Result<Option<Self>> {
+        let Origin { source, ids } = origin;
         let Some(sql) = build(set, table, projection) else {
             return Ok(None);
         };
@@ -460,6 +473,7 @@ impl<'c> TableQuery<'c> {
             stmt,
             table,
             source,
+            ids,
             path: path.to_path_buf(),
             main: sql.main,
             batch_rows: batch_rows.max(1),
@@ -483,6 +497,7 @@ impl<'c> TableQuery<'c> {
                 .with_byte_budget(batch_bytes(self.batch_rows)),
             specs: self.table.columns(),
             source: self.source,
+            ids: self.ids.as_deref(),
             path: &self.path,
             main: &self.main,
             start_col: self
@@ -502,6 +517,7 @@ pub struct RowStream<'s> {
     builder: BatchBuilder,
     specs: &'static [ColumnSpec],
     source: u32,
+    ids: Option<&'s Ids>,
     path: &'s Path,
     main: &'s str,
     /// Index of the `start` column in the model (the query's column is one less).
@@ -517,9 +533,19 @@ impl RowStream<'_> {
         };
         src.append_value(self.source);
         for (i, spec) in self.specs.iter().enumerate().skip(1) {
-            let v = row
+            let mut v = row
                 .get_ref(i - 1)
                 .map_err(|e| query_error(self.path, self.main, e))?;
+            if let Some(ids) = self.ids.filter(|_| i == col::PID || i == col::TID) {
+                // A malformed value is left to `append`, which names it.
+                if let Ok(Some(reference)) = to_i64(v) {
+                    v = ValueRef::Integer(if i == col::PID {
+                        ids.pid(reference)
+                    } else {
+                        ids.tid(reference)
+                    });
+                }
+            }
             if let Err(msg) = append(self.builder.column(i), v, spec.nullable) {
                 let id = row.get_ref(0).ok().and_then(|v| v.as_i64().ok());
                 return Err(Error::input(

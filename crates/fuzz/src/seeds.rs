@@ -310,6 +310,7 @@ fn generate(scratch: &Path, csv: bool, json: bool) -> Result<Generated> {
             threads_per_process: 2,
             iterations: 1,
             odd_names: false,
+            row_ids: false,
         },
         rocpd_gen::GenConfig {
             seed: 12,
@@ -319,6 +320,7 @@ fn generate(scratch: &Path, csv: bool, json: bool) -> Result<Generated> {
             threads_per_process: 3,
             iterations: 2,
             odd_names: true,
+            row_ids: false,
         },
     ];
     for (i, cfg) in configs.iter().enumerate() {

@@ -68,6 +68,25 @@ pub struct Writer<'c> {
     dispatch: Inserter<'c>,
     copy: Inserter<'c>,
     alloc: Inserter<'c>,
+    ids: Option<RowIds>,
+}
+
+/// Row ids for processes and threads that differ from the OS ids, handed out in order of
+/// first use (1, 2, ...). The schema makes every `pid` column but the process table's
+/// own a reference to `rocpd_info_process.id` and every `tid` one to
+/// `rocpd_info_thread.id`; rocprofv3 happens to use the OS ids as row ids, so only such
+/// databases show whether a reader resolves the references.
+#[derive(Debug, Default)]
+struct RowIds {
+    processes: std::collections::HashMap<i64, i64>,
+    threads: std::collections::HashMap<i64, i64>,
+}
+
+impl RowIds {
+    fn next(map: &mut std::collections::HashMap<i64, i64>, os: i64) -> i64 {
+        let n = map.len() as i64 + 1;
+        *map.entry(os).or_insert(n)
+    }
 }
 
 /// A nullable integer parameter.
@@ -170,6 +189,28 @@ macro_rules! ins {
 }
 
 impl<'c> Writer<'c> {
+    /// Write process and thread row ids that differ from the OS ids (see [`RowIds`]).
+    pub fn with_row_ids(mut self) -> Self {
+        self.ids = Some(RowIds::default());
+        self
+    }
+
+    /// The value to store in a `pid` column that references a process.
+    fn pref(&mut self, pid: i64) -> i64 {
+        match &mut self.ids {
+            Some(ids) => RowIds::next(&mut ids.processes, pid),
+            None => pid,
+        }
+    }
+
+    /// The value to store in a `tid` column that references a thread.
+    fn tref(&mut self, tid: i64) -> i64 {
+        match &mut self.ids {
+            Some(ids) => RowIds::next(&mut ids.threads, tid),
+            None => tid,
+        }
+    }
+
     /// Prepare all inserts for the database with this guid.
     pub fn new(conn: &'c Connection, guid: &str) -> Result<Self> {
         let p = |base: &str, cols: &[&str]| Inserter::new(conn, base, guid, cols);
@@ -233,6 +274,7 @@ impl<'c> Writer<'c> {
                 "rocpd_memory_allocate",
                 &rocpd_schema::data_columns("rocpd_memory_allocate"),
             )?,
+            ids: None,
         })
     }
 
@@ -306,9 +348,10 @@ impl<'c> Writer<'c> {
         environment: &str,
     ) -> Result<()> {
         let [init, fini, start, end] = times;
+        let id = self.pref(pid);
         ins!(
             self.process,
-            pid,
+            id,
             nid,
             ppid,
             pid,
@@ -326,12 +369,13 @@ impl<'c> Writer<'c> {
     /// writes them).
     pub fn thread(&mut self, nid: i64, ppid: i64, pid: i64, tid: i64) -> Result<()> {
         let null: OptI = None;
+        let (id, pref) = (self.tref(tid), self.pref(pid));
         ins!(
             self.thread,
-            tid,
+            id,
             nid,
             ppid,
-            pid,
+            pref,
             tid,
             None::<String>,
             null,
@@ -355,6 +399,7 @@ impl<'c> Writer<'c> {
     ) -> Result<()> {
         let [abs, log, typ] = indices;
         let [name, model, vendor, product, user] = names;
+        let pid = self.pref(pid);
         ins!(
             self.agent, id, nid, pid, kind, abs, log, typ, uuid, name, model, vendor, product,
             user, extdata
@@ -363,16 +408,19 @@ impl<'c> Writer<'c> {
 
     /// One `rocpd_info_queue` row.
     pub fn queue(&mut self, id: i64, nid: i64, pid: i64, name: &str) -> Result<()> {
+        let pid = self.pref(pid);
         ins!(self.queue, id, nid, pid, name, "{}")
     }
 
     /// One `rocpd_info_stream` row.
     pub fn stream(&mut self, id: i64, nid: i64, pid: i64, name: &str) -> Result<()> {
+        let pid = self.pref(pid);
         ins!(self.stream, id, nid, pid, name, "{}")
     }
 
     /// One `rocpd_info_pmc` row.
     pub fn pmc(&mut self, nid: i64, pid: i64, c: &PmcDef<'_>) -> Result<()> {
+        let pid = self.pref(pid);
         ins!(
             self.pmc,
             c.id,
@@ -410,6 +458,7 @@ impl<'c> Writer<'c> {
         storage: &str,
     ) -> Result<()> {
         let [base, size, delta] = load;
+        let pid = self.pref(pid);
         ins!(
             self.code_object,
             id,
@@ -438,6 +487,7 @@ impl<'c> Writer<'c> {
         kernarg_size: i64,
         extdata: &str,
     ) -> Result<()> {
+        let pid = self.pref(pid);
         ins!(
             self.kernel_symbol,
             id,
@@ -460,6 +510,7 @@ impl<'c> Writer<'c> {
 
     /// One `rocpd_track` row.
     pub fn track(&mut self, id: i64, nid: i64, pid: i64, tid: OptI, name_id: i64) -> Result<()> {
+        let (pid, tid) = (self.pref(pid), tid.map(|t| self.tref(t)));
         ins!(self.track, id, nid, pid, tid, name_id, "{}")
     }
 
@@ -511,6 +562,7 @@ impl<'c> Writer<'c> {
         name_id: i64,
         event_id: i64,
     ) -> Result<()> {
+        let (pid, tid) = (self.pref(pid), self.tref(tid));
         ins!(
             self.region,
             id,
@@ -532,12 +584,13 @@ impl<'c> Writer<'c> {
 
     /// One `rocpd_kernel_dispatch` row.
     pub fn dispatch(&mut self, d: &DispatchRow) -> Result<()> {
+        let (pid, tid) = (self.pref(d.pid), self.tref(d.tid));
         ins!(
             self.dispatch,
             d.dispatch_id,
             d.nid,
-            d.pid,
-            d.tid,
+            pid,
+            tid,
             d.agent_id,
             d.kernel_id,
             d.dispatch_id,
@@ -561,12 +614,13 @@ impl<'c> Writer<'c> {
 
     /// One `rocpd_memory_copy` row.
     pub fn copy(&mut self, c: &CopyRow) -> Result<()> {
+        let (pid, tid) = (self.pref(c.pid), self.tref(c.tid));
         ins!(
             self.copy,
             c.id,
             c.nid,
-            c.pid,
-            c.tid,
+            pid,
+            tid,
             c.start,
             c.end,
             c.name_id,
@@ -585,12 +639,13 @@ impl<'c> Writer<'c> {
 
     /// One `rocpd_memory_allocate` row.
     pub fn alloc(&mut self, a: &AllocRow) -> Result<()> {
+        let (pid, tid) = (self.pref(a.pid), self.tref(a.tid));
         ins!(
             self.alloc,
             a.id,
             a.nid,
-            a.pid,
-            a.tid,
+            pid,
+            tid,
             a.agent_id,
             a.kind,
             a.level,

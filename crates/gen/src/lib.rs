@@ -50,6 +50,10 @@ pub struct GenConfig {
     /// Use names with quotes, commas, newlines, tabs, non-ASCII, an empty
     /// display name and a ~2000 character kernel name.
     pub odd_names: bool,
+    /// Write process and thread row ids (1, 2, ... per database) that differ from the OS
+    /// pids and tids, as the schema allows: every `pid`/`tid` reference column then holds
+    /// a row id, and only `rocpd_info_process.pid` / `rocpd_info_thread.tid` the OS ids.
+    pub row_ids: bool,
 }
 
 impl Default for GenConfig {
@@ -62,6 +66,7 @@ impl Default for GenConfig {
             threads_per_process: 3,
             iterations: 20,
             odd_names: true,
+            row_ids: false,
         }
     }
 }
@@ -165,6 +170,9 @@ fn write_one(
         conn.execute_batch("BEGIN")?;
         {
             let mut w = db::Writer::new(&conn, &p.guid)?;
+            if cfg.row_ids {
+                w = w.with_row_ids();
+            }
             let s = sim::Sim::new(cfg, node, p, &mut w)?;
             s.run(cfg)?;
             w.finish()?;

@@ -36,6 +36,11 @@ struct Args {
     /// Use plain names only (no quotes, newlines, non-ASCII, …).
     #[arg(long)]
     no_odd_names: bool,
+    /// Write process and thread row ids (1, 2, ... in each database) that differ from the
+    /// OS pids and tids; the `pid`/`tid` columns of the other tables then reference them.
+    /// rocprofv3 CSV and JSON carry OS ids only, so not with --csv or --json.
+    #[arg(long, conflicts_with_all = ["csv", "json"])]
+    row_ids: bool,
     /// Also write each database as a rocprofv3 CSV set under `<out>/csv/<host>/<pid>_*.csv`
     /// (the same trace, for cross-checks and CSV benchmarks).
     #[arg(long)]
@@ -55,6 +60,7 @@ fn main() -> Result<()> {
         threads_per_process: a.threads,
         iterations: a.iterations,
         odd_names: !a.no_odd_names,
+        row_ids: a.row_ids,
     };
     let t0 = Instant::now();
     let paths = generate(&cfg, &a.out)?;

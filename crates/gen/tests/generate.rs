@@ -50,6 +50,7 @@ fn small(seed: u64) -> GenConfig {
         threads_per_process: 4,
         iterations: 12,
         odd_names: true,
+        row_ids: false,
     }
 }
 
@@ -410,6 +411,7 @@ fn minimal_config_works() {
         threads_per_process: 2,
         iterations: 3,
         odd_names: false,
+        row_ids: false,
     });
     let conn = open(&paths[0]);
     let violations = scalar(&conn, "SELECT COUNT(*) FROM pragma_foreign_key_check");
@@ -428,6 +430,7 @@ fn committed_fixture_matches_the_generator() {
         threads_per_process: 3,
         iterations: 8,
         odd_names: true,
+        row_ids: false,
     });
     for p in &paths {
         let committed = fixture.join(p.file_name().unwrap());

@@ -46,7 +46,9 @@ pub struct Node {
     pub domain_name: Option<String>,
 }
 
-/// A profiled process.
+/// A profiled process. `id` is the row id (`rocpd_info_process.id`, what the schema's
+/// `pid` references hold), `pid` the OS pid. In every other catalog record and in the
+/// event tables, `pid` is the OS pid: readers resolve the references.
 #[derive(Debug, Clone, Serialize)]
 #[allow(missing_docs)]
 pub struct Process {
@@ -90,6 +92,8 @@ impl Process {
 }
 
 /// A thread of a profiled process.
+/// `id` is the row id (`rocpd_info_thread.id`, what the schema's `tid` references hold),
+/// `tid` the OS tid and `pid` the OS pid of its process. Event tables carry OS tids.
 #[derive(Debug, Clone, Serialize)]
 #[allow(missing_docs)]
 pub struct Thread {

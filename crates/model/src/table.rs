@@ -70,8 +70,8 @@ pub const COMMON_COLUMNS: &[ColumnSpec] = &[
     c("source", U32, false, "index of the input source in the catalog (which database / file and process set)"),
     c("id", I64, false, "row id in the source table (RocPD: region id = internal correlation id, dispatch id, ...); never renumbered"),
     c("nid", I64, true, "node id (rocpd_info_node.id)"),
-    c("pid", I64, true, "process id (OS pid)"),
-    c("tid", I64, true, "thread id (OS tid) of the thread that issued the event"),
+    c("pid", I64, true, "process id: the OS pid (RocPD readers resolve the schema's reference to rocpd_info_process.id)"),
+    c("tid", I64, true, "thread id: the OS tid of the thread that issued the event (RocPD readers resolve the reference to rocpd_info_thread.id)"),
     c("start", I64, false, "start timestamp, ns, profiler clock (CLOCK_BOOTTIME)"),
     c("end", I64, false, "end timestamp, ns; equals start for instants"),
 ];

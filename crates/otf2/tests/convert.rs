@@ -301,6 +301,7 @@ fn a_larger_trace_spills_buffers_and_gives_the_same_archive() {
         threads_per_process: 3,
         iterations: 2500,
         odd_names: true,
+        row_ids: std::env::var_os("ROCPD_TEST_ROW_IDS").is_some(),
     };
     let dbs = rocpd_gen::generate(&cfg, data.path()).unwrap();
     let out = tempfile::tempdir().unwrap();

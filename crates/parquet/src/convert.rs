@@ -126,6 +126,20 @@ impl Resolver {
                         }),
                     )
                 }
+                Src::ProcessRow | Src::ThreadRow => {
+                    let thread = c.from == Src::ThreadRow;
+                    let os = i64col(if thread { "tid" } else { "pid" });
+                    let (cat, idx) = (&self.cat, &self.idx);
+                    Arc::new(Int64Array::from_iter((0..n).map(|r| {
+                        let os = os.is_valid(r).then(|| os.value(r))?;
+                        let src = source.value(r);
+                        if thread {
+                            idx.thread(src, os).map(|i| cat.threads[i].id)
+                        } else {
+                            idx.process(src, os).map(|i| cat.processes[i].id)
+                        }
+                    })))
+                }
                 Src::Agent(id_col) => {
                     let ids = i64col(id_col);
                     let mut b = StringDictionaryBuilder::<Int32Type>::with_capacity(n, 16, 256);

@@ -13,7 +13,7 @@ use rocpd_model::{Table, COMMON_COLUMNS, MODEL_VERSION};
 
 /// Version of the Parquet dataset layout (column names, types, file layout). Bumped
 /// whenever a column is added, removed, renamed or changes type.
-pub const SCHEMA_VERSION: &str = "1";
+pub const SCHEMA_VERSION: &str = "2";
 
 /// Key-value metadata key holding [`SCHEMA_VERSION`] in every file.
 pub const SCHEMA_VERSION_KEY: &str = "rocpd.parquet_schema_version";
@@ -37,6 +37,10 @@ pub(crate) enum Src {
     Hostname,
     /// The label of the agent whose id is in the given model column.
     Agent(&'static str),
+    /// The `rocpd_info_process.id` row of the event's process (catalog by `(source, pid)`).
+    ProcessRow,
+    /// The `rocpd_info_thread.id` row of the event's thread (catalog by `(source, tid)`).
+    ThreadRow,
 }
 
 /// One column of an event table of the dataset.
@@ -192,6 +196,20 @@ fn build_layout(table: Table) -> Vec<OutColumn> {
         true,
         "hostname of the node (`nodes.parquet` row of `nid`); NULL when unknown".into(),
     ));
+    for (name, from, what, os) in [
+        ("process_id", Src::ProcessRow, "rocpd_info_process", "pid"),
+        ("thread_id", Src::ThreadRow, "rocpd_info_thread", "tid"),
+    ] {
+        v.push(OutColumn {
+            name,
+            from,
+            data_type: DataType::Int64,
+            nullable: true,
+            doc: format!(
+                "row id of the event's `{what}` row (what the RocPD schema's `{os}` references hold; `{os}` is the OS id); NULL when the input has no such row"
+            ),
+        });
+    }
     for &(out, id_col) in agent_columns(table) {
         v.push(dict(
             out,

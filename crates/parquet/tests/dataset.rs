@@ -58,6 +58,7 @@ fn inputs() -> &'static [PathBuf] {
                 threads_per_process: 3,
                 iterations: 240,
                 odd_names: true,
+                row_ids: std::env::var_os("ROCPD_TEST_ROW_IDS").is_some(),
             };
             let paths = rocpd_gen::generate(&cfg, dir.path()).expect("generate");
             (dir, paths)
@@ -330,7 +331,7 @@ fn dataset_matches_the_inputs_and_is_sorted_indexed_and_prunable() {
                 .iter()
                 .map(|k| (k.key.as_str(), k.value.as_deref().unwrap_or("")))
                 .collect();
-            assert_eq!(kv["rocpd.parquet_schema_version"], "1");
+            assert_eq!(kv["rocpd.parquet_schema_version"], "2");
             assert_eq!(kv["rocpd.table"], t);
             let page_index = meta.page_index().expect("page index read");
             assert!(page_index.is_complete());
@@ -414,7 +415,7 @@ fn dataset_matches_the_inputs_and_is_sorted_indexed_and_prunable() {
     // Dimension tables and _metadata.json.
     let meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("_metadata.json")).unwrap()).unwrap();
-    assert_eq!(meta["schema_version"], "1");
+    assert_eq!(meta["schema_version"], "2");
     assert_eq!(meta["producer"]["name"], "rocpd-rs");
     for t in TABLES {
         assert_eq!(
@@ -446,8 +447,13 @@ fn expected_rows_per_pid(inputs: &[PathBuf], base: &str) -> BTreeMap<i64, usize>
     for p in inputs {
         let c = Connection::open(p).unwrap();
         for t in suffixed(&c, base) {
+            // `pid` references the process row; its `pid` is the OS pid.
+            let suffix = &t[base.len()..];
             let mut st = c
-                .prepare(&format!("SELECT pid, COUNT(*) FROM \"{t}\" GROUP BY pid"))
+                .prepare(&format!(
+                    "SELECT COALESCE(P.pid, X.pid), COUNT(*) FROM \"{t}\" X \
+                     LEFT JOIN \"rocpd_info_process{suffix}\" P ON P.id = X.pid GROUP BY 1"
+                ))
                 .unwrap();
             let rows = st
                 .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))

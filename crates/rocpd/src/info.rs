@@ -20,6 +20,9 @@ pub struct ProcessInfo {
     pub hostname: String,
     /// OS process id.
     pub pid: i64,
+    /// Its `rocpd_info_process.id` (what the schema's `pid` references hold; for
+    /// rocprofv3 files the same as `pid`).
+    pub id: i64,
     /// Command line, if recorded.
     pub command: Option<String>,
     /// Threads recorded for it.
@@ -119,6 +122,7 @@ impl Inputs {
                 guid: cat.sources[p.source as usize].guid.clone(),
                 hostname: host(p.source, p.nid),
                 pid: p.pid,
+                id: p.id,
                 command: p.command.clone(),
                 threads: cat
                     .threads

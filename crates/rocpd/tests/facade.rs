@@ -12,6 +12,7 @@ fn generate(dir: &Path, processes: u32, iterations: u32) -> Vec<PathBuf> {
         processes,
         nodes: processes.div_ceil(2),
         iterations,
+        row_ids: std::env::var_os("ROCPD_TEST_ROW_IDS").is_some(),
         ..Default::default()
     };
     rocpd_gen::generate(&cfg, dir).unwrap()

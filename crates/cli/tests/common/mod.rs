@@ -32,6 +32,7 @@ pub fn generate(dir: &Path, seed: u64, processes: u32, iterations: u32) -> Vec<P
         threads_per_process: 3,
         iterations,
         odd_names: true,
+        row_ids: std::env::var_os("ROCPD_TEST_ROW_IDS").is_some(),
     };
     rocpd_gen::generate(&cfg, dir).expect("generate")
 }
@@ -268,6 +269,8 @@ pub fn sql_count(inputs: &[PathBuf], sql: &str) -> u64 {
             "rocpd_track",
             "rocpd_info_node",
             "rocpd_info_kernel_symbol",
+            "rocpd_info_process",
+            "rocpd_info_thread",
         ] {
             q = q.replace(&format!("{{{base}}}"), &table(&conn, base));
         }
