@@ -250,3 +250,60 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// The same trace written with row ids equal to the OS ids and with row ids unlike them
+/// converts to the same bytes: nothing of the row ids leaks into a timeline.
+#[test]
+fn row_ids_do_not_change_perfetto_or_otf2_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gen = |dir: &str, row_ids: bool| {
+        let cfg = rocpd_gen::GenConfig {
+            seed: 43,
+            nodes: 2,
+            processes: 3,
+            gpus_per_node: 2,
+            threads_per_process: 4,
+            iterations: 5,
+            odd_names: true,
+            row_ids,
+        };
+        rocpd_gen::generate(&cfg, &tmp.path().join(dir)).expect("generate")
+    };
+    let (plain, rows) = (gen("plain", false), gen("rows", true));
+    for format in ["pftrace", "otf2"] {
+        let out = |ins: &[PathBuf], name: &str| {
+            let dir = tmp.path().join(format!("{name}-{format}"));
+            let o = convert(ins, &dir, &["-f", format]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+            collect(&dir, &dir, &mut files);
+            files
+        };
+        let (a, b) = (out(&plain, "plain"), out(&rows, "rows"));
+        assert!(!a.is_empty());
+        assert_eq!(
+            a.iter().map(|f| &f.0).collect::<Vec<_>>(),
+            b.iter().map(|f| &f.0).collect::<Vec<_>>()
+        );
+        for ((name, x), (_, y)) in a.iter().zip(&b) {
+            assert!(x == y, "{format}: {name} differs");
+        }
+    }
+}
+
+/// Every file under `dir` as (relative path, bytes), sorted.
+fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            collect(root, &p, out);
+        } else {
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            out.push((rel, std::fs::read(&p).unwrap()));
+        }
+    }
+}
