@@ -26,6 +26,7 @@ pub use detect::looks_like_sqlite;
 pub use merge::{merge, RocpdSink};
 pub use produce::{convert_into, produce};
 pub use query::{RowStream, TableQuery};
+pub use views::ANALYSIS_VIEW_NAMES;
 
 /// How a database is opened.
 #[derive(Debug, Clone)]
