@@ -242,11 +242,7 @@ impl ReadOnlySql {
     /// the values of every row, one row at a time; returns the number of rows. Errors of
     /// the statement are [`Error::Usage`] starting with `--query:`; errors of `each` are
     /// passed on.
-    pub fn query(
-        &self,
-        sql: &str,
-        each: &mut OnRow<'_>,
-    ) -> Result<u64> {
+    pub fn query(&self, sql: &str, each: &mut OnRow<'_>) -> Result<u64> {
         self.trusted(|c| c.execute_batch("PRAGMA query_only = ON"))?;
         let fail = |m: String| Error::Usage(format!("--query: {m}"));
         self.reset();
