@@ -66,37 +66,12 @@ fn per_set(c: &Connection, sql: &str) -> i64 {
         .iter()
         .map(|s| {
             let mut q = sql.to_string();
-            for t in rocpd_schema_tables() {
+            for &t in rocpd_schema::TABLES {
                 q = q.replace(&format!("{{{t}}}"), &format!("\"{t}_{s}\""));
             }
             one(c, &q)
         })
         .sum()
-}
-
-fn rocpd_schema_tables() -> [&'static str; 20] {
-    [
-        "rocpd_metadata",
-        "rocpd_string",
-        "rocpd_info_node",
-        "rocpd_info_process",
-        "rocpd_info_thread",
-        "rocpd_info_agent",
-        "rocpd_info_queue",
-        "rocpd_info_stream",
-        "rocpd_info_pmc",
-        "rocpd_info_code_object",
-        "rocpd_info_kernel_symbol",
-        "rocpd_track",
-        "rocpd_event",
-        "rocpd_arg",
-        "rocpd_pmc_event",
-        "rocpd_region",
-        "rocpd_sample",
-        "rocpd_kernel_dispatch",
-        "rocpd_memory_copy",
-        "rocpd_memory_allocate",
-    ]
 }
 
 /// The rows each view must hold, computed from the suffixed tables (never from a view).
@@ -202,7 +177,7 @@ fn renumber(db: &Path) -> (i64, i64) {
             t("rocpd_info_thread")
         ))
         .unwrap();
-        for b in rocpd_schema_tables() {
+        for &b in rocpd_schema::TABLES {
             if b != "rocpd_info_process" && has(b, "pid") {
                 c.execute_batch(&format!("UPDATE {} SET pid = pid + 1000;", t(b)))
                     .unwrap();
@@ -292,7 +267,7 @@ fn every_documented_view_has_its_columns_in_order_and_the_rows_of_its_tables() {
     // The views in the database are the union views and exactly the documented ones.
     let views = strings(&c, "SELECT name FROM sqlite_master WHERE type = 'view'");
     let mut want: BTreeSet<String> = doc.iter().map(|(v, _)| v.clone()).collect();
-    want.extend(rocpd_schema_tables().iter().map(|t| t.to_string()));
+    want.extend(rocpd_schema::TABLES.iter().map(|t| t.to_string()));
     assert_eq!(views, want);
     let rows = expected_rows(&c);
     let mut spec = serde_json::Map::new();
@@ -323,7 +298,7 @@ fn every_documented_view_has_its_columns_in_order_and_the_rows_of_its_tables() {
         assert!(*n > 0, "{view} is empty: the test would not test it");
     }
     // Union views: the table's columns and all its rows.
-    for t in rocpd_schema_tables() {
+    for &t in rocpd_schema::TABLES {
         let st = c.prepare(&format!("SELECT * FROM {t} LIMIT 0")).unwrap();
         let names: Vec<String> = st.column_names().map(|s| s.to_string()).collect();
         let sets = sets(&c);

@@ -15,6 +15,7 @@ use rocpd_db::{ReadOnlySql, RocpdSink, SqlValue};
 use rocpd_model::{Error, Result};
 use rocpd_pipeline::cleanup::Registered;
 use rocpd_pipeline::{OutputFile, PathGuard};
+use rocpd_summary::csv_field;
 
 use crate::window::Selection;
 use crate::Inputs;
@@ -168,16 +169,7 @@ impl Inputs {
             None => None,
         };
         let window = query.selection.resolve(self)?;
-        let dir = tempfile::Builder::new()
-            .prefix("rocpd-query-")
-            .tempdir()
-            .map_err(|e| {
-                Error::output(
-                    std::env::temp_dir(),
-                    format!("cannot create a temporary directory for the query: {e}"),
-                )
-            })?;
-        let registered = Registered::new(dir.path());
+        let (dir, registered) = crate::open::private_tempdir("rocpd-query-", "the query")?;
         let db = dir.path().join("merged.db");
         if query.selection.keeps_everything() {
             rocpd_db::merge(&self.databases(), &db)?;
@@ -468,15 +460,6 @@ fn escape_controls(s: &str) -> String {
 
 fn width(s: &str) -> usize {
     s.chars().count()
-}
-
-/// RFC 4180: a field holding a comma, a quote or a line break is quoted, quotes doubled.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }
 
 fn md_cell(s: &str) -> String {
