@@ -297,10 +297,13 @@ struct QueryArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum QueryFormat {
-    /// An aligned text table.
+    /// An aligned text table (values cut at 60 characters).
     Console,
+    /// A header line and a line per row (RFC 4180 quoting).
     Csv,
+    /// An array of records, indented by 2.
     Json,
+    /// A Markdown table.
     #[value(alias = "markdown")]
     Md,
 }
