@@ -34,6 +34,9 @@ enum Command {
     /// Flat profile: per kernel, API function, copy direction and marker, the calls, total,
     /// average, min, max and standard deviation of durations.
     Summary(Box<SummaryArgs>),
+    /// Run SQL over the views of a merged RocPD database of the inputs (`kernels`,
+    /// `regions`, `top_kernels`, ...), after the filters and the time window.
+    Query(Box<QueryArgs>),
 }
 
 /// Output formats.
@@ -265,6 +268,46 @@ struct MergeArgs {
     report: Option<PathBuf>,
 }
 
+#[derive(clap::Args, Debug)]
+struct QueryArgs {
+    /// Input files, globs or directories.
+    #[arg(short, long = "input", required = true, num_args = 1..)]
+    input: Vec<std::ffi::OsString>,
+    /// The SQL statement (read-only: SELECT, WITH, VALUES, PRAGMA reads).
+    #[arg(long, required = true)]
+    query: String,
+    /// A file of SQL statements run before the query (e.g. CREATE TEMP VIEW ...).
+    #[arg(long)]
+    script: Option<PathBuf>,
+    /// How the result is written.
+    #[arg(long, value_enum, default_value = "console")]
+    format: QueryFormat,
+    /// Write the result to `<DIR>/<NAME>.<ext>` instead of stdout (default NAME: out).
+    #[arg(short = 'o', long = "output-file")]
+    output_file: Option<String>,
+    /// Write the result into this directory instead of stdout (default: ./rocpd-output-data).
+    #[arg(short = 'd', long = "output-path")]
+    output_path: Option<PathBuf>,
+    #[command(flatten)]
+    select: SelectArgs,
+    /// Decode threads of a filtered or windowed run (default: the machine's available parallelism).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum QueryFormat {
+    /// An aligned text table (values cut at 60 characters).
+    Console,
+    /// A header line and a line per row (RFC 4180 quoting).
+    Csv,
+    /// An array of records, indented by 2.
+    Json,
+    /// A Markdown table.
+    #[value(alias = "markdown")]
+    Md,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum SummaryFormat {
     Console,
@@ -467,6 +510,47 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
     out::stdout(&console)
 }
 
+fn run_query(args: QueryArgs, quiet: bool) -> Result<()> {
+    let query = rocpd::Query {
+        sql: args.query.clone(),
+        script: args.script.clone(),
+        selection: args.select.selection()?,
+        format: match args.format {
+            QueryFormat::Console => rocpd::QueryFormat::Console,
+            QueryFormat::Csv => rocpd::QueryFormat::Csv,
+            QueryFormat::Json => rocpd::QueryFormat::Json,
+            QueryFormat::Md => rocpd::QueryFormat::Markdown,
+        },
+        threads: threads(args.threads),
+    };
+    let mut inputs = open_inputs(&args.input, args.select.skip_bad_rows)?;
+    let result = if args.output_file.is_some() || args.output_path.is_some() {
+        let dir = args
+            .output_path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("./rocpd-output-data"));
+        let name = args.output_file.as_deref().unwrap_or("out");
+        let path = rocpd::query_output_path(&dir, name, query.format);
+        inputs.query_to_file(&query, &path)?
+    } else {
+        let mut stdout = out::Stdout::new();
+        match inputs.query(&query, &mut stdout) {
+            Ok(r) => r,
+            Err(_) if stdout.closed() => return Err(out::StdoutClosed.into()),
+            Err(e) => match stdout.failed() {
+                Some(io) => bail!("stdout: {io}"),
+                None => return Err(e.into()),
+            },
+        }
+    };
+    if result.rows == 0 {
+        out::stderr_line(&format!("No results found for query: {}", args.query));
+    } else if let (Some(path), false) = (&result.file, quiet) {
+        out::stderr_line(&format!("wrote {} ({} rows)", path.display(), result.rows));
+    }
+    Ok(())
+}
+
 fn progress_bar(quiet: bool) -> indicatif::ProgressBar {
     if quiet || !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
@@ -521,6 +605,7 @@ fn main() -> ExitCode {
         Command::Info(args) => info::run(&args.input, args.json),
         Command::Summary(args) => run_summary(*args, cli.quiet),
         Command::Merge(args) => run_merge(*args, cli.quiet),
+        Command::Query(args) => run_query(*args, cli.quiet),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

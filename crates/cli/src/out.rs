@@ -35,3 +35,54 @@ pub fn stderr_line(text: &str) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{text}");
 }
+
+/// Standard output as a buffered writer that notes when its reader has gone (a closed
+/// pipe), so the command can end quietly instead of reporting an error.
+pub struct Stdout {
+    inner: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    closed: bool,
+    failed: Option<String>,
+}
+
+impl Stdout {
+    pub fn new() -> Self {
+        Stdout {
+            inner: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
+            closed: false,
+            failed: None,
+        }
+    }
+
+    /// Whether a write failed because the reader closed the pipe.
+    pub fn closed(&self) -> bool {
+        self.closed
+    }
+
+    /// The first other write error, if any (`> /dev/full`).
+    pub fn failed(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    fn note<T>(&mut self, r: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &r {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                self.closed = true;
+            } else if self.failed.is_none() {
+                self.failed = Some(e.to_string());
+            }
+        }
+        r
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let r = self.inner.write(buf);
+        self.note(r)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let r = self.inner.flush();
+        self.note(r)
+    }
+}

@@ -14,6 +14,7 @@ mod ids;
 mod merge;
 mod produce;
 mod query;
+mod sql;
 mod value;
 mod views;
 
@@ -27,6 +28,8 @@ pub use detect::looks_like_sqlite;
 pub use merge::{merge, RocpdSink};
 pub use produce::{convert_into, produce};
 pub use query::{RowStream, TableQuery};
+pub use sql::{split_statements, ReadOnlySql, SqlValue};
+pub use views::ANALYSIS_VIEW_NAMES;
 
 /// How a database is opened.
 #[derive(Debug, Clone)]

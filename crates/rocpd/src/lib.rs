@@ -12,6 +12,7 @@
 //!   iterators (chunks of all tables, or one table as an Arrow `RecordBatchReader`).
 //! * [`Inputs::convert`]: a whole conversion ([`Conversion`]: formats, filters, window,
 //!   split), returning the run report; [`Inputs::summary`]: the flat profile;
+//!   [`Inputs::query`]: SQL over the views of a merged database of the inputs;
 //!   [`Inputs::run`]: any [`Sink`] of your own.
 //!
 //! ```
@@ -37,6 +38,7 @@ mod events;
 mod expand;
 mod info;
 mod open;
+mod query;
 mod summary;
 mod window;
 
@@ -45,9 +47,13 @@ pub use events::{Chunks, EventOptions, TableReader};
 pub use expand::{expand, unrecognised, Expanded};
 pub use info::{span_len, AgentInfo, Info, ProcessInfo, TimeSpan};
 pub use open::{Inputs, OpenOptions, Origin, CACHE_BUDGET_KIB, INDEPENDENT_GROUP, KEEP_OPEN};
+pub use query::{query_output_path, Query, QueryFormat, QueryResult};
 pub use summary::{SummaryFormat, SummaryOptions, SummaryRun};
 pub use window::{Selection, Span, WindowRequest};
 
+/// The analysis and summary views of a merged database (and of `rocpd query`), in
+/// the order AMD's schema lists them; their columns are in `formats/rocpd/README.md`.
+pub use rocpd_db::ANALYSIS_VIEW_NAMES as ANALYSIS_VIEWS;
 pub use rocpd_model::AgentIndexMode;
 pub use rocpd_model::{Catalog, Error, Projection, Result, Table};
 pub use rocpd_otf2::Otf2Options;

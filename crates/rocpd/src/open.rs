@@ -160,17 +160,7 @@ impl Inputs {
         if rocprof.is_empty() && proton.is_empty() {
             return Ok(());
         }
-        let dir = tempfile::Builder::new()
-            .prefix("rocpd-import-")
-            .tempdir()
-            .map_err(|e| {
-                Error::output(
-                    std::env::temp_dir(),
-                    format!("cannot create a temporary directory for imported inputs: {e}"),
-                )
-            })?;
-        // Registered at once, so an interrupted import leaves nothing behind.
-        let registered = Registered::new(dir.path());
+        let (dir, registered) = private_tempdir("rocpd-import-", "imported inputs")?;
         let imports = Arc::new(ImportDir {
             dir,
             _registered: registered,
@@ -507,6 +497,22 @@ impl Keepalive {
         let (first, path) = &self.dbs[k];
         open_source(path, *first, self.cache_kib)
     }
+}
+
+/// A new private directory (`$TMPDIR/<prefix>*`) for `what`, registered at once so that
+/// an interrupted run leaves nothing behind; removed when both are dropped.
+pub(crate) fn private_tempdir(prefix: &str, what: &str) -> Result<(tempfile::TempDir, Registered)> {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .map_err(|e| {
+            Error::output(
+                std::env::temp_dir(),
+                format!("cannot create a temporary directory for {what}: {e}"),
+            )
+        })?;
+    let registered = Registered::new(dir.path());
+    Ok((dir, registered))
 }
 
 /// Opens the database at `path` as a source numbered from `first`, with its share of the

@@ -58,7 +58,9 @@ fn cells(v: &View, by_rank: bool) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn csv_field(s: &str) -> String {
+/// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break, with
+/// quotes doubled.
+pub fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
