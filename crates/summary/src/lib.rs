@@ -102,6 +102,48 @@ pub struct Row {
     pub stddev_ns: f64,
 }
 
+impl Row {
+    /// The rows as one (a whole domain, e.g. every HIP call): calls and totals added, the
+    /// extremes of the extremes, and the sample standard deviation of all the events
+    /// together, recovered from each row's count, mean and deviation (the pooled sums of
+    /// squares of Chan et al.), so no event is needed twice. `percent` is left at 100:
+    /// the caller knows what the share is of. `None` for no rows or no calls.
+    pub fn combine(name: String, rows: &[Row]) -> Option<Row> {
+        let calls: u64 = rows.iter().map(|r| r.calls).sum();
+        if calls == 0 {
+            return None;
+        }
+        let total: i128 = rows.iter().map(|r| r.total_ns).sum();
+        let mean = total as f64 / calls as f64;
+        let m2: f64 = rows
+            .iter()
+            .filter(|r| r.calls > 0)
+            .map(|r| {
+                let own = r.stddev_ns * r.stddev_ns * (r.calls - 1) as f64;
+                let shift = r.average_ns - mean;
+                own + r.calls as f64 * shift * shift
+            })
+            .sum();
+        let live = rows.iter().filter(|r| r.calls > 0);
+        Some(Row {
+            pid: None,
+            hostname: None,
+            name,
+            calls,
+            total_ns: total,
+            average_ns: mean,
+            percent: 100.0,
+            min_ns: live.clone().map(|r| r.min_ns).min().unwrap_or(0),
+            max_ns: live.map(|r| r.max_ns).max().unwrap_or(0),
+            stddev_ns: if calls > 1 {
+                (m2 / (calls - 1) as f64).max(0.0).sqrt()
+            } else {
+                0.0
+            },
+        })
+    }
+}
+
 /// One view: a named table of rows, sorted by total duration, longest first.
 #[derive(Debug, Clone, Serialize)]
 pub struct View {
@@ -353,6 +395,43 @@ mod tests {
         assert_eq!((s.calls, s.total, s.min, s.max), (6, 60, 0, 24));
         assert!((s.mean - mean).abs() < 1e-9);
         assert!((s.m2 / (n - 1.0) - var).abs() < 1e-6);
+    }
+
+    #[test]
+    fn combined_rows_equal_the_statistics_of_all_their_events() {
+        let groups: [&[u64]; 3] = [&[3, 7, 7], &[19], &[24, 0, 5, 5]];
+        let row = |name: &str, xs: &[u64]| {
+            let mut s = Stats::default();
+            for &x in xs {
+                s.add(x);
+            }
+            Row {
+                pid: None,
+                hostname: None,
+                name: name.into(),
+                calls: s.calls,
+                total_ns: s.total,
+                average_ns: s.total as f64 / s.calls as f64,
+                percent: 0.0,
+                min_ns: s.min,
+                max_ns: s.max,
+                stddev_ns: if s.calls > 1 {
+                    (s.m2 / (s.calls - 1) as f64).sqrt()
+                } else {
+                    0.0
+                },
+            }
+        };
+        let rows: Vec<Row> = groups.iter().map(|g| row("x", g)).collect();
+        let all: Vec<u64> = groups.iter().flat_map(|g| g.iter().copied()).collect();
+        let whole = row("all", &all);
+        let c = Row::combine("all".into(), &rows).unwrap();
+        assert_eq!((c.calls, c.total_ns, c.min_ns, c.max_ns), (8, 70, 0, 24));
+        assert!((c.average_ns - whole.average_ns).abs() < 1e-9);
+        assert!((c.stddev_ns - whole.stddev_ns).abs() < 1e-9, "{c:?} {whole:?}");
+        assert!(Row::combine("none".into(), &[]).is_none());
+        let one = Row::combine("one".into(), &rows[1..2]).unwrap();
+        assert_eq!((one.calls, one.stddev_ns), (1, 0.0));
     }
 
     #[test]
