@@ -48,6 +48,7 @@ pub use open::{Inputs, OpenOptions, Origin, CACHE_BUDGET_KIB, INDEPENDENT_GROUP,
 pub use summary::{SummaryFormat, SummaryOptions, SummaryRun};
 pub use window::{Selection, Span, WindowRequest};
 
+pub use rocpd_csv::CsvOptions;
 pub use rocpd_model::AgentIndexMode;
 pub use rocpd_model::{Catalog, Error, Projection, Result, Table};
 pub use rocpd_otf2::Otf2Options;
