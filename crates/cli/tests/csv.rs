@@ -37,14 +37,18 @@ struct Events {
     agents: BTreeSet<String>,
 }
 
-fn events(inputs: &[PathBuf]) -> Events {
-    let mut inp = rocpd::Inputs::open(inputs, &Default::default()).unwrap();
+fn events(input: &Path) -> Events {
+    let mut inp = rocpd::Inputs::open(&[input], &Default::default()).unwrap();
     let cat = inp.catalog().clone();
     let mut ev = Events::default();
     for a in &cat.agents {
         ev.agents.insert(format!(
             "{}|{}|{:?}|{}|{:?}",
-            cat.sources[a.source as usize].guid, a.id, a.logical_index, a.agent_type, a.product_name
+            cat.sources[a.source as usize].guid,
+            a.id,
+            a.logical_index,
+            a.agent_type,
+            a.product_name
         ));
     }
     let opts = rocpd::EventOptions {
@@ -160,10 +164,17 @@ fn assert_same(original: &Events, reread: &Events) {
             assert_eq!(g, w, "{kind}");
         }
     }
-    assert_eq!(original.counters.len(), reread.counters.len(), "counter groups");
+    assert_eq!(
+        original.counters.len(),
+        reread.counters.len(),
+        "counter groups"
+    );
     for (k, v) in &original.counters {
         let g = reread.counters[k];
-        assert!((g - v).abs() <= 1e-9 * v.abs().max(1.0), "{k:?}: {g} != {v}");
+        assert!(
+            (g - v).abs() <= 1e-9 * v.abs().max(1.0),
+            "{k:?}: {g} != {v}"
+        );
     }
     assert_eq!(original.agents, reread.agents);
 }
@@ -184,16 +195,22 @@ fn the_generated_fixture_reads_back_to_the_same_events() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("csv");
     csv_convert(generated().to_str().unwrap(), &out, &[]);
-    let original = events(&[generated()]);
-    let reread = events(&[out.clone()]);
+    let original = events(&generated());
+    let reread = events(&out);
     assert_same(&original, &reread);
     for kind in ["api", "marker", "kernel", "copy", "allocation", "scratch"] {
-        assert!(original.keys.get(kind).is_some_and(|v| !v.is_empty()), "{kind}");
+        assert!(
+            original.keys.get(kind).is_some_and(|v| !v.is_empty()),
+            "{kind}"
+        );
     }
     assert!(!original.counters.is_empty());
     // Quotes, commas and newlines in kernel names and marker texts came back whole.
     let has = |kind: &str, text: &str| reread.keys[kind].iter().any(|k| k.contains(text));
-    assert!(has("kernel", "|void quote_kernel<\"fast\", 2>(float*, int)|"));
+    assert!(has(
+        "kernel",
+        "|void quote_kernel<\"fast\", 2>(float*, int)|"
+    ));
     assert!(has("kernel", "|newline_kernel\n(int, float)|"));
     assert!(has("marker", "|checkpoint, \"epoch\" ü|"));
     // Python's csv module (or any reader) sees the same records: the reader above is ours,
@@ -213,8 +230,8 @@ fn a_real_rocprofv3_trace_reads_back_to_the_same_events() {
     let out = tmp.path().join("csv");
     let json = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/rocprofv3-json");
     csv_convert(json.to_str().unwrap(), &out, &["--stats"]);
-    let original = events(&[json]);
-    let reread = events(&[out.clone()]);
+    let original = events(&json);
+    let reread = events(&out);
     assert_eq!(original.keys["kernel"].len(), 43_915);
     assert_same(&original, &reread);
     assert_eq!(original.agents.len(), 10);
@@ -232,8 +249,8 @@ fn real_rocprofv3_csv_files_read_back_to_the_same_events() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/rocprofv3-csv-llamacpp");
     let out = tmp.path().join("csv");
     csv_convert(src.to_str().unwrap(), &out, &[]);
-    let original = events(&[src]);
-    let reread = events(&[out]);
+    let original = events(&src);
+    let reread = events(&out);
     assert!(original.keys["kernel"].len() > 1000);
     assert_same(&original, &reread);
 }
@@ -251,7 +268,11 @@ fn kernel_rows(dir: &Path) -> Vec<(String, i64, i64)> {
         let (g, d, s) = (at("Guid"), at("Dispatch_Id"), at("Start_Timestamp"));
         for rec in r.records() {
             let rec = rec.unwrap();
-            v.push((rec[g].to_string(), rec[d].parse().unwrap(), rec[s].parse().unwrap()));
+            v.push((
+                rec[g].to_string(),
+                rec[d].parse().unwrap(),
+                rec[s].parse().unwrap(),
+            ));
         }
     }
     v.sort();
@@ -266,26 +287,36 @@ fn splits_write_one_set_per_part_named_like_the_other_formats() {
     let all = kernel_rows(&whole);
 
     let by_process = tmp.path().join("process");
-    csv_convert(generated().to_str().unwrap(), &by_process, &["--split-by", "process", "--stats"]);
+    csv_convert(
+        generated().to_str().unwrap(),
+        &by_process,
+        &["--split-by", "process", "--stats"],
+    );
     let names = files_in(&by_process);
     for pid in [4000, 4037, 4074] {
-        for kind in ["kernel_trace", "hip_api_trace", "agent_info", "kernel_stats"] {
+        for kind in [
+            "kernel_trace",
+            "hip_api_trace",
+            "agent_info",
+            "kernel_stats",
+        ] {
             let f = format!("t.pid-{pid}_{kind}.csv");
             assert!(names.contains(&f), "{f} missing: {names:?}");
         }
         // A part holds its own process only, agents included.
-        let mut r = csv::Reader::from_path(by_process.join(format!("t.pid-{pid}_agent_info.csv"))).unwrap();
-        let guids: BTreeSet<String> = r.records().map(|x| x.unwrap()[0].to_string()).collect();
-        assert_eq!(guids.len(), 1);
-        let kernels: BTreeSet<String> = kernel_rows(&by_process)
-            .into_iter()
-            .map(|k| k.0)
-            .collect();
-        assert_eq!(kernels.len(), 3);
+        let guids = |kind: &str| -> BTreeSet<String> {
+            let f = by_process.join(format!("t.pid-{pid}_{kind}.csv"));
+            let mut r = csv::Reader::from_path(f).unwrap();
+            r.records().map(|x| x.unwrap()[0].to_string()).collect()
+        };
+        assert_eq!(guids("agent_info").len(), 1);
+        assert_eq!(guids("agent_info"), guids("kernel_trace"));
+        assert_eq!(guids("hip_api_trace"), guids("kernel_trace"));
     }
     assert_eq!(kernel_rows(&by_process), all);
     let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(by_process.join("t_results.manifest.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(by_process.join("t_results.manifest.json")).unwrap())
+            .unwrap();
     let listed: BTreeSet<String> = manifest["outputs"]
         .as_array()
         .unwrap()
@@ -296,21 +327,31 @@ fn splits_write_one_set_per_part_named_like_the_other_formats() {
     on_disk.remove("t_results.manifest.json");
     assert_eq!(listed, on_disk);
     // Each part reads back as its own processes: the parts together are the whole.
-    let reread = events(&[by_process.clone()]);
-    let original = events(&[generated()]);
+    let reread = events(&by_process);
+    let original = events(&generated());
     assert_eq!(reread.keys["kernel"], original.keys["kernel"]);
 
     let by_time = tmp.path().join("time");
-    csv_convert(generated().to_str().unwrap(), &by_time, &["--split-by", "time", "--split-count", "3"]);
+    csv_convert(
+        generated().to_str().unwrap(),
+        &by_time,
+        &["--split-by", "time", "--split-count", "3"],
+    );
     let names = files_in(&by_time);
     for part in ["part-001_of_003", "part-002_of_003", "part-003_of_003"] {
-        assert!(names.contains(&format!("t.{part}_kernel_trace.csv")), "{names:?}");
+        assert!(
+            names.contains(&format!("t.{part}_kernel_trace.csv")),
+            "{names:?}"
+        );
     }
     assert_eq!(kernel_rows(&by_time), all);
     // Parts are in time order: every kernel of part 1 starts before every kernel of part 2.
     let part = |p: &str| -> Vec<i64> {
-        let mut r = csv::Reader::from_path(by_time.join(format!("t.{p}_kernel_trace.csv"))).unwrap();
-        r.records().map(|x| x.unwrap()[10].parse().unwrap()).collect()
+        let mut r =
+            csv::Reader::from_path(by_time.join(format!("t.{p}_kernel_trace.csv"))).unwrap();
+        r.records()
+            .map(|x| x.unwrap()[10].parse().unwrap())
+            .collect()
     };
     let (a, b) = (part("part-001_of_003"), part("part-002_of_003"));
     assert!(a.iter().max() < b.iter().min());
@@ -320,13 +361,24 @@ fn splits_write_one_set_per_part_named_like_the_other_formats() {
 fn filters_and_windows_apply() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("kernels");
-    csv_convert(generated().to_str().unwrap(), &out, &["--include", "kind=kernel"]);
+    csv_convert(
+        generated().to_str().unwrap(),
+        &out,
+        &["--include", "kind=kernel"],
+    );
     assert_eq!(
         files_in(&out),
-        BTreeSet::from(["t_agent_info.csv".to_string(), "t_kernel_trace.csv".to_string()])
+        BTreeSet::from([
+            "t_agent_info.csv".to_string(),
+            "t_kernel_trace.csv".to_string()
+        ])
     );
     let out = tmp.path().join("no-hsa");
-    csv_convert(generated().to_str().unwrap(), &out, &["--exclude", "category=hsa_api"]);
+    csv_convert(
+        generated().to_str().unwrap(),
+        &out,
+        &["--exclude", "category=hsa_api"],
+    );
     assert!(!out.join("t_hsa_api_trace.csv").exists());
     assert!(out.join("t_hip_api_trace.csv").exists());
     // A window keeps the kernels wholly inside it, as for every format.
@@ -336,12 +388,23 @@ fn filters_and_windows_apply() {
         d
     });
     let out = tmp.path().join("window");
-    csv_convert(generated().to_str().unwrap(), &out, &["--start", "25%", "--end", "75%"]);
+    csv_convert(
+        generated().to_str().unwrap(),
+        &out,
+        &["--start", "25%", "--end", "75%"],
+    );
     let kept = kernel_rows(&out);
     assert!(!kept.is_empty() && kept.len() < all.len());
     let pftrace = tmp.path().join("pf");
-    let trace = convert(&[generated()], &pftrace, &["--start", "25%", "--end", "75%"]);
-    assert_eq!(decode(&trace).slices_by_category["kernel_dispatch"], kept.len() as u64);
+    let trace = convert(
+        &[generated()],
+        &pftrace,
+        &["--start", "25%", "--end", "75%"],
+    );
+    assert_eq!(
+        decode(&trace).slices_by_category["kernel_dispatch"],
+        kept.len() as u64
+    );
 }
 
 #[test]
@@ -374,8 +437,19 @@ fn the_report_lists_every_file_and_stats_need_csv() {
         .iter()
         .find(|o| o["path"].as_str().unwrap().ends_with("t_kernel_trace.csv"))
         .unwrap();
-    assert_eq!(kernels["rows"]["kernel_dispatch"], r["rows_in"]["kernel_dispatch"]);
-    let o = rocpd(&["convert", "-i", generated().to_str().unwrap(), "-f", "pftrace", "--stats", "-d"]);
+    assert_eq!(
+        kernels["rows"]["kernel_dispatch"],
+        r["rows_in"]["kernel_dispatch"]
+    );
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        generated().to_str().unwrap(),
+        "-f",
+        "pftrace",
+        "--stats",
+        "-d",
+    ]);
     assert_ne!(o.status.code(), Some(0));
     let o = rocpd(&[
         "convert",
@@ -406,7 +480,11 @@ fn a_bad_input_row_leaves_no_csv_file() {
         .unwrap();
     // The last dispatch in time: the other files have rows by then.
     let id: i64 = c
-        .query_row(&format!("SELECT id FROM \"{kd}\" ORDER BY start DESC LIMIT 1"), [], |r| r.get(0))
+        .query_row(
+            &format!("SELECT id FROM \"{kd}\" ORDER BY start DESC LIMIT 1"),
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     c.execute_batch(&format!(
         "PRAGMA foreign_keys = OFF; PRAGMA ignore_check_constraints = ON; \
@@ -414,15 +492,31 @@ fn a_bad_input_row_leaves_no_csv_file() {
     ))
     .unwrap();
     drop(c);
-    for extra in [&[][..], &["--split-by", "time", "--split-count", "4"][..], &["--stats"][..]] {
+    for extra in [
+        &[][..],
+        &["--split-by", "time", "--split-count", "4"][..],
+        &["--stats"][..],
+    ] {
         let out = tmp.path().join(format!("out{}", extra.len()));
-        let mut args = vec!["convert", "-i", db.to_str().unwrap(), "-f", "csv", "-d", out.to_str().unwrap()];
+        let mut args = vec![
+            "convert",
+            "-i",
+            db.to_str().unwrap(),
+            "-f",
+            "csv",
+            "-d",
+            out.to_str().unwrap(),
+        ];
         args.extend_from_slice(extra);
         let o = rocpd(&args);
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
         let e = stderr(&o);
         assert!(e.contains(&format!("table {kd}, row id {id}")), "{e}");
-        let left = if out.exists() { files_in(&out) } else { BTreeSet::new() };
+        let left = if out.exists() {
+            files_in(&out)
+        } else {
+            BTreeSet::new()
+        };
         assert!(left.is_empty(), "{extra:?}: left {left:?}");
     }
 }

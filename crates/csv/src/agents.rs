@@ -186,7 +186,10 @@ mod tests {
         assert_eq!(f.len(), AGENT_HEADER.len());
         let at = |c: &str| f[AGENT_HEADER.iter().position(|h| *h == c).unwrap()].clone();
         assert_eq!(at("Guid"), "g-1");
-        assert_eq!((at("Node_Id"), at("Logical_Node_Id")), ("9".into(), "9".into()));
+        assert_eq!(
+            (at("Node_Id"), at("Logical_Node_Id")),
+            ("9".into(), "9".into())
+        );
         assert_eq!(at("Agent_Type"), "GPU");
         assert_eq!(at("Simd_Count"), "1024");
         assert_eq!(at("Device_Id"), "30112");
@@ -196,7 +199,10 @@ mod tests {
         assert_eq!(at("Fw_Version"), "38");
         assert_eq!(at("Sdma_Fw_Version"), "12");
         // WatchPointsSupported is bit 7, WatchPointsTotalBits bits 8-11, DoorbellType 12-13.
-        assert_eq!(at("Capability"), ((1 << 7) | (2 << 8) | (2 << 12)).to_string());
+        assert_eq!(
+            at("Capability"),
+            ((1 << 7) | (2 << 8) | (2 << 12)).to_string()
+        );
         assert_eq!(at("Product_Name"), "AMD Instinct \"MI350X\"");
         assert_eq!(at("Name"), "gfx950");
         assert_eq!(at("Num_Gws"), "");
@@ -204,7 +210,8 @@ mod tests {
 
     #[test]
     fn flat_records_of_imported_csv_files_read_the_same() {
-        let ext = r#"{"node_id":9,"workgroup_max_dim_x":256,"capability":12345,"local_mem_size":0}"#;
+        let ext =
+            r#"{"node_id":9,"workgroup_max_dim_x":256,"capability":12345,"local_mem_size":0}"#;
         let mut line = Line::default();
         agent_row(&mut line, "g", &agent(ext));
         let f = fields(&mut line);

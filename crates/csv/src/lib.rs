@@ -32,13 +32,15 @@ use arrow_array::{Array, BooleanArray, RecordBatch, StringArray};
 use rocpd_model::hash::FastMap;
 use rocpd_model::naming::{allocation_operation, output_category};
 use rocpd_model::view::{gi, gs, oi, os, strs, Cols};
-use rocpd_model::{AgentIndexMode, Catalog, CatalogIndex, Error, EventBatch, Projection, Result, Table};
+use rocpd_model::{
+    AgentIndexMode, Catalog, CatalogIndex, Error, EventBatch, Projection, Result, Table,
+};
 use rocpd_pipeline::{Chunk, OutputFile, OutputReport, Sink, TableCounts};
 use rocpd_summary::{Summary, SummarySink};
 
 pub use layout::{
-    StatsFile, TraceFile, AGENT_HEADER, ALLOCATION_HEADER, API_HEADER, COPY_HEADER,
-    COUNTER_HEADER, KERNEL_HEADER, SCRATCH_HEADER, STATS_HEADER,
+    StatsFile, TraceFile, AGENT_HEADER, ALLOCATION_HEADER, API_HEADER, COPY_HEADER, COUNTER_HEADER,
+    KERNEL_HEADER, SCRATCH_HEADER, STATS_HEADER,
 };
 
 /// Write buffer of each open CSV file: a split keeps many sets open at once.
@@ -292,7 +294,9 @@ impl Sink for CsvSink {
         let extdata: Vec<Option<&StringArray>> = chunk
             .batches
             .iter()
-            .map(|b| (b.table == Table::MemoryAllocation).then(|| strs(&b.batch, b.table, "extdata")))
+            .map(|b| {
+                (b.table == Table::MemoryAllocation).then(|| strs(&b.batch, b.table, "extdata"))
+            })
             .collect();
         for (bi, r) in chunk.time_order() {
             let table = chunk.batches[bi].table;
@@ -317,7 +321,11 @@ impl Sink for CsvSink {
                     let file = TraceFile::of_api_category(output_category(category));
                     let file = match (table, file) {
                         (_, None) => {
-                            let why = if table == Table::Sample { SKIP_SAMPLE } else { SKIP_API };
+                            let why = if table == Table::Sample {
+                                SKIP_SAMPLE
+                            } else {
+                                SKIP_API
+                            };
                             *self.skipped.entry(why).or_default() += 1;
                             continue;
                         }
@@ -597,8 +605,9 @@ impl CsvSink {
     fn flush_counters(&mut self, bound: Option<i64>, cat: &Catalog) -> Result<()> {
         let labels = &self.labels;
         let files = &mut self.files;
-        let write_label =
-            |source: u32, agent: Option<i64>, line: &mut text::Line| agent_field(labels, line, source, agent);
+        let write_label = |source: u32, agent: Option<i64>, line: &mut text::Line| {
+            agent_field(labels, line, source, agent)
+        };
         self.counters.flush(
             bound,
             cat,
@@ -606,7 +615,12 @@ impl CsvSink {
             &write_label,
             &mut self.line,
             &mut |bytes, rows| {
-                files.emit(TraceFile::CounterCollection, Some(Table::PmcValue), rows, bytes)
+                files.emit(
+                    TraceFile::CounterCollection,
+                    Some(Table::PmcValue),
+                    rows,
+                    bytes,
+                )
             },
         )
     }

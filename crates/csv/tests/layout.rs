@@ -94,20 +94,39 @@ fn sql_sum(inputs: &[PathBuf], sql: &str) -> i64 {
 /// and `Allocation_Size` in scratch_memory_trace).
 fn documented() -> BTreeMap<&'static str, &'static str> {
     let api = r#""Guid","Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp","End_Timestamp""#;
-    let stats = r#""Name","Calls","TotalDurationNs","AverageNs","Percentage","MinNs","MaxNs","StdDev""#;
+    let stats =
+        r#""Name","Calls","TotalDurationNs","AverageNs","Percentage","MinNs","MaxNs","StdDev""#;
     let mut m = BTreeMap::from([
-        ("kernel_trace", r#""Guid","Kind","Agent_Id","Queue_Id","Stream_Id","Thread_Id","Dispatch_Id","Kernel_Id","Kernel_Name","Correlation_Id","Start_Timestamp","End_Timestamp","LDS_Block_Size","Scratch_Size","VGPR_Count","Accum_VGPR_Count","SGPR_Count","Workgroup_Size_X","Workgroup_Size_Y","Workgroup_Size_Z","Grid_Size_X","Grid_Size_Y","Grid_Size_Z""#),
+        (
+            "kernel_trace",
+            r#""Guid","Kind","Agent_Id","Queue_Id","Stream_Id","Thread_Id","Dispatch_Id","Kernel_Id","Kernel_Name","Correlation_Id","Start_Timestamp","End_Timestamp","LDS_Block_Size","Scratch_Size","VGPR_Count","Accum_VGPR_Count","SGPR_Count","Workgroup_Size_X","Workgroup_Size_Y","Workgroup_Size_Z","Grid_Size_X","Grid_Size_Y","Grid_Size_Z""#,
+        ),
         ("hip_api_trace", api),
         ("hsa_api_trace", api),
         ("marker_api_trace", api),
         ("rccl_api_trace", api),
         ("rocdecode_api_trace", api),
         ("rocjpeg_api_trace", api),
-        ("memory_copy_trace", r#""Guid","Kind","Direction","Stream_Id","Source_Agent_Id","Destination_Agent_Id","Correlation_Id","Start_Timestamp","End_Timestamp""#),
-        ("memory_allocation_trace", r#""Guid","Kind","Operation","Agent_Id","Allocation_Size","Address","Correlation_Id","Start_Timestamp","End_Timestamp""#),
-        ("scratch_memory_trace", r#""Guid","Kind","Operation","Agent_Id","Queue_Id","Thread_Id","Alloc_Flags","Start_Timestamp","End_Timestamp","Allocation_Size""#),
-        ("counter_collection", r#""Guid","Correlation_Id","Dispatch_Id","Agent_Id","Queue_Id","Process_Id","Thread_Id","Grid_Size","Kernel_Id","Kernel_Name","Workgroup_Size","LDS_Block_Size","Scratch_Size","VGPR_Count","Accum_VGPR_Count","SGPR_Count","Counter_Name","Counter_Value","Start_Timestamp","End_Timestamp""#),
-        ("agent_info", r#""Guid","Node_Id","Logical_Node_Id","Agent_Type","Cpu_Cores_Count","Simd_Count","Cpu_Core_Id_Base","Simd_Id_Base","Max_Waves_Per_Simd","Lds_Size_In_Kb","Gds_Size_In_Kb","Num_Gws","Wave_Front_Size","Num_Xcc","Cu_Count","Array_Count","Num_Shader_Banks","Simd_Arrays_Per_Engine","Cu_Per_Simd_Array","Simd_Per_Cu","Max_Slots_Scratch_Cu","Gfx_Target_Version","Vendor_Id","Device_Id","Location_Id","Domain","Drm_Render_Minor","Num_Sdma_Engines","Num_Sdma_Xgmi_Engines","Num_Sdma_Queues_Per_Engine","Num_Cp_Queues","Max_Engine_Clk_Ccompute","Max_Engine_Clk_Fcompute","Sdma_Fw_Version","Fw_Version","Capability","Cu_Per_Engine","Max_Waves_Per_Cu","Family_Id","Workgroup_Max_Size","Grid_Max_Size","Local_Mem_Size","Hive_Id","Gpu_Id","Workgroup_Max_Dim_X","Workgroup_Max_Dim_Y","Workgroup_Max_Dim_Z","Grid_Max_Dim_X","Grid_Max_Dim_Y","Grid_Max_Dim_Z","Name","Vendor_Name","Product_Name","Model_Name""#),
+        (
+            "memory_copy_trace",
+            r#""Guid","Kind","Direction","Stream_Id","Source_Agent_Id","Destination_Agent_Id","Correlation_Id","Start_Timestamp","End_Timestamp""#,
+        ),
+        (
+            "memory_allocation_trace",
+            r#""Guid","Kind","Operation","Agent_Id","Allocation_Size","Address","Correlation_Id","Start_Timestamp","End_Timestamp""#,
+        ),
+        (
+            "scratch_memory_trace",
+            r#""Guid","Kind","Operation","Agent_Id","Queue_Id","Thread_Id","Alloc_Flags","Start_Timestamp","End_Timestamp","Allocation_Size""#,
+        ),
+        (
+            "counter_collection",
+            r#""Guid","Correlation_Id","Dispatch_Id","Agent_Id","Queue_Id","Process_Id","Thread_Id","Grid_Size","Kernel_Id","Kernel_Name","Workgroup_Size","LDS_Block_Size","Scratch_Size","VGPR_Count","Accum_VGPR_Count","SGPR_Count","Counter_Name","Counter_Value","Start_Timestamp","End_Timestamp""#,
+        ),
+        (
+            "agent_info",
+            r#""Guid","Node_Id","Logical_Node_Id","Agent_Type","Cpu_Cores_Count","Simd_Count","Cpu_Core_Id_Base","Simd_Id_Base","Max_Waves_Per_Simd","Lds_Size_In_Kb","Gds_Size_In_Kb","Num_Gws","Wave_Front_Size","Num_Xcc","Cu_Count","Array_Count","Num_Shader_Banks","Simd_Arrays_Per_Engine","Cu_Per_Simd_Array","Simd_Per_Cu","Max_Slots_Scratch_Cu","Gfx_Target_Version","Vendor_Id","Device_Id","Location_Id","Domain","Drm_Render_Minor","Num_Sdma_Engines","Num_Sdma_Xgmi_Engines","Num_Sdma_Queues_Per_Engine","Num_Cp_Queues","Max_Engine_Clk_Ccompute","Max_Engine_Clk_Fcompute","Sdma_Fw_Version","Fw_Version","Capability","Cu_Per_Engine","Max_Waves_Per_Cu","Family_Id","Workgroup_Max_Size","Grid_Max_Size","Local_Mem_Size","Hive_Id","Gpu_Id","Workgroup_Max_Dim_X","Workgroup_Max_Dim_Y","Workgroup_Max_Dim_Z","Grid_Max_Dim_X","Grid_Max_Dim_Y","Grid_Max_Dim_Z","Name","Vendor_Name","Product_Name","Model_Name""#,
+        ),
     ]);
     for f in StatsFile::ALL {
         m.insert(f.name(), stats);
@@ -120,9 +139,10 @@ fn every_file_has_its_documented_header_line() {
     let tmp = tempfile::tempdir().unwrap();
     let reports = convert(&fixtures(), tmp.path(), stats_options());
     let docs = documented();
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../formats/csv/README.md"))
-            .unwrap();
+    let readme = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../formats/csv/README.md"),
+    )
+    .unwrap();
     let mut seen = BTreeSet::new();
     for r in &reports {
         let name = r.path.file_name().unwrap().to_str().unwrap();
@@ -162,7 +182,11 @@ fn every_file_has_its_documented_header_line() {
             .collect::<Vec<_>>()
             .join(",");
         assert_eq!(line, docs[f.name()], "{}", f.name());
-        assert!(readme.contains(&format!("`{line}`")), "README lacks the header of {}", f.name());
+        assert!(
+            readme.contains(&format!("`{line}`")),
+            "README lacks the header of {}",
+            f.name()
+        );
     }
     let stats = STATS_HEADER
         .iter()
@@ -189,10 +213,16 @@ fn rows_equal_the_inputs_in_time_order_with_every_process() {
         ))
     };
     let kernels = file("kernel_trace");
-    assert_eq!(kernels.rows.len(), count("SELECT COUNT(*) FROM rocpd_kernel_dispatch"));
+    assert_eq!(
+        kernels.rows.len(),
+        count("SELECT COUNT(*) FROM rocpd_kernel_dispatch")
+    );
     assert_eq!(file("hip_api_trace").rows.len(), api("HIP\\_%' ESCAPE '\\"));
     assert_eq!(file("hsa_api_trace").rows.len(), api("HSA\\_%' ESCAPE '\\"));
-    assert_eq!(file("rccl_api_trace").rows.len(), api("RCCL\\_%' ESCAPE '\\"));
+    assert_eq!(
+        file("rccl_api_trace").rows.len(),
+        api("RCCL\\_%' ESCAPE '\\")
+    );
     // Markers: the marker regions and the marker samples (zero-length ranges).
     let marker_samples = count(
         "SELECT COUNT(*) FROM rocpd_sample X JOIN rocpd_event E ON E.id = X.event_id \
@@ -201,7 +231,10 @@ fn rows_equal_the_inputs_in_time_order_with_every_process() {
     assert!(marker_samples > 0);
     let markers = file("marker_api_trace");
     assert_eq!(markers.rows.len(), api("MARKER%") + marker_samples);
-    assert_eq!(file("memory_copy_trace").rows.len(), count("SELECT COUNT(*) FROM rocpd_memory_copy"));
+    assert_eq!(
+        file("memory_copy_trace").rows.len(),
+        count("SELECT COUNT(*) FROM rocpd_memory_copy")
+    );
     let allocs = file("memory_allocation_trace");
     assert_eq!(
         allocs.rows.len(),
@@ -223,7 +256,10 @@ fn rows_equal_the_inputs_in_time_order_with_every_process() {
         }
     }
     for a in allocs.col("Address") {
-        assert!(a.is_empty() || (a.len() == 18 && a.starts_with("0x")), "{a}");
+        assert!(
+            a.is_empty() || (a.len() == 18 && a.starts_with("0x")),
+            "{a}"
+        );
     }
     // Every process is in every file, in one time order (start ascending, end descending).
     let guids: BTreeSet<String> = inputs
@@ -231,11 +267,21 @@ fn rows_equal_the_inputs_in_time_order_with_every_process() {
         .map(|p| {
             rusqlite::Connection::open(p)
                 .unwrap()
-                .query_row("SELECT value FROM rocpd_metadata WHERE tag = 'guid'", [], |r| r.get(0))
+                .query_row(
+                    "SELECT value FROM rocpd_metadata WHERE tag = 'guid'",
+                    [],
+                    |r| r.get(0),
+                )
                 .unwrap()
         })
         .collect();
-    for f in ["kernel_trace", "hip_api_trace", "marker_api_trace", "memory_copy_trace", "counter_collection"] {
+    for f in [
+        "kernel_trace",
+        "hip_api_trace",
+        "marker_api_trace",
+        "memory_copy_trace",
+        "counter_collection",
+    ] {
         let p = file(f);
         let got: BTreeSet<String> = p.col("Guid").iter().map(|g| g.to_string()).collect();
         assert_eq!(got, guids, "{f}");
@@ -245,14 +291,23 @@ fn rows_equal_the_inputs_in_time_order_with_every_process() {
             .zip(p.ints("End_Timestamp"))
             .map(|(s, e)| (s, std::cmp::Reverse(e)))
             .collect();
-        assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{f} is not in time order");
+        assert!(
+            keys.windows(2).all(|w| w[0] <= w[1]),
+            "{f} is not in time order"
+        );
     }
     // One agent_info file with every process's agents (AMD keeps only the last process).
     let agents = file("agent_info");
-    assert_eq!(agents.rows.len(), count("SELECT COUNT(*) FROM rocpd_info_agent"));
+    assert_eq!(
+        agents.rows.len(),
+        count("SELECT COUNT(*) FROM rocpd_info_agent")
+    );
     let agent_guids: BTreeSet<&str> = agents.col("Guid").into_iter().collect();
     assert_eq!(agent_guids.len(), 3);
-    assert!(agents.col("Agent_Type").iter().all(|t| *t == "CPU" || *t == "GPU"));
+    assert!(agents
+        .col("Agent_Type")
+        .iter()
+        .all(|t| *t == "CPU" || *t == "GPU"));
     assert!(agents.col("Product_Name").contains(&"AMD Instinct MI300X"));
     // The report counts what each file holds and what was left out.
     let report = |n: &str| {
@@ -261,8 +316,14 @@ fn rows_equal_the_inputs_in_time_order_with_every_process() {
             .find(|r| r.path.ends_with(format!("t_{n}.csv")))
             .unwrap()
     };
-    assert_eq!(report("kernel_trace").rows["kernel_dispatch"], kernels.rows.len() as u64);
-    assert_eq!(report("marker_api_trace").rows["sample"], marker_samples as u64);
+    assert_eq!(
+        report("kernel_trace").rows["kernel_dispatch"],
+        kernels.rows.len() as u64
+    );
+    assert_eq!(
+        report("marker_api_trace").rows["sample"],
+        marker_samples as u64
+    );
     let skipped: u64 = reports.iter().flat_map(|r| r.skipped.values()).sum();
     let samples = count("SELECT COUNT(*) FROM rocpd_sample") - marker_samples;
     let untimed_pmc = count(
@@ -325,7 +386,10 @@ fn kernel_columns_come_from_the_dispatch_and_its_symbol() {
     }
     // Agents: "Agent <logical index>" by default, "GPU <type index>" type-relative.
     let logical: BTreeSet<String> = k.col("Agent_Id").iter().map(|s| s.to_string()).collect();
-    assert_eq!(logical, BTreeSet::from(["Agent 1".to_string(), "Agent 2".to_string()]));
+    assert_eq!(
+        logical,
+        BTreeSet::from(["Agent 1".to_string(), "Agent 2".to_string()])
+    );
     let typed = tempfile::tempdir().unwrap();
     convert(
         &inputs,
@@ -369,7 +433,11 @@ fn kernel_rename_uses_the_enclosing_range() {
             regions.insert(n.unwrap());
         }
     }
-    let hits = k.col("Kernel_Name").iter().filter(|n| regions.contains(**n)).count();
+    let hits = k
+        .col("Kernel_Name")
+        .iter()
+        .filter(|n| regions.contains(**n))
+        .count();
     assert_eq!(hits as i64, renamed);
 }
 
@@ -395,7 +463,11 @@ fn counter_values_are_summed_per_dispatch_and_counter() {
     for p in &inputs {
         let db = rusqlite::Connection::open(p).unwrap();
         let guid: String = db
-            .query_row("SELECT value FROM rocpd_metadata WHERE tag = 'guid'", [], |r| r.get(0))
+            .query_row(
+                "SELECT value FROM rocpd_metadata WHERE tag = 'guid'",
+                [],
+                |r| r.get(0),
+            )
             .unwrap();
         let mut st = db
             .prepare(
@@ -406,7 +478,12 @@ fn counter_values_are_summed_per_dispatch_and_counter() {
             .unwrap();
         let rows = st
             .query_map([], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, f64>(2)?, r.get::<_, i64>(3)?))
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, f64>(2)?,
+                    r.get::<_, i64>(3)?,
+                ))
             })
             .unwrap();
         for row in rows {
@@ -418,7 +495,10 @@ fn counter_values_are_summed_per_dispatch_and_counter() {
     assert_eq!(got.len(), want.len());
     for (k, v) in &want {
         let g = got[k];
-        assert!((g - v).abs() <= 1e-9 * v.abs().max(1.0), "{k:?}: {g} != {v}");
+        assert!(
+            (g - v).abs() <= 1e-9 * v.abs().max(1.0),
+            "{k:?}: {g} != {v}"
+        );
     }
     // Some (dispatch, counter) pairs have several records: the rows are fewer.
     assert!(values > c.rows.len() as u64);
@@ -432,10 +512,23 @@ fn counter_values_are_summed_per_dispatch_and_counter() {
     let mut grid: HashMap<(String, i64), i64> = HashMap::new();
     for (i, row) in kernels.rows.iter().enumerate() {
         let _ = row;
-        let x = kernels.ints("Grid_Size_X")[i] * kernels.ints("Grid_Size_Y")[i] * kernels.ints("Grid_Size_Z")[i];
-        grid.insert((kernels.col("Guid")[i].to_string(), kernels.ints("Dispatch_Id")[i]), x);
+        let x = kernels.ints("Grid_Size_X")[i]
+            * kernels.ints("Grid_Size_Y")[i]
+            * kernels.ints("Grid_Size_Z")[i];
+        grid.insert(
+            (
+                kernels.col("Guid")[i].to_string(),
+                kernels.ints("Dispatch_Id")[i],
+            ),
+            x,
+        );
     }
-    for ((g, d), s) in c.col("Guid").iter().zip(c.ints("Dispatch_Id")).zip(c.ints("Grid_Size")) {
+    for ((g, d), s) in c
+        .col("Guid")
+        .iter()
+        .zip(c.ints("Dispatch_Id"))
+        .zip(c.ints("Grid_Size"))
+    {
         assert_eq!(grid[&(g.to_string(), d)], s);
     }
 }
@@ -458,7 +551,13 @@ fn stats_equal_sql_on_the_inputs() {
             .unwrap();
         let rows = st
             .query_map([], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?, r.get::<_, i64>(4)?))
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, i64>(4)?,
+                ))
             })
             .unwrap();
         for row in rows {
@@ -474,23 +573,47 @@ fn stats_equal_sql_on_the_inputs() {
     for i in 0..ks.rows.len() {
         got.insert(
             ks.col("Name")[i].to_string(),
-            (ks.ints("Calls")[i], ks.ints("TotalDurationNs")[i], ks.ints("MinNs")[i], ks.ints("MaxNs")[i]),
+            (
+                ks.ints("Calls")[i],
+                ks.ints("TotalDurationNs")[i],
+                ks.ints("MinNs")[i],
+                ks.ints("MaxNs")[i],
+            ),
         );
     }
     assert_eq!(got, want);
     // Sorted by total, largest first; percentages add up to 100.
     let totals = ks.ints("TotalDurationNs");
     assert!(totals.windows(2).all(|w| w[0] >= w[1]));
-    let pct: f64 = ks.col("Percentage").iter().map(|p| p.parse::<f64>().unwrap()).sum();
+    let pct: f64 = ks
+        .col("Percentage")
+        .iter()
+        .map(|p| p.parse::<f64>().unwrap())
+        .sum();
     assert!((pct - 100.0).abs() < 0.05, "{pct}");
     // The domain row of the kernels is every kernel together.
     let d = Parsed::read(&tmp.path().join("t_domain_stats.csv"));
-    let i = d.col("Name").iter().position(|n| *n == "KERNEL_DISPATCH").unwrap();
+    let i = d
+        .col("Name")
+        .iter()
+        .position(|n| *n == "KERNEL_DISPATCH")
+        .unwrap();
     let calls: i64 = want.values().map(|v| v.0).sum();
     let total: i64 = want.values().map(|v| v.1).sum();
-    assert_eq!((d.ints("Calls")[i], d.ints("TotalDurationNs")[i]), (calls, total));
+    assert_eq!(
+        (d.ints("Calls")[i], d.ints("TotalDurationNs")[i]),
+        (calls, total)
+    );
     let domains: BTreeSet<&str> = d.col("Name").into_iter().collect();
-    for n in ["HIP_API", "HSA_API", "MARKER_API", "RCCL_API", "MEMORY_COPY", "MEMORY_ALLOCATION", "SCRATCH_MEMORY"] {
+    for n in [
+        "HIP_API",
+        "HSA_API",
+        "MARKER_API",
+        "RCCL_API",
+        "MEMORY_COPY",
+        "MEMORY_ALLOCATION",
+        "SCRATCH_MEMORY",
+    ] {
         assert!(domains.contains(n), "{n} missing: {domains:?}");
     }
     // HIP stats count the HIP calls of hip_api_trace.csv, not the samples' track names.
@@ -501,8 +624,11 @@ fn stats_equal_sql_on_the_inputs() {
     assert!(!hip.col("Name").contains(&"HIP_RUNTIME_API_EXT"));
     // Number formats as rocprofv3's: six decimals (or %.8e below 1) for the averages.
     for a in hip.col("AverageNs").iter().chain(hip.col("StdDev").iter()) {
-        let ok = a.split_once('.').is_some_and(|(_, f)| f.len() == 6 && !f.contains('e'))
-            || a.contains("e+") || a.contains("e-");
+        let ok = a
+            .split_once('.')
+            .is_some_and(|(_, f)| f.len() == 6 && !f.contains('e'))
+            || a.contains("e+")
+            || a.contains("e-");
         assert!(ok, "{a}");
     }
 }
@@ -541,7 +667,15 @@ fn an_empty_prefix_names_the_files_alone_and_old_files_are_noted_not_removed() {
     rocpd_db::convert_into(&fixtures(), sink.as_mut()).unwrap();
     let reports = sink.finish().unwrap();
     assert!(tmp.path().join("kernel_trace.csv").exists());
-    assert_eq!(std::fs::read_to_string(tmp.path().join("rocjpeg_api_trace.csv")).unwrap(), "old");
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("rocjpeg_api_trace.csv")).unwrap(),
+        "old"
+    );
     let notes: Vec<&String> = reports.iter().flat_map(|r| &r.notes).collect();
-    assert!(notes.iter().any(|n| n.contains("rocjpeg_api_trace.csv") && n.contains("not part of this output")), "{notes:?}");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("rocjpeg_api_trace.csv") && n.contains("not part of this output")),
+        "{notes:?}"
+    );
 }

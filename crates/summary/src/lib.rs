@@ -428,7 +428,10 @@ mod tests {
         let c = Row::combine("all".into(), &rows).unwrap();
         assert_eq!((c.calls, c.total_ns, c.min_ns, c.max_ns), (8, 70, 0, 24));
         assert!((c.average_ns - whole.average_ns).abs() < 1e-9);
-        assert!((c.stddev_ns - whole.stddev_ns).abs() < 1e-9, "{c:?} {whole:?}");
+        assert!(
+            (c.stddev_ns - whole.stddev_ns).abs() < 1e-9,
+            "{c:?} {whole:?}"
+        );
         assert!(Row::combine("none".into(), &[]).is_none());
         let one = Row::combine("one".into(), &rows[1..2]).unwrap();
         assert_eq!((one.calls, one.stddev_ns), (1, 0.0));
