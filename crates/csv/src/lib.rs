@@ -96,7 +96,7 @@ pub fn output_paths(dir: &Path, prefix: &str, stats: bool) -> Vec<PathBuf> {
 /// Rows the CSV set has no file for: the reason counted in the report, and its note.
 const SKIP_API: (&str, &str) = (
     "API calls of other domains",
-    "their category (KFD events, OpenMP, ...) has no CSV file, in AMD's layout either",
+    "their category (KFD events, OpenMP, Proton scopes and kernels, ...) has no file in AMD's CSV layout",
 );
 const SKIP_SAMPLE: (&str, &str) = (
     "samples that are not markers",
