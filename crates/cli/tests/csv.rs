@@ -470,28 +470,8 @@ fn the_report_lists_every_file_and_stats_need_csv() {
 fn a_bad_input_row_leaves_no_csv_file() {
     let tmp = tempfile::tempdir().unwrap();
     let db = generate(&tmp.path().join("in"), 3, 1, 4).remove(0);
-    let c = rusqlite::Connection::open(&db).unwrap();
-    let kd: String = c
-        .query_row(
-            "SELECT name FROM sqlite_master WHERE name LIKE 'rocpd_kernel_dispatch_%'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
     // The last dispatch in time: the other files have rows by then.
-    let id: i64 = c
-        .query_row(
-            &format!("SELECT id FROM \"{kd}\" ORDER BY start DESC LIMIT 1"),
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    c.execute_batch(&format!(
-        "PRAGMA foreign_keys = OFF; PRAGMA ignore_check_constraints = ON; \
-         UPDATE \"{kd}\" SET agent_id = '' WHERE id = {id}"
-    ))
-    .unwrap();
-    drop(c);
+    let (kd, id) = break_a_dispatch(&db, "ORDER BY start DESC");
     for extra in [
         &[][..],
         &["--split-by", "time", "--split-count", "4"][..],

@@ -41,6 +41,32 @@ struct Stats {
 }
 
 impl Stats {
+    /// The row of these statistics, with its share of `view_total` ns.
+    fn row(
+        &self,
+        name: String,
+        pid: Option<i64>,
+        hostname: Option<String>,
+        view_total: i128,
+    ) -> Row {
+        Row {
+            pid,
+            hostname,
+            name,
+            calls: self.calls,
+            total_ns: self.total,
+            average_ns: self.total as f64 / self.calls as f64,
+            percent: self.total as f64 * 100.0 / view_total.max(1) as f64,
+            min_ns: self.min,
+            max_ns: self.max,
+            stddev_ns: if self.calls > 1 {
+                (self.m2 / (self.calls - 1) as f64).sqrt()
+            } else {
+                0.0
+            },
+        }
+    }
+
     fn add(&mut self, d: u64) {
         if self.calls == 0 {
             self.min = d;
@@ -329,23 +355,8 @@ impl Sink for SummarySink {
                 *totals.entry(*rank).or_default() += s.total;
             }
             for ((rank, n), s) in stats {
-                let total = totals[&rank].max(1);
-                rows.push(Row {
-                    pid: rank.map(|r| r.1),
-                    hostname: rank.map(|r| self.hostnames.get(&r).cloned().unwrap_or_default()),
-                    name: n,
-                    calls: s.calls,
-                    total_ns: s.total,
-                    average_ns: s.total as f64 / s.calls as f64,
-                    percent: s.total as f64 * 100.0 / total as f64,
-                    min_ns: s.min,
-                    max_ns: s.max,
-                    stddev_ns: if s.calls > 1 {
-                        (s.m2 / (s.calls - 1) as f64).sqrt()
-                    } else {
-                        0.0
-                    },
-                });
+                let host = rank.map(|r| self.hostnames.get(&r).cloned().unwrap_or_default());
+                rows.push(s.row(n, rank.map(|r| r.1), host, totals[&rank]));
             }
             rows.sort_by(|a, b| {
                 (a.pid, std::cmp::Reverse(a.total_ns), &a.name).cmp(&(
@@ -405,22 +416,7 @@ mod tests {
             for &x in xs {
                 s.add(x);
             }
-            Row {
-                pid: None,
-                hostname: None,
-                name: name.into(),
-                calls: s.calls,
-                total_ns: s.total,
-                average_ns: s.total as f64 / s.calls as f64,
-                percent: 0.0,
-                min_ns: s.min,
-                max_ns: s.max,
-                stddev_ns: if s.calls > 1 {
-                    (s.m2 / (s.calls - 1) as f64).sqrt()
-                } else {
-                    0.0
-                },
-            }
+            s.row(name.into(), None, None, s.total)
         };
         let rows: Vec<Row> = groups.iter().map(|g| row("x", g)).collect();
         let all: Vec<u64> = groups.iter().flat_map(|g| g.iter().copied()).collect();
