@@ -71,21 +71,44 @@ impl Parsed {
     }
 }
 
-/// Runs `sql` (one integer) on every input and adds the results.
-fn sql_sum(inputs: &[PathBuf], sql: &str) -> i64 {
-    inputs
-        .iter()
-        .map(|p| {
-            let c = rusqlite::Connection::open_with_flags(
-                p,
-                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+/// Runs `sql` on every input (read-only) and maps each result row, given the input's guid.
+fn sql_rows<T>(
+    inputs: &[PathBuf],
+    sql: &str,
+    f: impl Fn(&str, &rusqlite::Row) -> rusqlite::Result<T>,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    for p in inputs {
+        let c =
+            rusqlite::Connection::open_with_flags(p, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .unwrap();
+        let guid: String = c
+            .query_row(
+                "SELECT value FROM rocpd_metadata WHERE tag = 'guid'",
+                [],
+                |r| r.get(0),
             )
             .unwrap();
-            c.query_row(sql, [], |r| r.get::<_, Option<i64>>(0))
-                .unwrap()
-                .unwrap_or(0)
-        })
+        let mut st = c.prepare(sql).unwrap();
+        let rows = st.query_map([], |r| f(&guid, r)).unwrap();
+        out.extend(rows.map(|r| r.unwrap()));
+    }
+    out
+}
+
+/// Runs `sql` (one integer) on every input and adds the results.
+fn sql_sum(inputs: &[PathBuf], sql: &str) -> i64 {
+    sql_rows(inputs, sql, |_, r| r.get::<_, Option<i64>>(0))
+        .into_iter()
+        .flatten()
         .sum()
+}
+
+/// The distinct texts `sql` gives over every input.
+fn sql_texts(inputs: &[PathBuf], sql: &str) -> BTreeSet<String> {
+    sql_rows(inputs, sql, |_, r| r.get::<_, String>(0))
+        .into_iter()
+        .collect()
 }
 
 /// The header lines of the documented layouts, written out (not taken from the crate):
@@ -262,19 +285,10 @@ fn rows_equal_the_inputs_in_time_order_with_every_process() {
         );
     }
     // Every process is in every file, in one time order (start ascending, end descending).
-    let guids: BTreeSet<String> = inputs
-        .iter()
-        .map(|p| {
-            rusqlite::Connection::open(p)
-                .unwrap()
-                .query_row(
-                    "SELECT value FROM rocpd_metadata WHERE tag = 'guid'",
-                    [],
-                    |r| r.get(0),
-                )
-                .unwrap()
-        })
-        .collect();
+    let guids = sql_texts(
+        &inputs,
+        "SELECT value FROM rocpd_metadata WHERE tag = 'guid'",
+    );
     for f in [
         "kernel_trace",
         "hip_api_trace",
@@ -340,19 +354,11 @@ fn kernel_columns_come_from_the_dispatch_and_its_symbol() {
     let k = Parsed::read(&tmp.path().join("t_kernel_trace.csv"));
     // Names with quotes, commas and newlines read back whole.
     let names: BTreeSet<String> = k.col("Kernel_Name").iter().map(|s| s.to_string()).collect();
-    let mut want = BTreeSet::new();
-    for p in &inputs {
-        let c = rusqlite::Connection::open(p).unwrap();
-        let mut st = c
-            .prepare(
-                "SELECT DISTINCT COALESCE(NULLIF(S.display_name, ''), S.kernel_name, '') \
-                 FROM rocpd_kernel_dispatch K JOIN rocpd_info_kernel_symbol S ON S.id = K.kernel_id",
-            )
-            .unwrap();
-        for n in st.query_map([], |r| r.get::<_, String>(0)).unwrap() {
-            want.insert(n.unwrap());
-        }
-    }
+    let want = sql_texts(
+        &inputs,
+        "SELECT DISTINCT COALESCE(NULLIF(S.display_name, ''), S.kernel_name, '') \
+         FROM rocpd_kernel_dispatch K JOIN rocpd_info_kernel_symbol S ON S.id = K.kernel_id",
+    );
     assert_eq!(names, want);
     assert!(names.contains("void quote_kernel<\"fast\", 2>(float*, int)"));
     assert!(names.contains("newline_kernel\n(int, float)"));
@@ -423,16 +429,10 @@ fn kernel_rename_uses_the_enclosing_range() {
          WHERE S.string <> ''",
     );
     assert!(renamed > 0);
-    let mut regions = BTreeSet::new();
-    for p in &inputs {
-        let c = rusqlite::Connection::open(p).unwrap();
-        let mut st = c
-            .prepare("SELECT DISTINCT S.string FROM rocpd_kernel_dispatch K JOIN rocpd_string S ON S.id = K.region_name_id")
-            .unwrap();
-        for n in st.query_map([], |r| r.get::<_, String>(0)).unwrap() {
-            regions.insert(n.unwrap());
-        }
-    }
+    let regions = sql_texts(
+        &inputs,
+        "SELECT DISTINCT S.string FROM rocpd_kernel_dispatch K JOIN rocpd_string S ON S.id = K.region_name_id",
+    );
     let hits = k
         .col("Kernel_Name")
         .iter()
@@ -460,37 +460,22 @@ fn counter_values_are_summed_per_dispatch_and_counter() {
     }
     let mut want: HashMap<(String, i64, String), f64> = HashMap::new();
     let mut values = 0u64;
-    for p in &inputs {
-        let db = rusqlite::Connection::open(p).unwrap();
-        let guid: String = db
-            .query_row(
-                "SELECT value FROM rocpd_metadata WHERE tag = 'guid'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        let mut st = db
-            .prepare(
-                "SELECT K.dispatch_id, I.name, SUM(P.value), COUNT(*) FROM rocpd_pmc_event P \
-                 JOIN rocpd_kernel_dispatch K ON K.event_id = P.event_id \
-                 JOIN rocpd_info_pmc I ON I.id = P.pmc_id GROUP BY K.dispatch_id, P.pmc_id",
-            )
-            .unwrap();
-        let rows = st
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, f64>(2)?,
-                    r.get::<_, i64>(3)?,
-                ))
-            })
-            .unwrap();
-        for row in rows {
-            let (d, n, v, k) = row.unwrap();
-            want.insert((guid.clone(), d, n), v);
-            values += k as u64;
-        }
+    let rows = sql_rows(
+        &inputs,
+        "SELECT K.dispatch_id, I.name, SUM(P.value), COUNT(*) FROM rocpd_pmc_event P \
+         JOIN rocpd_kernel_dispatch K ON K.event_id = P.event_id \
+         JOIN rocpd_info_pmc I ON I.id = P.pmc_id GROUP BY K.dispatch_id, P.pmc_id",
+        |g, r| {
+            Ok((
+                (g.to_string(), r.get(0)?, r.get(1)?),
+                r.get::<_, f64>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        },
+    );
+    for (key, v, k) in rows {
+        want.insert(key, v);
+        values += k as u64;
     }
     assert_eq!(got.len(), want.len());
     for (k, v) in &want {
@@ -540,34 +525,24 @@ fn stats_equal_sql_on_the_inputs() {
     convert(&inputs, tmp.path(), stats_options());
     let ks = Parsed::read(&tmp.path().join("t_kernel_stats.csv"));
     let mut want: BTreeMap<String, (i64, i64, i64, i64)> = BTreeMap::new();
-    for p in &inputs {
-        let db = rusqlite::Connection::open(p).unwrap();
-        let mut st = db
-            .prepare(
-                "SELECT COALESCE(NULLIF(S.display_name, ''), S.kernel_name, ''), COUNT(*), \
-                 SUM(K.\"end\" - K.start), MIN(K.\"end\" - K.start), MAX(K.\"end\" - K.start) \
-                 FROM rocpd_kernel_dispatch K JOIN rocpd_info_kernel_symbol S ON S.id = K.kernel_id GROUP BY 1",
-            )
-            .unwrap();
-        let rows = st
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, i64>(3)?,
-                    r.get::<_, i64>(4)?,
-                ))
-            })
-            .unwrap();
-        for row in rows {
-            let (n, c, t, lo, hi) = row.unwrap();
-            let e = want.entry(n).or_insert((0, 0, i64::MAX, i64::MIN));
-            e.0 += c;
-            e.1 += t;
-            e.2 = e.2.min(lo);
-            e.3 = e.3.max(hi);
-        }
+    let rows = sql_rows(
+        &inputs,
+        "SELECT COALESCE(NULLIF(S.display_name, ''), S.kernel_name, ''), COUNT(*), \
+         SUM(K.\"end\" - K.start), MIN(K.\"end\" - K.start), MAX(K.\"end\" - K.start) \
+         FROM rocpd_kernel_dispatch K JOIN rocpd_info_kernel_symbol S ON S.id = K.kernel_id GROUP BY 1",
+        |_, r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                (r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?, r.get::<_, i64>(4)?),
+            ))
+        },
+    );
+    for (n, (c, t, lo, hi)) in rows {
+        let e = want.entry(n).or_insert((0, 0, i64::MAX, i64::MIN));
+        e.0 += c;
+        e.1 += t;
+        e.2 = e.2.min(lo);
+        e.3 = e.3.max(hi);
     }
     let mut got = BTreeMap::new();
     for i in 0..ks.rows.len() {
