@@ -654,3 +654,42 @@ fn an_empty_prefix_names_the_files_alone_and_old_files_are_noted_not_removed() {
         "{notes:?}"
     );
 }
+
+#[test]
+fn headers_match_real_amd_and_rocprofv3_files() {
+    // Real outputs pasted into AMD's rocprofiler-sdk documentation (fixtures/, MIT):
+    // `rocpd-to-csv.csv` is `rocpd convert -f csv` output, the others rocprofv3's own.
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/rocprofv3-csv-docs");
+    let first = |f: &str| -> Vec<String> {
+        let text = std::fs::read_to_string(docs.join(f)).unwrap();
+        let line = text.lines().next().unwrap().to_string();
+        line.split(',')
+            .map(|c| c.trim_matches('"').to_string())
+            .collect()
+    };
+    let ours = |f: TraceFile| -> Vec<String> { f.header().iter().map(|h| h.to_string()).collect() };
+    // AMD's rocpd CSV: the API header with Guid, exactly.
+    assert_eq!(ours(TraceFile::HipApi), first("rocpd-to-csv.csv"));
+    // rocprofv3's headers are ours without the leading Guid.
+    for (f, real) in [
+        (TraceFile::KernelTrace, "kernel_trace.csv"),
+        (TraceFile::MarkerApi, "marker_api_trace.csv"),
+        (TraceFile::RocdecodeApi, "rocdecode_api_trace.csv"),
+        (TraceFile::RocjpegApi, "rocjpeg_api_trace.csv"),
+        (TraceFile::MemoryCopy, "memory_copy_trace.csv"),
+        (TraceFile::MemoryAllocation, "memory_allocation_trace.csv"),
+        (TraceFile::CounterCollection, "counter_collection.csv"),
+    ] {
+        assert_eq!(ours(f)[0], "Guid");
+        assert_eq!(ours(f)[1..], first(real)[..], "{real}");
+    }
+    // This sample predates rocprofv3's Allocation_Size, which ours adds at its end.
+    let scratch = ours(TraceFile::ScratchMemory);
+    assert_eq!(
+        scratch[1..scratch.len() - 1],
+        first("scratch_memory_trace.csv")[..]
+    );
+    assert_eq!(scratch.last().unwrap(), "Allocation_Size");
+    let stats: Vec<String> = STATS_HEADER.iter().map(|h| h.to_string()).collect();
+    assert_eq!(stats, first("hip_api_stats.csv"));
+}
