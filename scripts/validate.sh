@@ -13,7 +13,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 py=$venv/bin/python
 cargo build --release -p rocpd-cli -p rocpd-gen
-bin=target/release
+bin=${CARGO_TARGET_DIR:-target}/release
 work=target/validate
 rm -rf "$work" && mkdir -p "$work"
 
@@ -235,4 +235,93 @@ assert total == rows["kernel_dispatch"], (total, rows["kernel_dispatch"])
 print("  parquet: pyarrow and DuckDB read every table; counts, order and kernel totals agree "
       "(%d kernels); a 10%% time range meets %d of %d row groups (%d rows); %d split datasets" % (len(duck), hit, len(stats), q, len(parts)))
 PY
+# CSV: every file parsed by Python's csv module (not our code); headers equal the
+# documented layouts (formats/csv/README.md); rows per file equal `rocpd info`'s counts
+# (less the rows the report says have no CSV file); rows in time order; stats calls equal
+# the trace rows. A split's parts together hold the same rows.
+csv_check() { # name, input, then further convert options
+  local name=$1 input=$2; shift 2
+  "$bin/rocpd" convert -q -i "$input" "$@" -f csv --stats -o "$name" -d "$work/$name" --report "$work/$name.report.json"
+  "$bin/rocpd" info --json -i "$input" > "$work/$name.info.json"
+  "$py" - "$work/$name" "$name" "$work/$name.info.json" "$work/$name.report.json" <<'PY'
+import collections, csv, glob, json, os, re, sys
+out, name, info, report = sys.argv[1:5]
+rows_in = json.load(open(info))["rows"]
+rep = json.load(open(report))
+api = '"Guid","Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp","End_Timestamp"'
+stats = '"Name","Calls","TotalDurationNs","AverageNs","Percentage","MinNs","MaxNs","StdDev"'
+layout = {
+    "kernel_trace": '"Guid","Kind","Agent_Id","Queue_Id","Stream_Id","Thread_Id","Dispatch_Id","Kernel_Id","Kernel_Name","Correlation_Id","Start_Timestamp","End_Timestamp","LDS_Block_Size","Scratch_Size","VGPR_Count","Accum_VGPR_Count","SGPR_Count","Workgroup_Size_X","Workgroup_Size_Y","Workgroup_Size_Z","Grid_Size_X","Grid_Size_Y","Grid_Size_Z"',
+    "memory_copy_trace": '"Guid","Kind","Direction","Stream_Id","Source_Agent_Id","Destination_Agent_Id","Correlation_Id","Start_Timestamp","End_Timestamp"',
+    "memory_allocation_trace": '"Guid","Kind","Operation","Agent_Id","Allocation_Size","Address","Correlation_Id","Start_Timestamp","End_Timestamp"',
+    "scratch_memory_trace": '"Guid","Kind","Operation","Agent_Id","Queue_Id","Thread_Id","Alloc_Flags","Start_Timestamp","End_Timestamp","Allocation_Size"',
+    "counter_collection": '"Guid","Correlation_Id","Dispatch_Id","Agent_Id","Queue_Id","Process_Id","Thread_Id","Grid_Size","Kernel_Id","Kernel_Name","Workgroup_Size","LDS_Block_Size","Scratch_Size","VGPR_Count","Accum_VGPR_Count","SGPR_Count","Counter_Name","Counter_Value","Start_Timestamp","End_Timestamp"',
+    "agent_info": '"Guid","Node_Id","Logical_Node_Id","Agent_Type","Cpu_Cores_Count","Simd_Count","Cpu_Core_Id_Base","Simd_Id_Base","Max_Waves_Per_Simd","Lds_Size_In_Kb","Gds_Size_In_Kb","Num_Gws","Wave_Front_Size","Num_Xcc","Cu_Count","Array_Count","Num_Shader_Banks","Simd_Arrays_Per_Engine","Cu_Per_Simd_Array","Simd_Per_Cu","Max_Slots_Scratch_Cu","Gfx_Target_Version","Vendor_Id","Device_Id","Location_Id","Domain","Drm_Render_Minor","Num_Sdma_Engines","Num_Sdma_Xgmi_Engines","Num_Sdma_Queues_Per_Engine","Num_Cp_Queues","Max_Engine_Clk_Ccompute","Max_Engine_Clk_Fcompute","Sdma_Fw_Version","Fw_Version","Capability","Cu_Per_Engine","Max_Waves_Per_Cu","Family_Id","Workgroup_Max_Size","Grid_Max_Size","Local_Mem_Size","Hive_Id","Gpu_Id","Workgroup_Max_Dim_X","Workgroup_Max_Dim_Y","Workgroup_Max_Dim_Z","Grid_Max_Dim_X","Grid_Max_Dim_Y","Grid_Max_Dim_Z","Name","Vendor_Name","Product_Name","Model_Name"',
+}
+for d in ["hip", "hsa", "marker", "rccl", "rocdecode", "rocjpeg"]:
+    layout[d + "_api_trace"] = api
+for s in ["kernel", "hip_api", "hsa_api", "marker_api", "rccl_api", "rocdecode_api", "rocjpeg_api",
+          "memory_copy", "memory_allocation", "scratch_memory", "domain"]:
+    layout[s + "_stats"] = stats
+lines = collections.Counter()   # records per kind, over every part
+calls = collections.Counter()   # stats Calls per kind
+files = sorted(glob.glob(os.path.join(out, "*.csv")))
+assert files, "no CSV file written"
+for f in files:
+    base = os.path.basename(f)
+    kind = next((k for k in sorted(layout, key=len, reverse=True) if base.endswith("_" + k + ".csv")), None)
+    assert kind, "unexpected file " + base
+    with open(f, newline="") as fh:
+        header = fh.readline().rstrip("\n")
+        assert header == layout[kind], "%s: header %s" % (base, header)
+        fh.seek(0)
+        r = csv.reader(fh)
+        cols = next(r)
+        recs = list(r)
+    for rec in recs:
+        assert len(rec) == len(cols), "%s: %d fields, not %d" % (base, len(rec), len(cols))
+    if "Start_Timestamp" in cols:
+        s, e = cols.index("Start_Timestamp"), cols.index("End_Timestamp")
+        keys = [(int(x[s]), -int(x[e])) for x in recs]
+        assert keys == sorted(keys), base + " not in time order"
+    if kind.endswith("_stats"):
+        calls[kind] += sum(int(x[1]) for x in recs)
+    lines[kind] += len(recs)
+skipped = collections.Counter()
+values = 0
+for o in rep["outputs"]:
+    skipped.update(o["skipped"])
+    if o["path"].endswith("_counter_collection.csv"):
+        values += o["rows"].get("pmc_value", 0)
+api_rows = sum(lines[d + "_api_trace"] for d in ["hip", "hsa", "rccl", "rocdecode", "rocjpeg"])
+want = {
+    "kernels": (lines["kernel_trace"], rows_in.get("kernel_dispatch", 0)),
+    "api calls": (api_rows + skipped["API calls of other domains"], rows_in.get("region", 0)),
+    "markers and samples": (lines["marker_api_trace"] + skipped["samples that are not markers"],
+                            rows_in.get("marker", 0) + rows_in.get("sample", 0)),
+    "copies": (lines["memory_copy_trace"], rows_in.get("memory_copy", 0)),
+    "allocations": (lines["memory_allocation_trace"] + lines["scratch_memory_trace"], rows_in.get("memory_allocation", 0)),
+    "counter values": (values + skipped["counter values without a dispatch"], rows_in.get("pmc_value", 0)),
+    "kernel stats": (calls["kernel_stats"], lines["kernel_trace"]),
+    "hip stats": (calls["hip_api_stats"], lines["hip_api_trace"]),
+    "marker stats": (calls["marker_api_stats"], lines["marker_api_trace"]),
+    "copy stats": (calls["memory_copy_stats"], lines["memory_copy_trace"]),
+    "domain stats": (calls["domain_stats"], sum(calls[k] for k in calls if k != "domain_stats")),
+}
+assert lines["counter_collection"] <= max(values, 0) or values == 0
+bad = {k: v for k, v in want.items() if v[0] != v[1]}
+if bad:
+    sys.exit("%s: CSV rows disagree with the inputs (csv, input): %s" % (name, bad))
+print("  csv %s: %d files parsed by Python's csv; headers as documented; counts equal the inputs: %s"
+      % (name, len(files), {k: v[0] for k, v in want.items()}))
+PY
+}
+csv_check csv_fixture fixtures/generated
+csv_check csv_generated "$work/gen"
+csv_check csv_split_process "$work/gen" --split-by process
+csv_check csv_split_time "$work/gen" --split-by time --split-count 5
+csv_check csv_real_csv_llamacpp fixtures/rocprofv3-csv-llamacpp
+csv_check csv_real_csv_docs fixtures/rocprofv3-csv-docs
+csv_check csv_real_json fixtures/rocprofv3-json
+csv_check csv_proton fixtures/proton
 echo "validators: all outputs passed"

@@ -194,7 +194,7 @@ fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Mea
     let mut cmd = Command::new(rocpd);
     // A leading format name in `extra` picks the output format (default pftrace).
     let (format, extra) = match extra.first() {
-        Some(&f) if ["rocpd", "parquet", "otf2", "pftrace"].contains(&f) => (f, &extra[1..]),
+        Some(&f) if ["rocpd", "parquet", "otf2", "pftrace", "csv"].contains(&f) => (f, &extra[1..]),
         _ => ("pftrace", extra),
     };
     cmd.args(["convert", "-q", "-f", format, "-o", "bench", "-i"])
@@ -376,10 +376,11 @@ fn main() -> Result<()> {
             m.peak_rss_kib as f64 / 1024.0
         );
     }
-    // Parquet datasets and OTF2 archives at every size.
+    // Parquet datasets, OTF2 archives and CSV sets at every size.
     for (title, format) in [
         ("Parquet datasets (-f parquet)", "parquet"),
         ("OTF2 archives (-f otf2)", "otf2"),
+        ("CSV file sets (-f csv)", "csv"),
     ] {
         println!("\n{title}:");
         println!(

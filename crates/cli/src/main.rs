@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use rocpd::{time, AgentIndexMode, ParquetOptions, PartitionKey, PerfettoOptions, SplitMode};
 
 /// Convert ROCm profiling traces (RocPD databases, rocprofv3 CSV/JSON, Triton Proton) to
-/// Perfetto, OTF2, Parquet or merged RocPD, fast and in bounded memory.
+/// Perfetto, OTF2, Parquet, CSV or merged RocPD, fast and in bounded memory.
 #[derive(Parser, Debug)]
 #[command(name = "rocpd", version, about)]
 struct Cli {
@@ -51,6 +51,9 @@ enum Format {
     Parquet,
     /// An OTF2 archive (`.otf2` anchor, `.def`, event files), for Vampir and the Score-P tools.
     Otf2,
+    /// CSV files as AMD's `rocpd convert -f csv` writes them: `<DIR>/<NAME>_kernel_trace.csv`,
+    /// `_hip_api_trace.csv`, ... (one per kind of event with rows).
+    Csv,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -86,7 +89,7 @@ struct ConvertArgs {
     /// Output formats.
     #[arg(short = 'f', long = "output-format", required = true, num_args = 1.., ignore_case = true)]
     format: Vec<Format>,
-    /// Output name prefix: files are `<DIR>/<NAME>_results.<ext>`.
+    /// Output name prefix: files are `<DIR>/<NAME>_results.<ext>` (CSV: `<DIR>/<NAME>_<kind>.csv`).
     #[arg(
         short = 'o',
         long = "output-file",
@@ -117,6 +120,10 @@ struct ConvertArgs {
     /// Add API call arguments as an `args` annotation.
     #[arg(long)]
     annotate_args: bool,
+    /// CSV: also write rocprofv3's `--stats` files (`<NAME>_kernel_stats.csv`,
+    /// `_hip_api_stats.csv`, ..., `_domain_stats.csv`).
+    #[arg(long)]
+    stats: bool,
     #[command(flatten)]
     select: SelectArgs,
     /// Split the output into several files, each complete in itself.
@@ -382,8 +389,17 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
             Format::Rocpd => rocpd::Format::Rocpd,
             Format::Parquet => rocpd::Format::Parquet,
             Format::Otf2 => rocpd::Format::Otf2,
+            Format::Csv => rocpd::Format::Csv,
         })
         .collect();
+    let agent_index = match args.agent_index_value {
+        AgentIndex::Absolute => AgentIndexMode::Absolute,
+        AgentIndex::Relative => AgentIndexMode::Relative,
+        AgentIndex::TypeRelative => AgentIndexMode::TypeRelative,
+    };
+    if args.stats && !formats.contains(&rocpd::Format::Csv) {
+        bail!("--stats writes CSV files; it goes with -f csv");
+    }
     let conversion = rocpd::Conversion {
         formats,
         dir: args.output_path.clone(),
@@ -392,11 +408,7 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
         perfetto: PerfettoOptions {
             group_by_queue: args.group_by_queue,
             kernel_rename: args.kernel_rename,
-            agent_index: match args.agent_index_value {
-                AgentIndex::Absolute => AgentIndexMode::Absolute,
-                AgentIndex::Relative => AgentIndexMode::Relative,
-                AgentIndex::TypeRelative => AgentIndexMode::TypeRelative,
-            },
+            agent_index,
             annotations: !args.no_annotations,
             annotate_args: args.annotate_args,
             ..Default::default()
@@ -409,6 +421,11 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
                 None => Vec::new(),
             },
             ..Default::default()
+        },
+        csv: rocpd::CsvOptions {
+            agent_index,
+            kernel_rename: args.kernel_rename,
+            stats: args.stats,
         },
         selection: args.select.selection()?,
         split: split_of(&args)?,

@@ -216,23 +216,7 @@ fn usage_errors_exit_with_2() {
 fn a_missing_required_value_names_the_table_row_and_column() {
     let tmp = tempfile::tempdir().unwrap();
     let db = one_db(&tmp.path().join("in"));
-    let c = rusqlite::Connection::open(&db).unwrap();
-    let kd: String = c
-        .query_row(
-            "SELECT name FROM sqlite_master WHERE name LIKE 'rocpd_kernel_dispatch_%'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    let id: i64 = c
-        .query_row(&format!("SELECT MAX(id) FROM \"{kd}\""), [], |r| r.get(0))
-        .unwrap();
-    c.execute_batch(&format!(
-        "PRAGMA foreign_keys = OFF; PRAGMA ignore_check_constraints = ON; \
-         UPDATE \"{kd}\" SET agent_id = '' WHERE id = {id}"
-    ))
-    .unwrap();
-    drop(c);
+    let (kd, id) = break_a_dispatch(&db, "ORDER BY id DESC");
     let e = refused(&[&db], &tmp.path().join("out"));
     assert!(
         e.contains(&format!(

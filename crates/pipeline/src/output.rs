@@ -33,8 +33,15 @@ pub struct OutputFile {
 }
 
 impl OutputFile {
-    /// Creates the temporary file for `path` (creating the directory if needed).
+    /// Creates the temporary file for `path` (creating the directory if needed), with a
+    /// 1 MiB write buffer.
     pub fn create(path: &Path) -> Result<Self> {
+        Self::create_with_buffer(path, 1 << 20)
+    }
+
+    /// As [`OutputFile::create`], with a write buffer of `buffer` bytes: for writers that
+    /// keep many files open at once (one CSV file per kind of event and split part).
+    pub fn create_with_buffer(path: &Path, buffer: usize) -> Result<Self> {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         if let Some(dir) = dir {
             std::fs::create_dir_all(dir)
@@ -47,7 +54,7 @@ impl OutputFile {
         Ok(OutputFile {
             path: path.to_path_buf(),
             tmp,
-            writer: Some(BufWriter::with_capacity(1 << 20, file)),
+            writer: Some(BufWriter::with_capacity(buffer.max(1), file)),
             _registered: registered,
         })
     }

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use rocpd_csv::{CsvOptions, CsvSink};
 use rocpd_db::RocpdSink;
 use rocpd_model::{Error, Projection, Result};
 use rocpd_otf2::{Otf2Options, Otf2Sink};
@@ -30,6 +31,9 @@ pub enum Format {
     Parquet,
     /// OTF2 archive (`.otf2` anchor, `.def`, event directory).
     Otf2,
+    /// CSV files as AMD's `rocpd convert -f csv` writes them (`<name>_kernel_trace.csv`,
+    /// ...), one file per kind of event.
+    Csv,
 }
 
 impl Format {
@@ -40,6 +44,7 @@ impl Format {
             Format::Rocpd => "db",
             Format::Parquet => "parquet",
             Format::Otf2 => "otf2",
+            Format::Csv => "csv",
         }
     }
 }
@@ -72,6 +77,8 @@ pub struct Conversion {
     pub perfetto: PerfettoOptions,
     /// Parquet options.
     pub parquet: ParquetOptions,
+    /// CSV options.
+    pub csv: CsvOptions,
     /// Which events to keep.
     pub selection: Selection,
     /// The split, if any.
@@ -93,6 +100,7 @@ impl Default for Conversion {
             merge_naming: false,
             perfetto: PerfettoOptions::default(),
             parquet: ParquetOptions::default(),
+            csv: CsvOptions::default(),
             selection: Selection::default(),
             split: None,
             max_open: 64,
@@ -150,6 +158,7 @@ struct SinkPlan {
     merge_naming: bool,
     perfetto: PerfettoOptions,
     parquet: ParquetOptions,
+    csv: CsvOptions,
 }
 
 impl SinkPlan {
@@ -160,11 +169,13 @@ impl SinkPlan {
             merge_naming: c.merge_naming,
             perfetto: c.perfetto.clone(),
             parquet: c.parquet.clone(),
+            csv: c.csv.clone(),
         }
     }
 
     /// Where the output of `fmt` goes: `<dir>/<name>_results[.<label>].<ext>`, or
-    /// `<dir>/<name>[.<label>].db` for `rocpd merge`.
+    /// `<dir>/<name>[.<label>].db` for `rocpd merge`. (CSV sets are named by their prefix,
+    /// [`SinkPlan::csv_prefix`].)
     fn path(&self, fmt: Format, label: Option<&str>) -> PathBuf {
         let ext = match label {
             Some(l) => format!("{l}.{}", fmt.ext()),
@@ -185,7 +196,21 @@ impl SinkPlan {
             Format::Rocpd => Box::new(RocpdSink::new(&path)),
             Format::Parquet => Box::new(ParquetSink::new(&path, self.parquet.clone())),
             Format::Otf2 => Box::new(Otf2Sink::new(&path, Otf2Options::default())),
+            Format::Csv => {
+                let sink = CsvSink::new(&self.dir, &self.csv_prefix(label), self.csv.clone());
+                // A part of a split lists the agents of its own processes.
+                Box::new(if label.is_some() {
+                    sink.agents_of_written_processes()
+                } else {
+                    sink
+                })
+            }
         }
+    }
+
+    /// The file-name prefix of a CSV set: `<name>`, `<name>.<label>` or `<label>`.
+    fn csv_prefix(&self, label: Option<&str>) -> String {
+        rocpd_csv::prefix(&self.name, label)
     }
 
     /// Claims every path the output of `fmt` (with split key `label`) creates.
@@ -198,6 +223,12 @@ impl SinkPlan {
                 guard.claim(&path)?;
                 guard.claim(&path.with_extension("def"))?;
                 guard.claim(&path.with_extension(""))?;
+            }
+            Format::Csv => {
+                let prefix = self.csv_prefix(label);
+                for p in rocpd_csv::output_paths(&self.dir, &prefix, self.csv.stats) {
+                    guard.claim_file(&p)?;
+                }
             }
         }
         Ok(())

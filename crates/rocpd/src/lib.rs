@@ -54,6 +54,7 @@ pub use window::{Selection, Span, WindowRequest};
 /// The analysis and summary views of a merged database (and of `rocpd query`), in
 /// the order AMD's schema lists them; their columns are in `formats/rocpd/README.md`.
 pub use rocpd_db::ANALYSIS_VIEW_NAMES as ANALYSIS_VIEWS;
+pub use rocpd_csv::CsvOptions;
 pub use rocpd_model::AgentIndexMode;
 pub use rocpd_model::{Catalog, Error, Projection, Result, Table};
 pub use rocpd_otf2::Otf2Options;

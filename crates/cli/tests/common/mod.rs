@@ -37,6 +37,32 @@ pub fn generate(dir: &Path, seed: u64, processes: u32, iterations: u32) -> Vec<P
     rocpd_gen::generate(&cfg, dir).expect("generate")
 }
 
+/// Blanks the required `agent_id` of one kernel dispatch of `db`, the first in `order`
+/// (`ORDER BY ...`), so that reading fails at that row; returns the table and the row id.
+pub fn break_a_dispatch(db: &Path, order: &str) -> (String, i64) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let kd: String = c
+        .query_row(
+            "SELECT name FROM sqlite_master WHERE name LIKE 'rocpd_kernel_dispatch_%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let id: i64 = c
+        .query_row(
+            &format!("SELECT id FROM \"{kd}\" {order} LIMIT 1"),
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    c.execute_batch(&format!(
+        "PRAGMA foreign_keys = OFF; PRAGMA ignore_check_constraints = ON; \
+         UPDATE \"{kd}\" SET agent_id = '' WHERE id = {id}"
+    ))
+    .unwrap();
+    (kd, id)
+}
+
 /// Converts `inputs` to `<out>/t_results.pftrace` and returns its path.
 pub fn convert(inputs: &[PathBuf], out: &Path, extra: &[&str]) -> PathBuf {
     let mut args: Vec<String> = vec!["convert".into(), "-q".into(), "-i".into()];
