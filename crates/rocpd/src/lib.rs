@@ -37,8 +37,10 @@ mod events;
 mod expand;
 mod info;
 mod open;
+mod package;
 mod summary;
 mod window;
+mod yaml;
 
 pub use convert::{output_path, Conversion, Format, Split};
 pub use events::{Chunks, EventOptions, TableReader};
