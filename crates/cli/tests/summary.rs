@@ -576,3 +576,98 @@ fn region_categories_choose_the_api_and_marker_views() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("NONE"), "{}", stderr(&o));
 }
+
+#[test]
+fn every_kernel_statistic_equals_amds_sql_formulas() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ins = generate(&tmp.path().join("in"), 37, 3, 10);
+    let out = tmp.path().join("out");
+    summary_run(&ins, &out, &["-f", "csv"]);
+    // AMD's formulas, in SQLite over the union of the inputs: AVG, SUM, MIN, MAX, the
+    // sample variance as SUM((d - avg)^2) / (COUNT(*) - 1) (NULL for one call: SQLite
+    // divides by zero as NULL), the share as CAST(total AS REAL) / grand total * 100.
+    let c = rusqlite::Connection::open_in_memory().unwrap();
+    let mut selects = Vec::new();
+    for (i, p) in ins.iter().enumerate() {
+        c.execute(
+            &format!("ATTACH DATABASE ?1 AS db{i}"),
+            [p.to_str().unwrap()],
+        )
+        .unwrap();
+        let t = |base: &str| -> String {
+            c.query_row(
+                &format!("SELECT name FROM db{i}.sqlite_master WHERE type = 'table' AND name LIKE '{base}\\_%' ESCAPE '\\'"),
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        selects.push(format!(
+            "SELECT COALESCE(NULLIF(S.display_name, ''), S.kernel_name, '') AS name, K.\"end\" - K.start AS duration \
+             FROM db{i}.\"{}\" K LEFT JOIN db{i}.\"{}\" S ON S.id = K.kernel_id",
+            t("rocpd_kernel_dispatch"),
+            t("rocpd_info_kernel_symbol")
+        ));
+    }
+    let sql = format!(
+        "WITH k AS ({}), a AS (SELECT name, AVG(duration) AS avg FROM k GROUP BY name), \
+         g AS (SELECT k.name, COUNT(*) AS calls, SUM(duration) AS total, a.avg AS avg, MIN(duration) AS mn, \
+               MAX(duration) AS mx, SUM((duration - a.avg) * (duration - a.avg)) / (COUNT(*) - 1) AS var \
+               FROM k JOIN a ON a.name = k.name GROUP BY k.name) \
+         SELECT name, calls, total, avg, CAST(total AS REAL) / (SELECT SUM(total) FROM g) * 100, mn, mx, var FROM g",
+        selects.join(" UNION ALL ")
+    );
+    let mut st = c.prepare(&sql).unwrap();
+    let want: BTreeMap<String, Vec<Option<f64>>> = st
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                vec![
+                    Some(r.get::<_, i64>(1)? as f64),
+                    Some(r.get::<_, i64>(2)? as f64),
+                    r.get::<_, Option<f64>>(3)?,
+                    r.get::<_, Option<f64>>(4)?,
+                    Some(r.get::<_, i64>(5)? as f64),
+                    Some(r.get::<_, i64>(6)? as f64),
+                    r.get::<_, Option<f64>>(7)?.map(f64::sqrt),
+                ],
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let text = std::fs::read_to_string(out.join("kernels_summary.csv")).unwrap();
+    let mut rdr = csv::Reader::from_reader(text.as_bytes());
+    let got: BTreeMap<String, Vec<Option<f64>>> = rdr
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            let num = |i: usize| (!r[i].is_empty()).then(|| r[i].parse::<f64>().unwrap());
+            (r[0].to_string(), (1..8).map(num).collect())
+        })
+        .collect();
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    let mut single = 0;
+    for (name, w) in &want {
+        let g = &got[name];
+        for (col, (a, b)) in g.iter().zip(w).enumerate() {
+            match (a, b) {
+                (Some(a), Some(b)) => assert!(
+                    (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+                    "{name:?} column {col}: {a} vs {b}"
+                ),
+                (None, None) => single += 1,
+                _ => panic!("{name:?} column {col}: {a:?} vs {b:?}"),
+            }
+        }
+        // The average is AVG's double exactly, not a rounding of it.
+        assert_eq!(g[2], w[2], "{name:?}");
+    }
+    assert!(
+        single > 0,
+        "no kernel with a single call in the generated run"
+    );
+}
