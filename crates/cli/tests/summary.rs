@@ -297,29 +297,41 @@ fn views(v: &serde_json::Value) -> BTreeMap<(String, bool), Vec<serde_json::Valu
         .collect()
 }
 
+/// Writes a rocprofv3 API trace CSV (`<pid>_<kind>_api_trace.csv`) with `rows`
+/// (`"DOMAIN","function",pid,tid,correlation id,start,end`).
+fn api_trace(path: PathBuf, rows: &[&str]) -> PathBuf {
+    let mut text = String::from(
+        "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n",
+    );
+    for r in rows {
+        text.push_str(r);
+        text.push('\n');
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 /// A small rocprofv3 run written by hand: HSA calls (one called once, one whose average
 /// is not a 3-decimal number) and ROCTx marks, which are instants (a view whose total is 0).
 fn hand_made_run(dir: &Path) -> Vec<PathBuf> {
     std::fs::create_dir_all(dir).unwrap();
-    let hsa = dir.join("7_hsa_api_trace.csv");
-    std::fs::write(
-        &hsa,
-        "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n\
-         \"HSA_CORE_API\",\"hsa_init\",7,7,1,1000,1500\n\
-         \"HSA_CORE_API\",\"hsa_agent_get_info\",7,7,2,2000,2003\n\
-         \"HSA_CORE_API\",\"hsa_agent_get_info\",7,7,3,3000,3004\n\
-         \"HSA_CORE_API\",\"hsa_agent_get_info\",7,7,4,4000,4004\n",
-    )
-    .unwrap();
-    let marks = dir.join("7_marker_api_trace.csv");
-    std::fs::write(
-        &marks,
-        "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n\
-         \"MARKER_CORE_API\",\"start\",7,7,5,1100,1100\n\
-         \"MARKER_CORE_API\",\"tick\",7,7,6,2100,2100\n\
-         \"MARKER_CORE_API\",\"tick\",7,7,7,3100,3100\n",
-    )
-    .unwrap();
+    let hsa = api_trace(
+        dir.join("7_hsa_api_trace.csv"),
+        &[
+            "\"HSA_CORE_API\",\"hsa_init\",7,7,1,1000,1500",
+            "\"HSA_CORE_API\",\"hsa_agent_get_info\",7,7,2,2000,2003",
+            "\"HSA_CORE_API\",\"hsa_agent_get_info\",7,7,3,3000,3004",
+            "\"HSA_CORE_API\",\"hsa_agent_get_info\",7,7,4,4000,4004",
+        ],
+    );
+    let marks = api_trace(
+        dir.join("7_marker_api_trace.csv"),
+        &[
+            "\"MARKER_CORE_API\",\"start\",7,7,5,1100,1100",
+            "\"MARKER_CORE_API\",\"tick\",7,7,6,2100,2100",
+            "\"MARKER_CORE_API\",\"tick\",7,7,7,3100,3100",
+        ],
+    );
     vec![hsa, marks]
 }
 

@@ -581,11 +581,10 @@ impl Sink for SummarySink {
             });
         }
         if self.domain && !domain.is_empty() {
-            let names = domain.iter().map(|(n, s)| (n, s));
             whole.push(View {
                 name: DOMAIN.into(),
                 by_rank: false,
-                rows: rows_of(names, None),
+                rows: rows_of(domain.iter(), None),
             });
             if self.by_rank {
                 let rows = domain_ranks
