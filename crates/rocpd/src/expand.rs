@@ -131,10 +131,8 @@ fn add_index(index: &Path, out: &mut Expanded) -> Result<()> {
                 })?
                 .filter_map(|r| r.ok())
                 .collect(),
-            None => vec![e.path.clone()]
-                .into_iter()
-                .filter(|p| p.exists())
-                .collect(),
+            None if e.path.exists() => vec![e.path.clone()],
+            None => Vec::new(),
         };
         if found.is_empty() {
             return Err(package::missing(index, e));
