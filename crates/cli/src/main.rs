@@ -215,9 +215,18 @@ struct SummaryArgs {
     /// Input files, globs or directories.
     #[arg(short, long = "input", required = true, num_args = 1..)]
     input: Vec<std::ffi::OsString>,
-    /// One summary per process (rank) instead of one over all inputs.
+    /// Also every view per process (rank): `<view>_summary_by_rank`.
     #[arg(long = "summary-by-rank", alias = "by-rank")]
     by_rank: bool,
+    /// Also a view with one row per view (KERNELS, HIP, ...): `domain_summary` (and
+    /// `domain_summary_by_rank` with --summary-by-rank).
+    #[arg(long)]
+    domain_summary: bool,
+    /// API calls and markers to summarise, one view per category (HIP, HSA, RCCL,
+    /// ROCDECODE, ROCJPEG, MARKER, ...; matched as prefixes of the category, ignoring
+    /// case); NONE for none. Default: one view per category word found.
+    #[arg(long, num_args = 1.., value_name = "CAT")]
+    region_categories: Vec<String>,
     /// Output formats; console prints to stdout, the others write files.
     #[arg(short = 'f', long = "format", value_enum, num_args = 1.., default_value = "console")]
     format: Vec<SummaryFormat>,
@@ -505,6 +514,8 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
     formats.dedup();
     let options = rocpd::SummaryOptions {
         by_rank: args.by_rank,
+        domain_summary: args.domain_summary,
+        region_categories: rocpd::RegionCategories::from_args(&args.region_categories)?,
         selection: args.select.selection()?,
         utilisation_bins: formats
             .contains(&rocpd::SummaryFormat::Html)

@@ -179,7 +179,7 @@ impl CsvSink {
         let stats = options.stats.then(|| {
             let out = Arc::new(Mutex::new(Summary::default()));
             Stats {
-                sink: SummarySink::new(false, out.clone()),
+                sink: SummarySink::new(false, out.clone()).with_domain_summary(),
                 out,
             }
         });

@@ -16,14 +16,23 @@ pub(crate) fn rows_of(file: StatsFile, views: &[View]) -> Vec<Row> {
     match file.view() {
         Some((name, _)) => view(name).map(|v| v.rows.clone()).unwrap_or_default(),
         None => {
+            // The summary's domain view pools every event of each view (not the per-name
+            // rows), so its deviation is that of all the domain's events.
+            let domain = view(rocpd_summary::DOMAIN);
             let mut rows: Vec<Row> = StatsFile::ALL
                 .iter()
                 .filter_map(|f| f.view())
-                .filter_map(|(name, domain)| Row::combine(domain.into(), &view(name)?.rows))
+                .filter_map(|(name, domain_name)| {
+                    let row = domain?.rows.iter().find(|r| r.name == name)?;
+                    Some(Row {
+                        name: domain_name.into(),
+                        ..row.clone()
+                    })
+                })
                 .collect();
             let total: i128 = rows.iter().map(|r| r.total_ns).sum();
             for r in &mut rows {
-                r.percent = r.total_ns as f64 * 100.0 / total.max(1) as f64;
+                r.percent = Some(r.total_ns as f64 * 100.0 / total.max(1) as f64);
             }
             rows.sort_by(|a, b| {
                 (std::cmp::Reverse(a.total_ns), &a.name)
@@ -41,10 +50,12 @@ pub(crate) fn stats_line(line: &mut Line, r: &Row) {
     line.int(r.calls);
     line.int(r.total_ns);
     line.raw(&stats_float(r.average_ns));
-    line.raw(&percentage(r.percent));
+    // rocprofv3 writes 0 where AMD's rocpd summary leaves a statistic NULL (one call, a
+    // zero total).
+    line.raw(&percentage(r.percent.unwrap_or(0.0)));
     line.int(r.min_ns);
     line.int(r.max_ns);
-    line.raw(&stats_float(r.stddev_ns));
+    line.raw(&stats_float(r.stddev_ns.unwrap_or(0.0)));
 }
 
 #[cfg(test)]
@@ -88,10 +99,10 @@ mod tests {
                 calls,
                 total_ns: t,
                 average_ns: t as f64 / calls as f64,
-                percent: t as f64 * 100.0 / total as f64,
+                percent: Some(t as f64 * 100.0 / total as f64),
                 min_ns: f[5].parse().unwrap(),
                 max_ns: f[6].parse().unwrap(),
-                stddev_ns: f[7].parse().unwrap(),
+                stddev_ns: Some(f[7].parse().unwrap()),
             };
             stats_line(&mut line, &row);
             assert_eq!(

@@ -1,11 +1,14 @@
-//! Expanding input arguments (files, globs, directories) into input files; directories
-//! contribute the files whose content is recognised, not their names.
+//! Expanding input arguments (files, globs, directories, rocpd packages) into input
+//! files; directories contribute the files whose content is recognised, not their names;
+//! a package (`.rpdb` folder or `index.yaml`) the files its index lists.
 
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use rocpd_model::{Error, Result};
+
+use crate::package;
 
 /// The input files of some arguments, and warnings about files left out of directory
 /// walks although their names look like a profiler's output.
@@ -85,10 +88,85 @@ fn walk(dir: &Path, out: &mut Expanded) -> Result<()> {
     Ok(())
 }
 
+/// Adds one path an argument or a glob named: a package folder by its index (a `.rpdb`
+/// folder without one like any directory), another directory by walking it, an index
+/// file by its entries, any other file as it is.
+fn add(p: &Path, out: &mut Expanded) -> Result<()> {
+    if p.is_dir() {
+        match package::is_package_dir(p)
+            .then(|| package::index_of(p))
+            .flatten()
+        {
+            Some(index) => add_index(&index, out),
+            None => walk(p, out),
+        }
+    } else {
+        // A FIFO or device would block or never end: refuse it before opening it.
+        rocpd_pipeline::check_regular(p)?;
+        if package::is_index_file(p) {
+            add_index(p, out)
+        } else {
+            out.files.push(p.to_path_buf());
+            Ok(())
+        }
+    }
+}
+
+/// Adds the files a package index lists, in its order (a pattern's matches sorted).
+/// Every entry must name something. Entries are files (kept whatever their content, like
+/// files named on the command line) or directories (walked); an index does not lead to
+/// further indexes.
+fn add_index(index: &Path, out: &mut Expanded) -> Result<()> {
+    let ix = package::read_index(index)?;
+    out.warnings.extend(ix.warning);
+    for e in &ix.entries {
+        let mut found: Vec<PathBuf> = match &e.pattern {
+            Some(pattern) => glob::glob(pattern)
+                .map_err(|g| {
+                    Error::input(
+                        index,
+                        format!("line {}", e.line),
+                        format!("files entry {:?}: bad pattern: {g}", e.text),
+                    )
+                })?
+                .filter_map(|r| r.ok())
+                .collect(),
+            None if e.path.exists() => vec![e.path.clone()],
+            None => Vec::new(),
+        };
+        if found.is_empty() {
+            return Err(package::missing(index, e));
+        }
+        found.sort();
+        for f in found {
+            if f.is_dir() {
+                let before = out.files.len();
+                walk(&f, out)?;
+                if out.files.len() == before {
+                    return Err(Error::input(
+                        index,
+                        format!("line {}", e.line),
+                        format!(
+                            "files entry {:?}: the directory {} holds no profiling data",
+                            e.text,
+                            f.display()
+                        ),
+                    ));
+                }
+            } else {
+                rocpd_pipeline::check_regular(&f)?;
+                out.files.push(f);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Expands input arguments. Files named explicitly are kept whatever their content (the
 /// reader explains what is wrong with them); directories contribute the files whose
-/// content is recognised; globs are expanded in sorted order. The same file named twice is
-/// read once.
+/// content is recognised; a `.rpdb` package folder or an `index.yaml`/`.yml` given as
+/// such contributes the files its index lists; globs are expanded in sorted order. The
+/// same file named twice is read once.
 pub fn expand<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Expanded> {
     let mut out = Expanded::default();
     for arg in args {
@@ -98,7 +176,7 @@ pub fn expand<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Expanded> {
         let a = &arg.to_string_lossy();
         if p.is_dir() {
             let before = out.files.len();
-            walk(p, &mut out)?;
+            add(p, &mut out)?;
             if out.files.len() == before {
                 return Err(Error::Usage(match out.warnings.last() {
                     Some(w) => format!("{a}: directory holds no readable profiling data ({w})"),
@@ -106,9 +184,7 @@ pub fn expand<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Expanded> {
                 }));
             }
         } else if p.exists() {
-            // A FIFO or device would block or never end: refuse it before opening it.
-            rocpd_pipeline::check_regular(p)?;
-            out.files.push(p.to_path_buf());
+            add(p, &mut out)?;
         } else if arg.to_str().is_some() && has_glob(a) {
             let mut matched: Vec<PathBuf> = glob::glob(a)
                 .map_err(|e| Error::Usage(format!("{a}: bad pattern: {e}")))?
@@ -119,12 +195,7 @@ pub fn expand<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Expanded> {
             }
             matched.sort();
             for m in matched {
-                if m.is_dir() {
-                    walk(&m, &mut out)?;
-                } else {
-                    rocpd_pipeline::check_regular(&m)?;
-                    out.files.push(m);
-                }
+                add(&m, &mut out)?;
             }
         } else {
             return Err(Error::Usage(format!("{a}: no such file or directory")));

@@ -39,8 +39,10 @@ mod expand;
 mod info;
 mod open;
 mod query;
+mod package;
 mod summary;
 mod window;
+mod yaml;
 
 pub use convert::{output_path, Conversion, Format, Split};
 pub use events::{Chunks, EventOptions, TableReader};
@@ -64,7 +66,7 @@ pub use rocpd_pipeline::{
     cleanup, Chunk, OutputReport, Progress, RunReport, Sink, Source, Stage, StageDrop,
 };
 pub use rocpd_stages::{FilterRule, SplitMode};
-pub use rocpd_summary::{Summary, View};
+pub use rocpd_summary::{RegionCategories, Summary, View};
 
 /// The default number of decode threads: the machine's available parallelism.
 pub fn default_threads() -> usize {

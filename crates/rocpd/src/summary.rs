@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use rocpd_model::{AgentIndexMode, Catalog, Result};
 use rocpd_pipeline::{OutputFile, PathGuard, Progress, RunReport};
-use rocpd_summary::{RunInfo, Summary, SummaryHandle, SummarySink};
+use rocpd_summary::{RegionCategories, RunInfo, Summary, SummaryHandle, SummarySink};
 
 use crate::window::{Selection, Span};
 use crate::Inputs;
@@ -13,8 +13,13 @@ use crate::Inputs;
 /// What a summary computes.
 #[derive(Debug, Clone)]
 pub struct SummaryOptions {
-    /// One row per process and name, instead of per name.
+    /// Also every view per process (AMD's `--summary-by-rank`: `<view>_summary_by_rank`).
     pub by_rank: bool,
+    /// Also the view with one row per other view (AMD's `--domain-summary`), per process
+    /// too with `by_rank`.
+    pub domain_summary: bool,
+    /// Which API calls and markers get views (AMD's `--region-categories`).
+    pub region_categories: RegionCategories,
     /// Which events count.
     pub selection: Selection,
     /// Also compute each GPU's busy fraction over this many time bins.
@@ -27,6 +32,8 @@ impl Default for SummaryOptions {
     fn default() -> Self {
         SummaryOptions {
             by_rank: false,
+            domain_summary: false,
+            region_categories: RegionCategories::Auto,
             selection: Selection::default(),
             utilisation_bins: None,
             threads: crate::default_threads(),
@@ -43,7 +50,7 @@ pub struct SummaryRun {
     pub report: RunReport,
     /// The time range the events cover: the window, else the inputs' span.
     pub span: Option<Span>,
-    /// Whether rows are per process.
+    /// Whether the views per process were computed too.
     pub by_rank: bool,
 }
 
@@ -52,11 +59,11 @@ pub struct SummaryRun {
 pub enum SummaryFormat {
     /// Aligned text tables, returned as text (for a terminal).
     Console,
-    /// One `<name>_<view>.csv` per view.
+    /// One `<name>_<view>_summary[_by_rank].csv` per view, numbers in full precision.
     Csv,
-    /// One `<name>_<view>.json` per view.
+    /// One `<name>_summary.json` holding every view, numbers in full precision.
     Json,
-    /// One `<name>_<view>.md` per view.
+    /// One `<name>_summary.md` holding every view.
     Markdown,
     /// One self-contained `<name>_summary.html` page.
     Html,
@@ -72,7 +79,11 @@ impl Inputs {
         let window = options.selection.resolve(self)?;
         let span = window.or(self.span());
         let handle: SummaryHandle = Default::default();
-        let sink = SummarySink::new(options.by_rank, handle.clone());
+        let mut sink = SummarySink::new(options.by_rank, handle.clone())
+            .with_region_categories(options.region_categories.clone());
+        if options.domain_summary {
+            sink = sink.with_domain_summary();
+        }
         let sink = match (span, options.utilisation_bins) {
             (Some(span), Some(bins)) => sink.with_utilisation(span, bins.max(1)),
             _ => sink,
@@ -126,7 +137,6 @@ impl Inputs {
                         views,
                         run.summary.utilisation.as_ref(),
                         &self.run_info(run),
-                        run.by_rank,
                     );
                     let file = if name.is_empty() {
                         "summary.html".to_string()
@@ -139,7 +149,7 @@ impl Inputs {
                     continue;
                 }
             };
-            for (view, text) in rocpd_summary::render(views, format, run.by_rank) {
+            for (view, text) in rocpd_summary::render(views, format) {
                 if format == rocpd_summary::OutputFormat::Console {
                     console.push_str(&text);
                     continue;

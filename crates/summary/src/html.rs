@@ -123,9 +123,19 @@ fn bar_chart(rows: &[(String, String, f64)], value_label: &dyn Fn(f64) -> String
     s
 }
 
-fn view_section(v: &View, by_rank: bool) -> String {
+/// A statistic AMD's SQL can leave NULL: its cell, `–` (sorted below every value) when
+/// missing.
+fn optional_cell(x: Option<f64>, decimals: usize) -> String {
+    match x {
+        Some(x) => format!("<td data-v=\"{x}\">{x:.decimals$}</td>"),
+        None => "<td data-v=\"-1\" title=\"no value (NULL in AMD's rocpd)\">–</td>".into(),
+    }
+}
+
+fn view_section(v: &View) -> String {
     let mut s = String::new();
-    let id = escape(&v.name);
+    let by_rank = v.by_rank;
+    let id = escape(&v.title());
     let _ = write!(s, "<section class=\"view\" id=\"view-{id}\"><h2>{id}</h2>");
     // The chart: top names by total time over all ranks.
     let mut totals: BTreeMap<&str, f64> = BTreeMap::new();
@@ -169,8 +179,7 @@ fn view_section(v: &View, by_rank: bool) -> String {
         let _ = write!(
             s,
             "<td class=\"name\">{}</td><td data-v=\"{}\">{}</td><td data-v=\"{}\" class=\"total\">{}</td>\
-             <td data-v=\"{}\">{:.3}</td><td data-v=\"{}\">{:.4}</td><td data-v=\"{}\">{}</td>\
-             <td data-v=\"{}\">{}</td><td data-v=\"{}\">{:.3}</td></tr>",
+             <td data-v=\"{}\">{:.3}</td>{}<td data-v=\"{}\">{}</td><td data-v=\"{}\">{}</td>{}</tr>",
             display_name(&r.name),
             r.calls,
             r.calls,
@@ -178,14 +187,12 @@ fn view_section(v: &View, by_rank: bool) -> String {
             r.total_ns,
             r.average_ns,
             r.average_ns,
-            r.percent,
-            r.percent,
+            optional_cell(r.percent, 4),
             r.min_ns,
             r.min_ns,
             r.max_ns,
             r.max_ns,
-            r.stddev_ns,
-            r.stddev_ns,
+            optional_cell(r.stddev_ns, 3),
         );
     }
     s.push_str("</tbody></table></section>");
@@ -198,13 +205,17 @@ fn is_gpu_view(name: &str) -> bool {
 }
 
 fn is_api_view(name: &str) -> bool {
-    !is_gpu_view(name) && !matches!(name, "MARKERS" | "MEMORY_ALLOCATIONS" | "SCRATCH_MEMORY")
+    !is_gpu_view(name)
+        && !matches!(
+            name,
+            "MARKERS" | "MEMORY_ALLOCATIONS" | "SCRATCH_MEMORY" | crate::DOMAIN
+        )
 }
 
 /// Per rank, total GPU time and API time: imbalance shows as bars of unequal length.
 fn ranks_section(views: &[View]) -> String {
     let mut per: BTreeMap<(i64, String), (f64, f64)> = BTreeMap::new();
-    for v in views {
+    for v in views.iter().filter(|v| v.by_rank) {
         for r in &v.rows {
             let key = (r.pid.unwrap_or(-1), r.hostname.clone().unwrap_or_default());
             let e = per.entry(key).or_default();
@@ -363,13 +374,8 @@ var u=p.dataset.v,v=q.dataset.v;if(u!==undefined&&v!==undefined){return d*(parse
 return d*p.textContent.localeCompare(q.textContent);});rows.forEach(function(r){b.appendChild(r);});});});});\
 document.body.dataset.ready='1';";
 
-/// Renders the whole page.
-pub fn render_html(
-    views: &[View],
-    utilisation: Option<&Utilisation>,
-    run: &RunInfo,
-    by_rank: bool,
-) -> String {
+/// Renders the whole page; with views per rank, also a per-rank section.
+pub fn render_html(views: &[View], utilisation: Option<&Utilisation>, run: &RunInfo) -> String {
     let mut s = String::from(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width\"><title>rocpd summary</title><style>",
@@ -377,18 +383,18 @@ pub fn render_html(
     s.push_str(STYLE);
     s.push_str("</style></head><body><h1>rocpd summary</h1><nav>");
     for v in views {
-        let _ = write!(s, "<a href=\"#view-{0}\">{0}</a> · ", escape(&v.name));
+        let _ = write!(s, "<a href=\"#view-{0}\">{0}</a> · ", escape(&v.title()));
     }
     s.push_str("<a href=\"#utilisation\">GPU utilisation</a></nav>");
     s.push_str(&run_section(run));
     if let Some(u) = utilisation {
         s.push_str(&utilisation_section(u));
     }
-    if by_rank {
+    if views.iter().any(|v| v.by_rank) {
         s.push_str(&ranks_section(views));
     }
     for v in views {
-        s.push_str(&view_section(v, by_rank));
+        s.push_str(&view_section(v));
     }
     s.push_str("<script>");
     s.push_str(SCRIPT);
@@ -409,10 +415,10 @@ mod tests {
             calls: 2,
             total_ns: total,
             average_ns: total as f64 / 2.0,
-            percent: 50.0,
+            percent: Some(50.0),
             min_ns: 1,
             max_ns: total as u64,
-            stddev_ns: 0.5,
+            stddev_ns: None,
         }
     }
 
@@ -421,12 +427,13 @@ mod tests {
         let long = format!("void k<{}>(\"x\")", "a".repeat(200));
         let views = vec![View {
             name: "KERNELS".into(),
+            by_rank: false,
             rows: vec![
                 row("<script>alert('x')</script> & \"q\"\nline", 10),
                 row(&long, 5),
             ],
         }];
-        let html = render_html(&views, None, &RunInfo::default(), false);
+        let html = render_html(&views, None, &RunInfo::default());
         assert!(!html.contains("<script>alert"), "unescaped name");
         assert!(
             html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;")
@@ -436,5 +443,7 @@ mod tests {
         assert!(html.contains(&format!("title=\"{full}\"")));
         assert!(html.contains("…</span>"));
         assert_eq!(html.matches("<script>").count(), 1, "only our own script");
+        // A missing deviation is shown as a dash that sorts below every value.
+        assert!(html.contains("<td data-v=\"-1\" title=\"no value (NULL in AMD's rocpd)\">–</td>"));
     }
 }

@@ -34,12 +34,41 @@ pub(crate) fn headers(by_rank: bool) -> Vec<&'static str> {
     h
 }
 
-fn cells(v: &View, by_rank: bool) -> Vec<Vec<String>> {
+/// How numbers are written: rounded for reading, or in full for other programs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Precision {
+    /// Averages and deviations to 3 decimals, percentages to 4; `-` for a missing value.
+    Rounded,
+    /// Every digit needed to read the same number back; an empty field for a missing one.
+    Full,
+}
+
+/// A floating-point number with every digit needed to read it back, as Python writes
+/// it (`5.0`, not `5`), so the CSV reads like AMD's pandas output.
+pub(crate) fn full(x: f64) -> String {
+    let s = format!("{x}");
+    if x.is_finite() && !s.contains(['.', 'e', 'E']) {
+        format!("{s}.0")
+    } else {
+        s
+    }
+}
+
+fn number(x: Option<f64>, decimals: usize, p: Precision) -> String {
+    match (x, p) {
+        (Some(x), Precision::Full) => full(x),
+        (Some(x), Precision::Rounded) => format!("{x:.decimals$}"),
+        (None, Precision::Full) => String::new(),
+        (None, Precision::Rounded) => "-".into(),
+    }
+}
+
+fn cells(v: &View, p: Precision) -> Vec<Vec<String>> {
     v.rows
         .iter()
         .map(|r| {
             let mut c = Vec::new();
-            if by_rank {
+            if v.by_rank {
                 c.push(r.pid.map(|p| p.to_string()).unwrap_or_default());
                 c.push(r.hostname.clone().unwrap_or_default());
             }
@@ -47,11 +76,11 @@ fn cells(v: &View, by_rank: bool) -> Vec<Vec<String>> {
                 r.name.clone(),
                 r.calls.to_string(),
                 r.total_ns.to_string(),
-                format!("{:.3}", r.average_ns),
-                format!("{:.4}", r.percent),
+                number(Some(r.average_ns), 3, p),
+                number(r.percent, 4, p),
                 r.min_ns.to_string(),
                 r.max_ns.to_string(),
-                format!("{:.3}", r.stddev_ns),
+                number(r.stddev_ns, 3, p),
             ]);
             c
         })
@@ -86,8 +115,10 @@ fn console_field(s: &str, width: usize) -> String {
     }
 }
 
-/// Renders one view (CSV, console, Markdown) or all views (JSON) as text.
-pub fn render(views: &[View], format: OutputFormat, by_rank: bool) -> Vec<(String, String)> {
+/// Renders each view as a CSV document named after it (`kernels_summary`,
+/// `kernels_summary_by_rank`, `domain_summary`, ...), or all views as one console text,
+/// Markdown or JSON document (named `summary`).
+pub fn render(views: &[View], format: OutputFormat) -> Vec<(String, String)> {
     match format {
         OutputFormat::Json => vec![(
             "summary".into(),
@@ -97,13 +128,13 @@ pub fn render(views: &[View], format: OutputFormat, by_rank: bool) -> Vec<(Strin
         OutputFormat::Csv => views
             .iter()
             .map(|v| {
-                let mut s = headers(by_rank)
+                let mut s = headers(v.by_rank)
                     .iter()
                     .map(|h| csv_field(h))
                     .collect::<Vec<_>>()
                     .join(",");
                 s.push('\n');
-                for row in cells(v, by_rank) {
+                for row in cells(v, Precision::Full) {
                     s.push_str(
                         &row.iter()
                             .map(|c| csv_field(c))
@@ -112,26 +143,23 @@ pub fn render(views: &[View], format: OutputFormat, by_rank: bool) -> Vec<(Strin
                     );
                     s.push('\n');
                 }
-                (format!("{}_summary", v.name.to_ascii_lowercase()), s)
+                (v.title().to_ascii_lowercase(), s)
             })
             .collect(),
         OutputFormat::Markdown => {
             let mut s = String::new();
             for v in views {
-                s.push_str(&format!(
-                    "## {}_SUMMARY\n\n| {} |\n|",
-                    v.name,
-                    headers(by_rank).join(" | ")
-                ));
-                for (i, _) in headers(by_rank).iter().enumerate() {
-                    s.push_str(if i > usize::from(by_rank) * 2 {
+                let h = headers(v.by_rank);
+                s.push_str(&format!("## {}\n\n| {} |\n|", v.title(), h.join(" | ")));
+                for (i, _) in h.iter().enumerate() {
+                    s.push_str(if i > usize::from(v.by_rank) * 2 {
                         "---:|"
                     } else {
                         "---|"
                     });
                 }
                 s.push('\n');
-                for row in cells(v, by_rank) {
+                for row in cells(v, Precision::Rounded) {
                     s.push_str(&format!(
                         "| {} |\n",
                         row.iter()
@@ -147,9 +175,9 @@ pub fn render(views: &[View], format: OutputFormat, by_rank: bool) -> Vec<(Strin
         OutputFormat::Console => {
             let mut s = String::new();
             for v in views {
-                s.push_str(&format!("\n{}_SUMMARY:\n", v.name));
-                let h = headers(by_rank);
-                let rows: Vec<Vec<String>> = cells(v, by_rank)
+                s.push_str(&format!("\n{}:\n", v.title()));
+                let h = headers(v.by_rank);
+                let rows: Vec<Vec<String>> = cells(v, Precision::Rounded)
                     .into_iter()
                     .map(|r| r.iter().map(|c| console_field(c, 60)).collect())
                     .collect();
@@ -159,7 +187,7 @@ pub fn render(views: &[View], format: OutputFormat, by_rank: bool) -> Vec<(Strin
                         w[i] = w[i].max(c.chars().count());
                     }
                 }
-                let name_col = usize::from(by_rank) * 2;
+                let name_col = usize::from(v.by_rank) * 2;
                 let line = |cells: &[String]| {
                     cells
                         .iter()
@@ -183,5 +211,48 @@ pub fn render(views: &[View], format: OutputFormat, by_rank: bool) -> Vec<(Strin
             }
             vec![("summary".into(), s)]
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Row;
+
+    #[test]
+    fn full_precision_reads_back_the_same_number() {
+        for x in [5.0, 1.0 / 3.0, 458_514_859.0 / 13.0, 1e-7, 2.5e20, 0.0] {
+            let s = full(x);
+            assert_eq!(s.parse::<f64>().unwrap(), x, "{s}");
+        }
+        assert_eq!(full(5.0), "5.0");
+        assert_eq!(full(0.1), "0.1");
+    }
+
+    #[test]
+    fn missing_statistics_are_empty_in_csv_and_a_dash_on_the_console() {
+        let v = View {
+            name: "HIP".into(),
+            by_rank: false,
+            rows: vec![Row {
+                pid: None,
+                hostname: None,
+                name: "hipInit".into(),
+                calls: 1,
+                total_ns: 0,
+                average_ns: 0.0,
+                percent: None,
+                min_ns: 0,
+                max_ns: 0,
+                stddev_ns: None,
+            }],
+        };
+        let csv = &render(std::slice::from_ref(&v), OutputFormat::Csv)[0];
+        assert_eq!(csv.0, "hip_summary");
+        assert_eq!(csv.1.lines().nth(1), Some("hipInit,1,0,0.0,,0,0,"));
+        let console = &render(std::slice::from_ref(&v), OutputFormat::Console)[0].1;
+        assert!(console.starts_with("\nHIP_SUMMARY:\n"), "{console}");
+        let last: Vec<&str> = console.lines().last().unwrap().split_whitespace().collect();
+        assert_eq!(last, ["hipInit", "1", "0", "0.000", "-", "0", "0", "-"]);
     }
 }
