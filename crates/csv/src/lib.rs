@@ -179,7 +179,9 @@ impl CsvSink {
         let stats = options.stats.then(|| {
             let out = Arc::new(Mutex::new(Summary::default()));
             Stats {
-                sink: SummarySink::new(false, out.clone()).with_domain_summary(),
+                sink: SummarySink::new(false, out.clone())
+                    .with_domain_summary()
+                    .with_operation_names(),
                 out,
             }
         });

@@ -591,6 +591,19 @@ fn stats_equal_sql_on_the_inputs() {
     ] {
         assert!(domains.contains(n), "{n} missing: {domains:?}");
     }
+    // Allocation stats are named and split as rocprofv3's: by operation, the scratch
+    // operations only in their own file, each file's calls those of its trace file.
+    for (stats, trace) in [
+        ("memory_allocation_stats", "memory_allocation_trace"),
+        ("scratch_memory_stats", "scratch_memory_trace"),
+    ] {
+        let st = Parsed::read(&tmp.path().join(format!("t_{stats}.csv")));
+        let tr = Parsed::read(&tmp.path().join(format!("t_{trace}.csv")));
+        let names: BTreeSet<&str> = st.col("Name").into_iter().collect();
+        let ops: BTreeSet<&str> = tr.col("Operation").into_iter().collect();
+        assert_eq!(names, ops, "{stats}");
+        assert_eq!(st.ints("Calls").iter().sum::<i64>() as usize, tr.rows.len());
+    }
     // HIP stats count the HIP calls of hip_api_trace.csv, not the samples' track names.
     let hip = Parsed::read(&tmp.path().join("t_hip_api_stats.csv"));
     let calls: i64 = hip.ints("Calls").iter().sum();

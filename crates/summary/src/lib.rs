@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt32Type};
 use arrow_array::{Array, StringArray};
+use rocpd_model::naming::allocation_operation;
 use rocpd_model::{col, Catalog, Error, EventBatch, Result, Table};
 use rocpd_pipeline::{Chunk, OutputReport, Sink};
 use serde::Serialize;
@@ -277,6 +278,8 @@ pub struct SummarySink {
     views: BTreeMap<String, ViewStats>,
     rows_seen: BTreeMap<&'static str, u64>,
     utilisation: Option<utilisation::Tracker>,
+    /// rocprofv3's naming of allocations (see [`SummarySink::with_operation_names`]).
+    operation_names: bool,
     out: SummaryHandle,
 }
 
@@ -286,6 +289,7 @@ impl SummarySink {
         SummarySink {
             by_rank,
             domain: false,
+            operation_names: false,
             categories: RegionCategories::Auto,
             routes: Default::default(),
             catalog: None,
@@ -306,6 +310,15 @@ impl SummarySink {
     /// `by_rank`), over all its events.
     pub fn with_domain_summary(mut self) -> Self {
         self.domain = true;
+        self
+    }
+
+    /// Names allocations by their operation as rocprofv3's `--stats` files do
+    /// (`MEMORY_ALLOCATION_ALLOCATE`, `SCRATCH_MEMORY_ALLOC`, ...; scratch only in
+    /// `SCRATCH_MEMORY`) instead of by `type` as AMD's `rocpd summary` does (`ALLOC`, `FREE`;
+    /// scratch in both views).
+    pub fn with_operation_names(mut self) -> Self {
+        self.operation_names = true;
         self
     }
 
@@ -352,6 +365,7 @@ impl SummarySink {
                 -1
             }
         };
+        let operation_names = self.operation_names;
         for r in 0..batch.num_rows() {
             let rank = self
                 .by_rank
@@ -362,6 +376,16 @@ impl SummarySink {
             match t {
                 Table::KernelDispatch => record(views, "KERNELS", rank, name, d),
                 Table::MemoryCopy => record(views, "MEMORY_COPIES", rank, name, d),
+                Table::MemoryAllocation if operation_names => {
+                    let level = levels.and_then(|l| l.is_valid(r).then(|| l.value(r)));
+                    let scratch = level.is_some_and(|l| l.eq_ignore_ascii_case("SCRATCH"));
+                    let view = if scratch {
+                        "SCRATCH_MEMORY"
+                    } else {
+                        "MEMORY_ALLOCATIONS"
+                    };
+                    record(views, view, rank, &allocation_operation(name, level), d);
+                }
                 Table::MemoryAllocation => {
                     // AMD's memory_allocations view holds every level, named by `type`
                     // (ALLOC, FREE, ...); scratch_memory is the SCRATCH subset, named by
