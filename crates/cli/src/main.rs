@@ -14,8 +14,11 @@ use rocpd::{time, AgentIndexMode, ParquetOptions, PartitionKey, PerfettoOptions,
 /// Convert ROCm profiling traces (RocPD databases, rocprofv3 CSV/JSON, Triton Proton) to
 /// Perfetto, OTF2, Parquet, CSV or merged RocPD, fast and in bounded memory.
 #[derive(Parser, Debug)]
-#[command(name = "rocpd", version, about)]
+#[command(name = "rocpd", version, about, disable_version_flag = true)]
 struct Cli {
+    /// Print the version (`-v` as AMD's rocpd spells it, and `-V`).
+    #[arg(short = 'v', long, short_alias = 'V', action = clap::ArgAction::Version)]
+    version: Option<bool>,
     /// No progress bar and no report on stderr.
     #[arg(short, long, global = true)]
     quiet: bool,

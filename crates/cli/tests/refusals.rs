@@ -225,3 +225,13 @@ fn a_missing_required_value_names_the_table_row_and_column() {
         "{e}"
     );
 }
+
+#[test]
+fn version_is_printed_for_amds_dash_v_and_for_dash_capital_v() {
+    for flag in ["-v", "-V", "--version"] {
+        let o = common::rocpd(&[flag]);
+        assert!(o.status.success(), "{flag}");
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.starts_with("rocpd "), "{flag}: {out}");
+    }
+}

@@ -380,7 +380,8 @@ fn pid_and_tid_are_the_os_ids_and_a_missing_thread_row_shows_its_reference() {
         &c,
         "SELECT CAST(pid AS TEXT) FROM rocpd_info_process WHERE id <> pid",
     );
-    assert_eq!(renumbered.len(), 1);
+    // One database is renumbered here; with ROCPD_TEST_ROW_IDS every one already is.
+    assert!(!renumbered.is_empty());
     let kernel_pids = strings(&c, "SELECT DISTINCT CAST(pid AS TEXT) FROM kernels");
     assert!(renumbered.is_subset(&kernel_pids), "{kernel_pids:?}");
     // Regions of the thread whose info row is gone keep the reference.

@@ -38,8 +38,8 @@ mod events;
 mod expand;
 mod info;
 mod open;
-mod query;
 mod package;
+mod query;
 mod summary;
 mod window;
 mod yaml;
@@ -53,10 +53,10 @@ pub use query::{query_output_path, Query, QueryFormat, QueryResult};
 pub use summary::{SummaryFormat, SummaryOptions, SummaryRun};
 pub use window::{Selection, Span, WindowRequest};
 
+pub use rocpd_csv::CsvOptions;
 /// The analysis and summary views of a merged database (and of `rocpd query`), in
 /// the order AMD's schema lists them; their columns are in `formats/rocpd/README.md`.
 pub use rocpd_db::ANALYSIS_VIEW_NAMES as ANALYSIS_VIEWS;
-pub use rocpd_csv::CsvOptions;
 pub use rocpd_model::AgentIndexMode;
 pub use rocpd_model::{Catalog, Error, Projection, Result, Table};
 pub use rocpd_otf2::Otf2Options;
