@@ -14,17 +14,49 @@
 //!   (NULL otherwise), so one malformed value cannot make a whole query fail;
 //! - a kernel's name is its display name, or its kernel name when that is empty.
 
+/// Most terms in one compound SELECT: SQLite's default limit (`SQLITE_MAX_COMPOUND_SELECT`,
+/// 500), which every reader of the file (Python's `sqlite3`, AMD's tools) also has, since
+/// a view's SQL is parsed by whoever queries it.
+const MAX_UNION_TERMS: usize = 500;
+
 /// `CREATE VIEW rocpd_<base> AS SELECT * FROM <t1> UNION ALL SELECT * FROM <t2> ...`.
+///
+/// Over more than [`MAX_UNION_TERMS`] table sets (a merge of 512 ranks) one SELECT would
+/// exceed the limit, so the tables are unioned in parts, `rocpd_<base>__part_<n>` of at
+/// most that many each, and the view unions the parts (each view is its own statement).
 pub(crate) fn union_view(base: &str, tables: &[String]) -> String {
-    let selects: Vec<String> = tables
-        .iter()
-        .map(|t| format!("SELECT * FROM {}", crate::quote_ident(t)))
-        .collect();
-    format!(
+    let union = |names: &mut dyn Iterator<Item = &String>| {
+        names
+            .map(|t| format!("SELECT * FROM {}", crate::quote_ident(t)))
+            .collect::<Vec<_>>()
+            .join(" UNION ALL ")
+    };
+    if tables.len() <= MAX_UNION_TERMS {
+        return format!(
+            "CREATE VIEW {} AS {};\n",
+            crate::quote_ident(base),
+            union(&mut tables.iter())
+        );
+    }
+    let mut sql = String::new();
+    let mut parts = Vec::new();
+    for (n, chunk) in tables.chunks(MAX_UNION_TERMS).enumerate() {
+        let part = format!("{base}__part_{n}");
+        sql.push_str(&format!(
+            "CREATE VIEW {} AS {};\n",
+            crate::quote_ident(&part),
+            union(&mut chunk.iter())
+        ));
+        parts.push(part);
+    }
+    // 500 parts of 500 sets each reach 250,000 table sets; past that, SQLite's error
+    // names the limit.
+    sql.push_str(&format!(
         "CREATE VIEW {} AS {};\n",
         crate::quote_ident(base),
-        selects.join(" UNION ALL ")
-    )
+        union(&mut parts.iter())
+    ));
+    sql
 }
 
 /// The names of the analysis and summary views, in the order they are created.
@@ -319,3 +351,42 @@ CREATE VIEW top AS
         UNION ALL SELECT name, duration FROM regions)
   GROUP BY name ORDER BY total_duration DESC;
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A merge of more table sets than one compound SELECT may hold (512 ranks, say) still
+    /// gets its union views, and they hold every row.
+    #[test]
+    fn union_views_over_more_sets_than_one_select_may_hold() {
+        for sets in [
+            1,
+            MAX_UNION_TERMS,
+            MAX_UNION_TERMS + 1,
+            2 * MAX_UNION_TERMS + 3,
+        ] {
+            let conn = rusqlite::Connection::open_in_memory().unwrap();
+            let mut tables = Vec::new();
+            let mut sql = String::from("BEGIN;");
+            for i in 0..sets {
+                let t = format!("rocpd_region_{i}");
+                sql.push_str(&format!(
+                    "CREATE TABLE {t} (id INTEGER); INSERT INTO {t} VALUES ({i});"
+                ));
+                tables.push(t);
+            }
+            sql.push_str("COMMIT;");
+            conn.execute_batch(&sql).unwrap();
+            conn.execute_batch(&union_view("rocpd_region", &tables))
+                .unwrap_or_else(|e| panic!("{sets} sets: {e}"));
+            let (n, sum): (i64, i64) = conn
+                .query_row("SELECT COUNT(*), SUM(id) FROM rocpd_region", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .unwrap();
+            assert_eq!(n as usize, sets);
+            assert_eq!(sum, (sets * (sets - 1) / 2) as i64);
+        }
+    }
+}
