@@ -262,3 +262,31 @@ fn rocpd_output_splits_by_process_and_duplicates_are_refused() {
     assert!(stderr(&o).contains("same process"), "{}", stderr(&o));
     assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none());
 }
+
+/// A merge of more processes than one SQLite compound SELECT may hold terms (500) still
+/// has its union and analysis views (D55); a directory input keeps the argument list short.
+#[test]
+fn more_than_five_hundred_processes_merge_with_their_views() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("in");
+    let cfg = rocpd_gen::GenConfig {
+        seed: 9,
+        nodes: 1,
+        processes: 501,
+        gpus_per_node: 1,
+        threads_per_process: 2,
+        iterations: 1,
+        odd_names: false,
+        row_ids: false,
+    };
+    let ins = rocpd_gen::generate(&cfg, &dir).unwrap();
+    let out = merge(&[dir], &tmp.path().join("m"), &[]);
+    let m = rusqlite::Connection::open_with_flags(&out, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap();
+    assert_eq!(
+        count(&m, "SELECT COUNT(*) FROM rocpd_region"),
+        sql_count(&ins, "SELECT COUNT(*) FROM {rocpd_region}") as i64
+    );
+    assert_eq!(count(&m, "SELECT COUNT(DISTINCT guid) FROM kernels"), 501);
+    assert_eq!(count(&m, "SELECT COUNT(*) FROM rocpd_info_process"), 501);
+}
