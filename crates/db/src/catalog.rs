@@ -123,65 +123,34 @@ pub(crate) fn read_set(
     source: u32,
     cat: &mut Catalog,
 ) -> Result<()> {
-    let first = Counts::of(cat);
-    read_records(conn, path, set, source, cat)?;
+    // Read into a catalog of the set's own, so the references resolve over its records
+    // only, then append.
+    let mut own = Catalog::default();
+    read_records(conn, path, set, source, &mut own)?;
     let ids = Ids::new(
-        cat.processes[first.processes..]
-            .iter()
-            .map(|p| (p.id, p.pid)),
-        cat.threads[first.threads..].iter().map(|t| (t.id, t.tid)),
+        own.processes.iter().map(|p| (p.id, p.pid)),
+        own.threads.iter().map(|t| (t.id, t.tid)),
     );
-    if ids.is_identity() {
-        return Ok(());
-    }
-    let resolve = |pid: &mut Option<i64>| *pid = pid.map(|p| ids.pid(p));
-    for t in &mut cat.threads[first.threads..] {
-        t.pid = ids.pid(t.pid);
-    }
-    cat.agents[first.agents..]
-        .iter_mut()
-        .for_each(|x| resolve(&mut x.pid));
-    cat.queues[first.queues..]
-        .iter_mut()
-        .chain(&mut cat.streams[first.streams..])
-        .for_each(|x| resolve(&mut x.pid));
-    cat.kernel_symbols[first.kernel_symbols..]
-        .iter_mut()
-        .for_each(|x| resolve(&mut x.pid));
-    cat.code_objects[first.code_objects..]
-        .iter_mut()
-        .for_each(|x| resolve(&mut x.pid));
-    cat.pmcs[first.pmcs..]
-        .iter_mut()
-        .for_each(|x| resolve(&mut x.pid));
-    Ok(())
-}
-
-/// How many records of each kind the catalog held before a set was read.
-struct Counts {
-    processes: usize,
-    threads: usize,
-    agents: usize,
-    queues: usize,
-    streams: usize,
-    kernel_symbols: usize,
-    code_objects: usize,
-    pmcs: usize,
-}
-
-impl Counts {
-    fn of(cat: &Catalog) -> Counts {
-        Counts {
-            processes: cat.processes.len(),
-            threads: cat.threads.len(),
-            agents: cat.agents.len(),
-            queues: cat.queues.len(),
-            streams: cat.streams.len(),
-            kernel_symbols: cat.kernel_symbols.len(),
-            code_objects: cat.code_objects.len(),
-            pmcs: cat.pmcs.len(),
+    if !ids.is_identity() {
+        let resolve = |pid: &mut Option<i64>| *pid = pid.map(|p| ids.pid(p));
+        for t in &mut own.threads {
+            t.pid = ids.pid(t.pid);
         }
+        own.agents.iter_mut().for_each(|x| resolve(&mut x.pid));
+        own.queues
+            .iter_mut()
+            .chain(&mut own.streams)
+            .for_each(|x| resolve(&mut x.pid));
+        own.kernel_symbols
+            .iter_mut()
+            .for_each(|x| resolve(&mut x.pid));
+        own.code_objects
+            .iter_mut()
+            .for_each(|x| resolve(&mut x.pid));
+        own.pmcs.iter_mut().for_each(|x| resolve(&mut x.pid));
     }
+    cat.extend(own);
+    Ok(())
 }
 
 /// The info tables' records as stored (references unresolved).

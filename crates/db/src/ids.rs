@@ -27,12 +27,12 @@ impl Ids {
         processes: impl IntoIterator<Item = (i64, i64)>,
         threads: impl IntoIterator<Item = (i64, i64)>,
     ) -> Ids {
-        let differing = |pairs: &mut dyn Iterator<Item = (i64, i64)>| {
-            pairs.filter(|(id, os)| id != os).collect::<FastMap<_, _>>()
-        };
+        fn differing(pairs: impl IntoIterator<Item = (i64, i64)>) -> FastMap<i64, i64> {
+            pairs.into_iter().filter(|(id, os)| id != os).collect()
+        }
         Ids {
-            processes: differing(&mut processes.into_iter()),
-            threads: differing(&mut threads.into_iter()),
+            processes: differing(processes),
+            threads: differing(threads),
         }
     }
 
