@@ -567,11 +567,8 @@ fn run_query(args: QueryArgs, quiet: bool) -> Result<()> {
         let mut stdout = out::Stdout::new();
         match inputs.query(&query, &mut stdout) {
             Ok(r) => r,
-            Err(_) if stdout.closed() => return Err(out::StdoutClosed.into()),
-            Err(e) => match stdout.failed() {
-                Some(io) => bail!("stdout: {io}"),
-                None => return Err(e.into()),
-            },
+            // A failed stdout explains the query's error better than the error itself.
+            Err(e) => return Err(stdout.error().unwrap_or_else(|| e.into())),
         }
     };
     if result.rows == 0 {

@@ -17,11 +17,10 @@ impl std::error::Error for StdoutClosed {}
 
 /// Writes `text` to stdout and flushes it.
 pub fn stdout(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = Stdout::new();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
-        Err(e) => Err(anyhow::anyhow!("stdout: {e}")),
+        Err(e) => Err(out.error().unwrap_or_else(|| e.into())),
     }
 }
 
@@ -53,14 +52,14 @@ impl Stdout {
         }
     }
 
-    /// Whether a write failed because the reader closed the pipe.
-    pub fn closed(&self) -> bool {
-        self.closed
-    }
-
-    /// The first other write error, if any (`> /dev/full`).
-    pub fn failed(&self) -> Option<&str> {
-        self.failed.as_deref()
+    /// The command's error if a write failed: [`StdoutClosed`] when the reader closed the
+    /// pipe, else the first write error (`> /dev/full`); `None` when stdout never failed.
+    pub fn error(&self) -> Option<anyhow::Error> {
+        if self.closed {
+            Some(StdoutClosed.into())
+        } else {
+            self.failed.as_ref().map(|e| anyhow::anyhow!("stdout: {e}"))
+        }
     }
 
     fn note<T>(&mut self, r: std::io::Result<T>) -> std::io::Result<T> {
