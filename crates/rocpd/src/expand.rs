@@ -20,8 +20,16 @@ pub struct Expanded {
     pub warnings: Vec<String>,
 }
 
-fn has_glob(s: &str) -> bool {
+/// Whether an argument or an index entry is a pattern rather than a path.
+pub(crate) fn has_glob(s: &str) -> bool {
     s.contains(['*', '?', '['])
+}
+
+/// The paths `pattern` matches, sorted (unreadable directory entries are skipped).
+fn matches(pattern: &str) -> std::result::Result<Vec<PathBuf>, glob::PatternError> {
+    let mut found: Vec<PathBuf> = glob::glob(pattern)?.filter_map(|r| r.ok()).collect();
+    found.sort();
+    Ok(found)
 }
 
 /// The first 8 KiB of `path` (what detection looks at). Refuses a file that is not a
@@ -120,24 +128,20 @@ fn add_index(index: &Path, out: &mut Expanded) -> Result<()> {
     let ix = package::read_index(index)?;
     out.warnings.extend(ix.warning);
     for e in &ix.entries {
-        let mut found: Vec<PathBuf> = match &e.pattern {
-            Some(pattern) => glob::glob(pattern)
-                .map_err(|g| {
-                    Error::input(
-                        index,
-                        format!("line {}", e.line),
-                        format!("files entry {:?}: bad pattern: {g}", e.text),
-                    )
-                })?
-                .filter_map(|r| r.ok())
-                .collect(),
+        let found: Vec<PathBuf> = match &e.pattern {
+            Some(pattern) => matches(pattern).map_err(|g| {
+                Error::input(
+                    index,
+                    format!("line {}", e.line),
+                    format!("files entry {:?}: bad pattern: {g}", e.text),
+                )
+            })?,
             None if e.path.exists() => vec![e.path.clone()],
             None => Vec::new(),
         };
         if found.is_empty() {
             return Err(package::missing(index, e));
         }
-        found.sort();
         for f in found {
             if f.is_dir() {
                 let before = out.files.len();
@@ -186,14 +190,10 @@ pub fn expand<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Expanded> {
         } else if p.exists() {
             add(p, &mut out)?;
         } else if arg.to_str().is_some() && has_glob(a) {
-            let mut matched: Vec<PathBuf> = glob::glob(a)
-                .map_err(|e| Error::Usage(format!("{a}: bad pattern: {e}")))?
-                .filter_map(|r| r.ok())
-                .collect();
+            let matched = matches(a).map_err(|e| Error::Usage(format!("{a}: bad pattern: {e}")))?;
             if matched.is_empty() {
                 return Err(Error::Usage(format!("{a}: no file matches this pattern")));
             }
-            matched.sort();
             for m in matched {
                 add(&m, &mut out)?;
             }

@@ -69,10 +69,6 @@ pub(crate) fn index_of(dir: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn has_glob(s: &str) -> bool {
-    s.contains(['*', '?', '['])
-}
-
 /// The mapping `key` of `node`, naming `what` in the error when `node` is no mapping.
 fn field<'a>(file: &Path, node: &'a Node, key: &str, what: &str) -> Result<Option<&'a Node>> {
     match &node.value {
@@ -190,7 +186,7 @@ pub(crate) fn read_index(file: &Path) -> Result<Index> {
             } else {
                 base.join(given)
             };
-            let pattern = has_glob(&text).then(|| {
+            let pattern = crate::expand::has_glob(&text).then(|| {
                 if given.is_absolute() {
                     text.clone()
                 } else {
