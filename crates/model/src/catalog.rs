@@ -143,6 +143,19 @@ pub enum AgentIndexMode {
     TypeRelative,
 }
 
+impl AgentIndexMode {
+    /// The mode named as rocpd's `--agent-index-value` takes it: `absolute`, `relative` or
+    /// `type-relative` (also `type_relative`), ignoring case.
+    pub fn from_name(v: &str) -> Option<AgentIndexMode> {
+        match v.to_ascii_lowercase().replace('_', "-").as_str() {
+            "absolute" => Some(AgentIndexMode::Absolute),
+            "relative" => Some(AgentIndexMode::Relative),
+            "type-relative" => Some(AgentIndexMode::TypeRelative),
+            _ => None,
+        }
+    }
+}
+
 impl Agent {
     /// The label and index of this agent under `mode`, e.g. `("Agent", 2)` or `("GPU", 1)`.
     pub fn label(&self, mode: AgentIndexMode) -> (String, i64) {

@@ -38,6 +38,27 @@ impl Projection {
         }
     }
 
+    /// Only the columns of `table` named in `columns` (and the non-nullable ones, which
+    /// are always filled); other tables' columns are filled. An unknown name is refused.
+    pub fn only<S: AsRef<str>>(table: Table, columns: &[S]) -> crate::Result<Self> {
+        let specs = table.columns();
+        for c in columns {
+            if !specs.iter().any(|s| s.name == c.as_ref()) {
+                return Err(crate::Error::Usage(format!(
+                    "table {} has no column {:?}",
+                    table.name(),
+                    c.as_ref()
+                )));
+            }
+        }
+        let skipped = specs
+            .iter()
+            .filter(|s| s.nullable && !columns.iter().any(|c| c.as_ref() == s.name))
+            .map(|s| s.name)
+            .collect();
+        Ok(Projection { skipped })
+    }
+
     /// This projection, also filling `column`.
     pub fn with(mut self, column: &str) -> Self {
         self.skipped.retain(|c| *c != column);
@@ -85,6 +106,15 @@ mod tests {
         assert!(u.fills("args"));
         assert!(!u.fills("extdata"));
         assert!(a.union(&Projection::all()).fills("extdata"));
+    }
+
+    #[test]
+    fn only_fills_the_named_and_required_columns() {
+        let p = Projection::only(Table::KernelDispatch, &["kernel_name", "grid_x"]).unwrap();
+        assert!(p.fills("grid_x"));
+        assert!(p.fills("start"), "required columns are always filled");
+        assert!(!p.fills("extdata") && !p.fills("grid_y"));
+        assert!(Projection::only(Table::KernelDispatch, &["colour"]).is_err());
     }
 
     #[test]

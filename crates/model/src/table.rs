@@ -270,6 +270,22 @@ impl Table {
         Table::PmcValue,
     ];
 
+    /// The table named `v`: its [`Table::name`] or a word users say for it (`kernel`,
+    /// `kernels`, `api`, `copy`, `counter`, ...), ignoring case. The filter's `kind=` and
+    /// the Python package's `events(table)` both take these words.
+    pub fn from_name(v: &str) -> Option<Table> {
+        Some(match v.to_ascii_lowercase().as_str() {
+            "region" | "regions" | "api" | "apis" => Table::Region,
+            "marker" | "markers" => Table::Marker,
+            "sample" | "samples" => Table::Sample,
+            "kernel" | "kernels" | "kernel_dispatch" => Table::KernelDispatch,
+            "copy" | "copies" | "memory_copy" => Table::MemoryCopy,
+            "allocation" | "allocations" | "memory_allocation" => Table::MemoryAllocation,
+            "counter" | "counters" | "pmc" | "pmc_value" => Table::PmcValue,
+            _ => return None,
+        })
+    }
+
     /// The table's name (as used in reports and file names).
     pub fn name(self) -> &'static str {
         match self {

@@ -221,7 +221,11 @@ fn work(
         let mut streams: Vec<(usize, Box<dyn BatchStream + '_>)> = Vec::new();
         for (i, p) in &mut prepared {
             let opened: Result<Vec<Box<dyn BatchStream + '_>>> = match p {
-                Ok(list) => list.iter_mut().map(|q| q.open()).collect(),
+                Ok(list) => list
+                    .iter_mut()
+                    .filter(|q| options.wants(q.table()))
+                    .map(|q| q.open())
+                    .collect(),
                 Err(e) => Err(std::mem::replace(e, Error::Usage(String::new()))),
             };
             let mut inner = shared.lock();

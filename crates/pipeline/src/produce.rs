@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use rocpd_model::{Catalog, Projection, Result};
+use rocpd_model::{Catalog, Projection, Result, Table};
 
 use crate::{
     decode_parallel, BatchStream, Message, Numbered, PreparedStream, StreamOptions, TimeMerge,
@@ -28,6 +28,8 @@ pub struct ProduceOptions {
     pub in_flight: usize,
     /// Smallest chunk (but the last), see [`TimeMerge::with_min_rows`].
     pub min_chunk_rows: usize,
+    /// The tables to read; `None` for all (see [`StreamOptions::tables`]).
+    pub tables: Option<Vec<Table>>,
 }
 
 impl Default for ProduceOptions {
@@ -37,6 +39,7 @@ impl Default for ProduceOptions {
             threads: 1,
             in_flight: 2,
             min_chunk_rows: 4096,
+            tables: None,
         }
     }
 }
@@ -72,6 +75,7 @@ pub fn produce_events(
     let stream_options = StreamOptions {
         projection: options.projection.clone(),
         batch_rows: batch_rows(streams),
+        tables: options.tables.clone(),
     };
     let mut merge_all = |streams: Vec<Box<dyn BatchStream + '_>>| -> Result<()> {
         let mut merge = TimeMerge::new(streams).with_min_rows(options.min_chunk_rows);
@@ -95,6 +99,7 @@ pub fn produce_events(
     }
     let streams = prepared
         .iter_mut()
+        .filter(|p| stream_options.wants(p.table()))
         .map(|p| p.open())
         .collect::<Result<Vec<_>>>()?;
     merge_all(streams)

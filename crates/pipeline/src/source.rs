@@ -20,6 +20,9 @@ pub struct StreamOptions {
     pub projection: Projection,
     /// Rows per batch (batches are also cut at [`rocpd_model::BATCH_BYTES`] of strings).
     pub batch_rows: usize,
+    /// The tables to stream; `None` for all. A stream of another table is prepared but
+    /// never started, so its sort never runs.
+    pub tables: Option<Vec<Table>>,
 }
 
 impl Default for StreamOptions {
@@ -27,6 +30,7 @@ impl Default for StreamOptions {
         StreamOptions {
             projection: Projection::all(),
             batch_rows: 8192,
+            tables: None,
         }
     }
 }
@@ -35,6 +39,11 @@ impl StreamOptions {
     /// Whether API call arguments are needed (an extra aggregation in some readers).
     pub fn with_args(&self) -> bool {
         self.projection.fills("args")
+    }
+
+    /// Whether the run reads `table` at all.
+    pub fn wants(&self, table: Table) -> bool {
+        self.tables.as_ref().is_none_or(|t| t.contains(&table))
     }
 }
 

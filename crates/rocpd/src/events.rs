@@ -21,10 +21,13 @@ use crate::Inputs;
 pub struct EventOptions {
     /// Which events to keep (filters and time window, as for a conversion).
     pub selection: Selection,
-    /// Which columns to fill (the others are null); see [`Projection`].
+    /// Which columns to fill (the others are null); see [`Projection`]. The columns the
+    /// filters and the window read are filled too.
     pub projection: Projection,
     /// Decode threads.
     pub threads: usize,
+    /// The tables to read; `None` for all. [`Inputs::events`] reads its table only.
+    pub tables: Option<Vec<Table>>,
 }
 
 impl Default for EventOptions {
@@ -33,6 +36,7 @@ impl Default for EventOptions {
             selection: Selection::default(),
             projection: Projection::all(),
             threads: crate::default_threads(),
+            tables: None,
         }
     }
 }
@@ -93,12 +97,41 @@ pub struct TableReader {
     chunks: Chunks,
     table: Table,
     pending: std::collections::VecDeque<RecordBatch>,
+    /// The columns yielded, by index into the table's schema (`None`: all of them).
+    columns: Option<Vec<usize>>,
+    schema: SchemaRef,
 }
 
 impl TableReader {
     /// Rows read but not yielded (see [`Chunks::dropped`]).
     pub fn dropped(&self) -> Vec<StageDrop> {
         self.chunks.dropped()
+    }
+
+    /// Yields only these columns of the table, in this order; an unknown or repeated
+    /// name is refused, naming the table's columns. Ask the stream for them too
+    /// ([`Projection::only`]) so the others are not built at all.
+    pub fn with_columns<S: AsRef<str>>(mut self, names: &[S]) -> Result<Self> {
+        let schema = self.table.schema();
+        let mut indices = Vec::with_capacity(names.len());
+        for n in names {
+            let n = n.as_ref();
+            let i = schema.index_of(n).map_err(|_| {
+                let known: Vec<&str> = self.table.columns().iter().map(|c| c.name).collect();
+                Error::Usage(format!(
+                    "table {} has no column {n:?}; its columns are {}",
+                    self.table.name(),
+                    known.join(", ")
+                ))
+            })?;
+            if indices.contains(&i) {
+                return Err(Error::Usage(format!("column {n:?} is asked for twice")));
+            }
+            indices.push(i);
+        }
+        self.schema = Arc::new(schema.project(&indices)?);
+        self.columns = Some(indices);
+        Ok(self)
     }
 }
 
@@ -111,22 +144,53 @@ impl Iterator for TableReader {
                 return Some(Ok(b));
             }
             match self.chunks.next()? {
-                Ok(chunk) => self.pending.extend(
-                    chunk
-                        .batches
-                        .into_iter()
-                        .filter(|b| b.table == self.table && b.batch.num_rows() > 0)
-                        .map(|b| b.batch),
-                ),
+                Ok(chunk) => {
+                    let batch = match (table_rows(&chunk, self.table), &self.columns) {
+                        (None, _) => continue,
+                        (Some(Ok(b)), Some(c)) => b.project(c),
+                        (Some(b), _) => b,
+                    };
+                    match batch {
+                        Ok(b) => self.pending.push_back(b),
+                        Err(e) => return Some(Err(e)),
+                    }
+                }
                 Err(e) => return Some(Err(ArrowError::ExternalError(Box::new(e)))),
             }
         }
     }
 }
 
+/// The rows of `table` in `chunk` as one batch in time order ([`Chunk::time_order`]), or
+/// `None` when it has none. A chunk bounds when its rows start, not how its streams'
+/// batches interleave: with several inputs it holds one batch per stream, which overlap.
+fn table_rows(chunk: &Chunk, table: Table) -> Option<std::result::Result<RecordBatch, ArrowError>> {
+    let mut position = vec![None; chunk.batches.len()];
+    let mut mine: Vec<&RecordBatch> = Vec::new();
+    for (i, b) in chunk.batches.iter().enumerate() {
+        if b.table == table && b.batch.num_rows() > 0 {
+            position[i] = Some(mine.len());
+            mine.push(&b.batch);
+        }
+    }
+    match mine.len() {
+        0 => None,
+        1 => Some(Ok(mine[0].clone())),
+        _ => {
+            let order: Vec<(usize, usize)> = chunk
+                .time_order()
+                .filter_map(|(b, r)| position[b].map(|p| (p, r)))
+                .collect();
+            Some(arrow_select::interleave::interleave_record_batch(
+                &mine, &order,
+            ))
+        }
+    }
+}
+
 impl RecordBatchReader for TableReader {
     fn schema(&self) -> SchemaRef {
-        self.table.schema()
+        self.schema.clone()
     }
 }
 
@@ -151,9 +215,13 @@ impl Inputs {
         let mut stages = options.selection.stages(window);
         let catalog = self.catalog().clone();
         let keep = self.keepalive();
+        let projection = stages
+            .iter()
+            .fold(options.projection.clone(), |p, s| p.union(&s.projection()));
         let produce = ProduceOptions {
-            projection: options.projection.clone(),
+            projection,
             threads: options.threads.max(1),
+            tables: options.tables.clone(),
             ..Default::default()
         };
         let (tx, rx) = sync_channel::<Result<Chunk>>(2);
@@ -215,10 +283,16 @@ impl Inputs {
     /// Streams the rows of one table, in time order, as an Arrow reader (every batch
     /// has the table's schema, [`Table::schema`]).
     pub fn events(&mut self, table: Table, options: &EventOptions) -> Result<TableReader> {
+        let options = EventOptions {
+            tables: Some(vec![table]),
+            ..options.clone()
+        };
         Ok(TableReader {
-            chunks: self.chunks(options)?,
+            chunks: self.chunks(&options)?,
             table,
             pending: Default::default(),
+            columns: None,
+            schema: table.schema(),
         })
     }
 }

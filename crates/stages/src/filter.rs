@@ -49,19 +49,6 @@ pub struct FilterRule {
     text: String,
 }
 
-fn kind_of(v: &str) -> Option<Table> {
-    Some(match v.to_ascii_lowercase().as_str() {
-        "region" | "regions" | "api" | "apis" => Table::Region,
-        "marker" | "markers" => Table::Marker,
-        "sample" | "samples" => Table::Sample,
-        "kernel" | "kernels" | "kernel_dispatch" => Table::KernelDispatch,
-        "copy" | "copies" | "memory_copy" => Table::MemoryCopy,
-        "allocation" | "allocations" | "memory_allocation" => Table::MemoryAllocation,
-        "counter" | "counters" | "pmc" | "pmc_value" => Table::PmcValue,
-        _ => return None,
-    })
-}
-
 impl FilterRule {
     /// Parses `KEY=VALUE[,VALUE...]`; `include` says whether it selects or removes.
     pub fn parse(text: &str, include: bool) -> Result<FilterRule> {
@@ -94,7 +81,7 @@ impl FilterRule {
                 values
                     .iter()
                     .map(|s| {
-                        kind_of(s).ok_or_else(|| {
+                        Table::from_name(s).ok_or_else(|| {
                             usage(format!(
                                 "unknown kind {s:?}; kinds are api, marker, sample, kernel, copy, allocation, counter"
                             ))
