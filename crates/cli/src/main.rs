@@ -7,9 +7,9 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
-use rocpd::{time, AgentIndexMode, ParquetOptions, PartitionKey, PerfettoOptions, SplitMode};
+use rocpd::{AgentIndexMode, ParquetOptions, PartitionKey, PerfettoOptions};
 
 /// Convert ROCm profiling traces (RocPD databases, rocprofv3 CSV/JSON, Triton Proton) to
 /// Perfetto, OTF2, Parquet, CSV or merged RocPD, fast and in bounded memory.
@@ -349,34 +349,19 @@ struct InfoArgs {
 }
 
 fn split_of(args: &ConvertArgs) -> Result<Option<rocpd::Split>> {
-    use rocpd::Split;
-    let by = match (args.split_by, &args.max_file_size) {
-        (None, Some(_)) => Some(SplitBy::Size),
-        (by, _) => by,
-    };
-    if by != Some(SplitBy::Time) && (args.split_count.is_some() || args.split_duration.is_some()) {
-        bail!("--split-count and --split-duration go with --split-by time");
-    }
-    if by != Some(SplitBy::Size) && args.max_file_size.is_some() {
-        bail!("--max-file-size goes with --split-by size");
-    }
-    let Some(by) = by else {
-        return Ok(None);
-    };
-    Ok(Some(match by {
-        SplitBy::Time => match (args.split_count, &args.split_duration) {
-            (Some(n), None) => Split::TimeCount(n),
-            (None, Some(d)) => Split::TimeDuration(time::parse_duration(d)?),
-            _ => bail!("--split-by time needs one of --split-count N or --split-duration D"),
-        },
-        SplitBy::Size => match &args.max_file_size {
-            Some(s) => Split::Size(time::parse_size(s)?),
-            None => bail!("--split-by size needs --max-file-size S (e.g. 1GiB)"),
-        },
-        SplitBy::Process => Split::Keyed(SplitMode::Process),
-        SplitBy::Node => Split::Keyed(SplitMode::Node),
-        SplitBy::Agent => Split::Keyed(SplitMode::Agent),
-    }))
+    let by = args.split_by.map(|b| match b {
+        SplitBy::Time => rocpd::SplitBy::Time,
+        SplitBy::Process => rocpd::SplitBy::Process,
+        SplitBy::Node => rocpd::SplitBy::Node,
+        SplitBy::Agent => rocpd::SplitBy::Agent,
+        SplitBy::Size => rocpd::SplitBy::Size,
+    });
+    Ok(rocpd::Split::from_options(
+        by,
+        args.split_count,
+        args.split_duration.as_deref(),
+        args.max_file_size.as_deref(),
+    )?)
 }
 
 /// Opens the inputs of `-i`, printing the files directory walks left out.
@@ -409,9 +394,6 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
         AgentIndex::Relative => AgentIndexMode::Relative,
         AgentIndex::TypeRelative => AgentIndexMode::TypeRelative,
     };
-    if args.stats && !formats.contains(&rocpd::Format::Csv) {
-        bail!("--stats writes CSV files; it goes with -f csv");
-    }
     let conversion = rocpd::Conversion {
         formats,
         dir: args.output_path.clone(),

@@ -73,6 +73,29 @@ impl Dim {
     }
 }
 
+/// The dimension tables' names, in the order they are written (`<name>.parquet`).
+pub const DIMENSION_TABLES: [&str; 10] = [
+    "sources",
+    "nodes",
+    "processes",
+    "threads",
+    "agents",
+    "queues",
+    "streams",
+    "kernel_symbols",
+    "code_objects",
+    "pmc_info",
+];
+
+/// The dimension table `name` of `cat` ([`DIMENSION_TABLES`]) as the dataset holds it,
+/// or `None` for an unknown name.
+pub fn dimension_table(cat: &Catalog, name: &str) -> Option<Result<RecordBatch>> {
+    dimension_tables(cat)
+        .into_iter()
+        .find(|d| d.file.strip_suffix(".parquet") == Some(name))
+        .map(|d| d.batch())
+}
+
 /// Every dimension table of the catalog, in the order they are written.
 pub(crate) fn dimension_tables(cat: &Catalog) -> Vec<Dim> {
     let idx = CatalogIndex::new(cat);
@@ -246,4 +269,23 @@ pub(crate) fn dimension_tables(cat: &Catalog) -> Vec<Dim> {
         code_objects,
         pmc_info,
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_names_are_the_tables_written() {
+        let cat = rocpd_model::Catalog::default();
+        let files: Vec<&str> = super::dimension_tables(&cat)
+            .iter()
+            .map(|d| d.file)
+            .collect();
+        let names: Vec<String> = super::DIMENSION_TABLES
+            .iter()
+            .map(|n| format!("{n}.parquet"))
+            .collect();
+        assert_eq!(files, names);
+        assert!(super::dimension_table(&cat, "processes").is_some());
+        assert!(super::dimension_table(&cat, "widgets").is_none());
+    }
 }

@@ -25,6 +25,7 @@ use rocpd_model::{Catalog, Error, Result, Table, MODEL_VERSION};
 use rocpd_pipeline::{Chunk, OutputReport, Sink};
 use serde_json::json;
 
+pub use dims::{dimension_table, DIMENSION_TABLES};
 pub use schema::{
     arrow_schema as event_schema, markdown as columns_markdown, table_dir, SCHEMA_VERSION,
     SCHEMA_VERSION_KEY,

@@ -37,6 +37,23 @@ pub enum Format {
 }
 
 impl Format {
+    /// The format named `name`, as `-f` takes it (`pftrace` or `perfetto`, `rocpd`,
+    /// `parquet`, `otf2`, `csv`), ignoring case.
+    pub fn from_name(name: &str) -> Result<Format> {
+        Ok(match name.to_ascii_lowercase().as_str() {
+            "pftrace" | "perfetto" => Format::Pftrace,
+            "rocpd" => Format::Rocpd,
+            "parquet" => Format::Parquet,
+            "otf2" => Format::Otf2,
+            "csv" => Format::Csv,
+            _ => {
+                return Err(Error::Usage(format!(
+                    "unknown output format {name:?} (pftrace, perfetto, rocpd, parquet, otf2, csv)"
+                )))
+            }
+        })
+    }
+
     /// The file extension of the output.
     pub fn ext(self) -> &'static str {
         match self {
@@ -60,6 +77,84 @@ pub enum Split {
     Size(u64),
     /// One output per process, node or agent.
     Keyed(SplitMode),
+}
+
+/// What `--split-by` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitBy {
+    /// Time parts (with a count or a duration).
+    Time,
+    /// One output per process.
+    Process,
+    /// One output per node.
+    Node,
+    /// One output per agent.
+    Agent,
+    /// Perfetto files of at most a size.
+    Size,
+}
+
+impl SplitBy {
+    /// `time`, `process`, `node`, `agent` or `size`, ignoring case.
+    pub fn from_name(name: &str) -> Result<SplitBy> {
+        Ok(match name.to_ascii_lowercase().as_str() {
+            "time" => SplitBy::Time,
+            "process" => SplitBy::Process,
+            "node" => SplitBy::Node,
+            "agent" => SplitBy::Agent,
+            "size" => SplitBy::Size,
+            _ => {
+                return Err(Error::Usage(format!(
+                    "unknown split {name:?} (time, process, node, agent, size)"
+                )))
+            }
+        })
+    }
+}
+
+impl Split {
+    /// The split the options ask for (`--split-by`, `--split-count`, `--split-duration`,
+    /// `--max-file-size`; a size alone implies a size split), refusing options that do
+    /// not go together.
+    pub fn from_options(
+        by: Option<SplitBy>,
+        count: Option<usize>,
+        duration: Option<&str>,
+        max_file_size: Option<&str>,
+    ) -> Result<Option<Split>> {
+        let by = match (by, max_file_size) {
+            (None, Some(_)) => Some(SplitBy::Size),
+            (by, _) => by,
+        };
+        let usage = |m: &str| Err(Error::Usage(m.into()));
+        if by != Some(SplitBy::Time) && (count.is_some() || duration.is_some()) {
+            return usage("--split-count and --split-duration go with --split-by time");
+        }
+        if by != Some(SplitBy::Size) && max_file_size.is_some() {
+            return usage("--max-file-size goes with --split-by size");
+        }
+        let Some(by) = by else {
+            return Ok(None);
+        };
+        Ok(Some(match by {
+            SplitBy::Time => match (count, duration) {
+                (Some(n), None) => Split::TimeCount(n),
+                (None, Some(d)) => Split::TimeDuration(rocpd_stages::time::parse_duration(d)?),
+                _ => {
+                    return usage(
+                        "--split-by time needs one of --split-count N or --split-duration D",
+                    )
+                }
+            },
+            SplitBy::Size => match max_file_size {
+                Some(s) => Split::Size(rocpd_stages::time::parse_size(s)?),
+                None => return usage("--split-by size needs --max-file-size S (e.g. 1GiB)"),
+            },
+            SplitBy::Process => Split::Keyed(SplitMode::Process),
+            SplitBy::Node => Split::Keyed(SplitMode::Node),
+            SplitBy::Agent => Split::Keyed(SplitMode::Agent),
+        }))
+    }
 }
 
 /// Everything a conversion needs besides its inputs.
@@ -337,6 +432,11 @@ impl Inputs {
         let mut c = conversion.clone();
         c.formats.sort();
         c.formats.dedup();
+        if c.csv.stats && !c.formats.contains(&Format::Csv) {
+            return Err(Error::Usage(
+                "--stats writes CSV files; it goes with -f csv".into(),
+            ));
+        }
         let window = c.selection.resolve(self)?;
         let mut guard = PathGuard::new(self.files());
         let report_file = c

@@ -44,7 +44,7 @@ mod summary;
 mod window;
 mod yaml;
 
-pub use convert::{output_path, Conversion, Format, Split};
+pub use convert::{output_path, Conversion, Format, Split, SplitBy};
 pub use events::{Chunks, EventOptions, TableReader};
 pub use expand::{expand, unrecognised, Expanded};
 pub use info::{span_len, AgentInfo, Info, ProcessInfo, TimeSpan};
@@ -60,13 +60,15 @@ pub use rocpd_db::ANALYSIS_VIEW_NAMES as ANALYSIS_VIEWS;
 pub use rocpd_model::AgentIndexMode;
 pub use rocpd_model::{Catalog, Error, Projection, Result, Table};
 pub use rocpd_otf2::Otf2Options;
+/// The dimension tables [`Inputs::catalog_table`] gives (those of the Parquet dataset).
+pub use rocpd_parquet::DIMENSION_TABLES as CATALOG_TABLES;
 pub use rocpd_parquet::{ParquetOptions, PartitionKey};
 pub use rocpd_perfetto::PerfettoOptions;
 pub use rocpd_pipeline::{
     cleanup, Chunk, OutputReport, Progress, RunReport, Sink, Source, Stage, StageDrop,
 };
 pub use rocpd_stages::{FilterRule, SplitMode};
-pub use rocpd_summary::{RegionCategories, Summary, View};
+pub use rocpd_summary::{view_batch, RegionCategories, Summary, View};
 
 /// The default number of decode threads: the machine's available parallelism.
 pub fn default_threads() -> usize {

@@ -344,6 +344,30 @@ impl Inputs {
         &self.catalog
     }
 
+    /// One dimension table of the catalog as an Arrow batch, with the columns of the
+    /// Parquet dataset's `<name>.parquet` (`formats/parquet/README.md`): one of
+    /// [`crate::CATALOG_TABLES`] (`processes`, `threads`, `agents`, `kernel_symbols`, ...).
+    ///
+    /// ```
+    /// # fn main() -> rocpd::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let cfg = rocpd_gen::GenConfig { processes: 2, iterations: 2, ..Default::default() };
+    /// # rocpd_gen::generate(&cfg, &dir.path().join("run")).unwrap();
+    /// let inputs = rocpd::Inputs::open(&[dir.path().join("run")], &Default::default())?;
+    /// let processes = inputs.catalog_table("processes")?;
+    /// assert_eq!(processes.num_rows(), 2);
+    /// assert!(inputs.catalog_table("widgets").is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn catalog_table(&self, name: &str) -> Result<arrow_array::RecordBatch> {
+        rocpd_parquet::dimension_table(&self.catalog, name).unwrap_or_else(|| {
+            Err(Error::Usage(format!(
+                "no catalog table {name:?}; the tables are {}",
+                rocpd_parquet::DIMENSION_TABLES.join(", ")
+            )))
+        })
+    }
+
     /// Earliest start and latest end over every event of every input.
     pub fn span(&self) -> Option<Span> {
         self.span

@@ -28,7 +28,7 @@ use rocpd_pipeline::{Chunk, OutputReport, Sink};
 use serde::Serialize;
 
 pub use html::{escape, render_html, RunInfo, SHORT_NAME};
-pub use render::{csv_field, render, OutputFormat};
+pub use render::{csv_field, render, view_batch, OutputFormat};
 pub use utilisation::{AgentTimeline, Utilisation};
 
 /// Running statistics of one name (Welford's algorithm for the variance).

@@ -256,3 +256,111 @@ mod tests {
         assert_eq!(last, ["hipInit", "1", "0", "0.000", "-", "0", "0", "-"]);
     }
 }
+
+/// A view as an Arrow batch with AMD's column names ([`headers`]): `ProcessID` (Int64)
+/// and `Hostname` first in a view per rank, then `Name`, `Calls`, `DURATION (nsec)`,
+/// `AVERAGE (nsec)`, `PERCENT (INC)`, `MIN (nsec)`, `MAX (nsec)`, `STD_DEV`. Counts and
+/// durations are UInt64 (a total past 2^64-1 ns, possible only for hostile input,
+/// saturates); the average, percentage and deviation are Float64, null where the other
+/// formats leave them empty.
+pub fn view_batch(v: &View) -> rocpd_model::Result<arrow_array::RecordBatch> {
+    use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray, UInt64Array};
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    let rows = &v.rows;
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    if v.by_rank {
+        columns.push(Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.pid))));
+        columns.push(Arc::new(StringArray::from_iter(
+            rows.iter().map(|r| r.hostname.as_deref()),
+        )));
+    }
+    columns.push(Arc::new(StringArray::from_iter_values(
+        rows.iter().map(|r| r.name.as_str()),
+    )));
+    let u64s = |f: &dyn Fn(&crate::Row) -> u64| -> ArrayRef {
+        Arc::new(UInt64Array::from_iter_values(rows.iter().map(f)))
+    };
+    columns.push(u64s(&|r| r.calls));
+    columns.push(u64s(&|r| {
+        u64::try_from(r.total_ns.max(0)).unwrap_or(u64::MAX)
+    }));
+    columns.push(Arc::new(Float64Array::from_iter_values(
+        rows.iter().map(|r| r.average_ns),
+    )));
+    columns.push(Arc::new(Float64Array::from_iter(
+        rows.iter().map(|r| r.percent),
+    )));
+    columns.push(u64s(&|r| r.min_ns));
+    columns.push(u64s(&|r| r.max_ns));
+    columns.push(Arc::new(Float64Array::from_iter(
+        rows.iter().map(|r| r.stddev_ns),
+    )));
+    let fields: Vec<Field> = headers(v.by_rank)
+        .into_iter()
+        .zip(&columns)
+        .map(|(name, c)| {
+            let nullable = matches!(name, "ProcessID" | "Hostname" | "PERCENT (INC)" | "STD_DEV");
+            let ty: DataType = c.data_type().clone();
+            Field::new(name, ty, nullable)
+        })
+        .collect();
+    let meta = std::collections::HashMap::from([("rocpd.view".to_string(), v.title())]);
+    Ok(arrow_array::RecordBatch::try_new(
+        Arc::new(Schema::new_with_metadata(fields, meta)),
+        columns,
+    )?)
+}
+
+#[cfg(test)]
+mod batch_tests {
+    use super::*;
+    use crate::Row;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, UInt64Type};
+    use arrow_array::Array;
+
+    fn row(name: &str, calls: u64, total: i128, stddev: Option<f64>) -> Row {
+        Row {
+            pid: Some(7),
+            hostname: Some("h".into()),
+            name: name.into(),
+            calls,
+            total_ns: total,
+            average_ns: total as f64 / calls as f64,
+            percent: None,
+            min_ns: 1,
+            max_ns: 2,
+            stddev_ns: stddev,
+        }
+    }
+
+    #[test]
+    fn a_view_becomes_a_batch_with_amds_columns() {
+        let v = View {
+            name: "KERNELS".into(),
+            by_rank: true,
+            rows: vec![row("a", 2, 30, Some(1.5)), row("b", 1, i128::MAX, None)],
+        };
+        let b = view_batch(&v).unwrap();
+        let schema = b.schema();
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(names, headers(true));
+        let total = b.column(4).as_primitive::<UInt64Type>();
+        assert_eq!(
+            total.values(),
+            &[30, u64::MAX],
+            "a total past u64 saturates"
+        );
+        let sd = b.column(9).as_primitive::<Float64Type>();
+        assert_eq!(sd.value(0), 1.5);
+        assert!(sd.is_null(1), "one call has no deviation");
+        assert!(b.column(6).is_null(0), "a zero total has no percentage");
+        let flat = View {
+            by_rank: false,
+            ..v
+        };
+        assert_eq!(view_batch(&flat).unwrap().num_columns(), 8);
+    }
+}
