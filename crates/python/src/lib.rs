@@ -1,0 +1,489 @@
+//! `rocpd_rs._native`: the [`rocpd`] facade as a Python extension module.
+//!
+//! This crate owns only the crossing into Python: turning keyword arguments into the
+//! facade's option structs, Arrow streams into C-stream capsules (`__arrow_c_stream__`),
+//! facade errors into Python exceptions, and long calls into ones that release the GIL
+//! and stop on Ctrl-C. Everything a conversion does is the facade's, as for the CLI. The
+//! Python-facing API (names, docstrings, pyarrow objects) is `python/rocpd_rs/__init__.py`.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, RecvTimeoutError};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+/// How often a long call wakes up to look for Ctrl-C.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// SIGINT's number, recorded as the cause of a cancel (POSIX fixes it at 2).
+const SIGINT: i32 = 2;
+
+/// A facade error as the Python exception the package documents: `rocpd_rs.UsageError`
+/// (also a `ValueError`) for a request that is wrong, `KeyboardInterrupt` for a cancelled
+/// run, `rocpd_rs.Error` for the rest. The message is the CLI's, without `rocpd: error: `.
+fn to_py(py: Python<'_>, e: rocpd::Error) -> PyErr {
+    let message = chain(&e);
+    let class = match e {
+        rocpd::Error::Interrupted { .. } => return PyKeyboardInterrupt::new_err(message),
+        rocpd::Error::Usage(_) => "UsageError",
+        _ => "Error",
+    };
+    match py
+        .import("rocpd_rs._errors")
+        .and_then(|m| m.getattr(class))
+        .and_then(|c| c.call1((message.clone(),)))
+    {
+        Ok(instance) => PyErr::from_value(instance),
+        Err(import_failed) => import_failed,
+    }
+}
+
+/// `error: cause: cause ...`, as the CLI prints an error (anyhow's `{:#}`).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let s = c.to_string();
+        if !text.ends_with(&s) {
+            text.push_str(": ");
+            text.push_str(&s);
+        }
+        cause = c.source();
+    }
+    text
+}
+
+/// Runs `work` on a thread of its own with the GIL released, waking every
+/// [`SIGNAL_POLL`] to let Python handle signals. On Ctrl-C (or any exception a signal
+/// handler raises) it asks the run to stop, waits for it to unwind (which removes its
+/// temporaries and unfinished outputs) and raises that exception.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> rocpd::Result<T> + Send,
+) -> PyResult<T> {
+    rocpd::cleanup::reset_cancel();
+    let outcome = std::thread::scope(|scope| {
+        let (done_tx, done_rx) = sync_channel::<()>(1);
+        let worker = scope.spawn(move || {
+            let r = work();
+            let _ = done_tx.send(());
+            r
+        });
+        let done_rx = Mutex::new(done_rx);
+        loop {
+            let wait = py.detach(|| match done_rx.lock() {
+                Ok(rx) => rx.recv_timeout(SIGNAL_POLL),
+                Err(_) => Err(RecvTimeoutError::Disconnected),
+            });
+            if !matches!(wait, Err(RecvTimeoutError::Timeout)) {
+                break;
+            }
+            if let Err(signalled) = py.check_signals() {
+                rocpd::cleanup::request_cancel(SIGINT);
+                let _ = py.detach(move || worker.join());
+                return Err(signalled);
+            }
+        }
+        py.detach(move || worker.join())
+            .map_err(|_| PyRuntimeError::new_err("rocpd: internal error: the run panicked"))
+    });
+    rocpd::cleanup::reset_cancel();
+    outcome?.map_err(|e| to_py(py, e))
+}
+
+/// One Arrow C stream (`__arrow_c_stream__`), consumable once: what pyarrow, polars and
+/// DuckDB import without copying.
+#[pyclass(module = "rocpd_rs._native")]
+struct ArrowStream {
+    reader: Mutex<Option<Box<dyn RecordBatchReader + Send>>>,
+}
+
+impl ArrowStream {
+    fn new(reader: Box<dyn RecordBatchReader + Send>) -> Self {
+        ArrowStream {
+            reader: Mutex::new(Some(reader)),
+        }
+    }
+
+    /// A stream of one batch already in memory.
+    fn of_batch(batch: RecordBatch) -> Self {
+        let schema = batch.schema();
+        ArrowStream::new(Box::new(RecordBatchIterator::new([Ok(batch)], schema)))
+    }
+}
+
+#[pymethods]
+impl ArrowStream {
+    /// Exports the stream as a PyCapsule named `arrow_array_stream`. The consumer moves
+    /// the stream out of the capsule; a capsule never consumed releases it when dropped.
+    /// `requested_schema` is accepted and not applied (the protocol allows that).
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let reader = self
+            .reader
+            .lock()
+            .ok()
+            .and_then(|mut r| r.take())
+            .ok_or_else(|| {
+                PyRuntimeError::new_err("this event stream was already consumed; ask for a new one")
+            })?;
+        let stream = FFI_ArrowArrayStream::new(reader);
+        PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
+    }
+}
+
+/// What `--include/--exclude` and the time window say: a dict with every key (the
+/// Python layer fills in the defaults, so they are written once, beside the docstrings).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct SelectionArgs {
+    include: Vec<String>,
+    exclude: Vec<String>,
+    start: Option<String>,
+    end: Option<String>,
+    start_marker: Option<String>,
+    end_marker: Option<String>,
+    inclusive: bool,
+    keep_launches: bool,
+}
+
+impl SelectionArgs {
+    fn selection(&self) -> rocpd::Result<rocpd::Selection> {
+        if self.start.is_some() && self.start_marker.is_some() {
+            return Err(rocpd::Error::Usage(
+                "start and start_marker cannot both be given".into(),
+            ));
+        }
+        if self.end.is_some() && self.end_marker.is_some() {
+            return Err(rocpd::Error::Usage(
+                "end and end_marker cannot both be given".into(),
+            ));
+        }
+        rocpd::Selection {
+            rules: Vec::new(),
+            window: rocpd::WindowRequest {
+                start: self.start.clone(),
+                end: self.end.clone(),
+                start_marker: self.start_marker.clone(),
+                end_marker: self.end_marker.clone(),
+                fully_inside: self.inclusive,
+                keep_groups: self.keep_launches,
+            },
+        }
+        .with_rules(&self.include, &self.exclude)
+    }
+}
+
+/// The options of `rocpd convert`, by the CLI's long names (`--split-by` is `split_by`):
+/// a dict with every key, as [`SelectionArgs`].
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct ConvertArgs {
+    group_by_queue: bool,
+    kernel_rename: bool,
+    agent_index_value: Option<String>,
+    annotations: bool,
+    annotate_args: bool,
+    stats: bool,
+    split_by: Option<String>,
+    split_count: Option<usize>,
+    split_duration: Option<String>,
+    max_file_size: Option<String>,
+    row_group_rows: Option<usize>,
+    max_rows_per_file: Option<u64>,
+    partition_by: Option<String>,
+    max_open: Option<usize>,
+    threads: Option<usize>,
+    report: Option<PathBuf>,
+}
+
+fn agent_index(name: Option<&str>) -> rocpd::Result<rocpd::AgentIndexMode> {
+    match name {
+        None => Ok(rocpd::AgentIndexMode::default()),
+        Some(n) => rocpd::AgentIndexMode::from_name(n).ok_or_else(|| {
+            rocpd::Error::Usage(format!(
+                "agent_index_value {n:?} is not absolute, relative or type-relative"
+            ))
+        }),
+    }
+}
+
+fn threads(n: Option<usize>) -> usize {
+    n.unwrap_or_else(rocpd::default_threads).max(1)
+}
+
+impl ConvertArgs {
+    fn conversion(
+        &self,
+        formats: &[String],
+        dir: PathBuf,
+        name: String,
+        selection: rocpd::Selection,
+    ) -> rocpd::Result<rocpd::Conversion> {
+        let formats = formats
+            .iter()
+            .map(|f| rocpd::Format::from_name(f))
+            .collect::<rocpd::Result<Vec<_>>>()?;
+        if formats.is_empty() {
+            return Err(rocpd::Error::Usage("no output format given".into()));
+        }
+        let agent_index = agent_index(self.agent_index_value.as_deref())?;
+        let by = self
+            .split_by
+            .as_deref()
+            .map(rocpd::SplitBy::from_name)
+            .transpose()?;
+        let parquet_default = rocpd::ParquetOptions::default();
+        let defaults = rocpd::Conversion::default();
+        Ok(rocpd::Conversion {
+            formats,
+            dir,
+            name,
+            merge_naming: false,
+            perfetto: rocpd::PerfettoOptions {
+                group_by_queue: self.group_by_queue,
+                kernel_rename: self.kernel_rename,
+                agent_index,
+                annotations: self.annotations,
+                annotate_args: self.annotate_args,
+                ..Default::default()
+            },
+            parquet: rocpd::ParquetOptions {
+                row_group_rows: self
+                    .row_group_rows
+                    .unwrap_or(parquet_default.row_group_rows),
+                max_rows_per_file: self
+                    .max_rows_per_file
+                    .unwrap_or(parquet_default.max_rows_per_file),
+                partition_by: match &self.partition_by {
+                    Some(s) => rocpd::PartitionKey::parse_list(s)?,
+                    None => Vec::new(),
+                },
+                ..parquet_default
+            },
+            csv: rocpd::CsvOptions {
+                agent_index,
+                kernel_rename: self.kernel_rename,
+                stats: self.stats,
+            },
+            selection,
+            split: rocpd::Split::from_options(
+                by,
+                self.split_count,
+                self.split_duration.as_deref(),
+                self.max_file_size.as_deref(),
+            )?,
+            max_open: self.max_open.unwrap_or(defaults.max_open),
+            threads: threads(self.threads),
+            report: self.report.clone(),
+        })
+    }
+}
+
+/// Opened inputs (`rocpd_rs.Inputs` wraps this).
+#[pyclass(module = "rocpd_rs._native")]
+struct Inputs {
+    inner: Mutex<rocpd::Inputs>,
+}
+
+impl Inputs {
+    /// The inputs, for one call at a time: a second thread's call is refused rather than
+    /// left waiting for a lock while it holds the GIL the first call needs.
+    fn with<T>(&self, f: impl FnOnce(&mut rocpd::Inputs) -> PyResult<T>) -> PyResult<T> {
+        let mut guard = match self.inner.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                return Err(PyRuntimeError::new_err(
+                    "these inputs are busy with a call from another thread; open them again for a second thread",
+                ))
+            }
+        };
+        f(&mut guard)
+    }
+}
+
+#[pymethods]
+impl Inputs {
+    #[new]
+    #[pyo3(signature = (paths, skip_bad_rows=false))]
+    fn new(py: Python<'_>, paths: Vec<PathBuf>, skip_bad_rows: bool) -> PyResult<Self> {
+        let options = rocpd::OpenOptions { skip_bad_rows };
+        let inputs = interruptible(py, || rocpd::Inputs::open(&paths, &options))?;
+        Ok(Inputs {
+            inner: Mutex::new(inputs),
+        })
+    }
+
+    /// Files directory walks left out, one message each.
+    fn warnings(&self) -> PyResult<Vec<String>> {
+        self.with(|i| Ok(i.warnings().to_vec()))
+    }
+
+    /// What `rocpd info --json` prints, as JSON text.
+    fn info_json(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(|i| {
+            let info = interruptible(py, || i.info())?;
+            serde_json::to_string_pretty(&info)
+                .map_err(|e| PyRuntimeError::new_err(format!("rocpd: info as JSON: {e}")))
+        })
+    }
+
+    /// One dimension table of the catalog.
+    fn catalog(&self, py: Python<'_>, name: &str) -> PyResult<ArrowStream> {
+        self.with(|i| {
+            let batch = i.catalog_table(name).map_err(|e| to_py(py, e))?;
+            Ok(ArrowStream::of_batch(batch))
+        })
+    }
+
+    /// The events of one table, in time order.
+    #[pyo3(signature = (table, columns, threads, selection))]
+    fn events(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        columns: Option<Vec<String>>,
+        threads: Option<usize>,
+        selection: SelectionArgs,
+    ) -> PyResult<ArrowStream> {
+        self.with(|i| {
+            let reader = interruptible(py, || {
+                let table = table_named(table)?;
+                let projection = match &columns {
+                    Some(c) => rocpd::Projection::only(table, c)?,
+                    None => rocpd::Projection::all(),
+                };
+                let options = rocpd::EventOptions {
+                    selection: selection.selection()?,
+                    projection,
+                    threads: self::threads(threads),
+                    tables: None,
+                };
+                let reader = i.events(table, &options)?;
+                match &columns {
+                    Some(c) => reader.with_columns(c),
+                    None => Ok(reader),
+                }
+            })?;
+            Ok(ArrowStream::new(Box::new(reader)))
+        })
+    }
+
+    /// A conversion; returns the run report as JSON text.
+    #[pyo3(signature = (formats, output_dir, name, selection, options))]
+    fn convert(
+        &self,
+        py: Python<'_>,
+        formats: Vec<String>,
+        output_dir: PathBuf,
+        name: String,
+        selection: SelectionArgs,
+        options: ConvertArgs,
+    ) -> PyResult<String> {
+        self.with(|i| {
+            let report = interruptible(py, || {
+                let conversion =
+                    options.conversion(&formats, output_dir, name, selection.selection()?)?;
+                i.convert(&conversion, &mut |_| {})
+            })?;
+            serde_json::to_string_pretty(&report)
+                .map_err(|e| PyRuntimeError::new_err(format!("rocpd: report as JSON: {e}")))
+        })
+    }
+
+    /// The flat profile: `(AMD's view title, rows)` per view, in the CLI's order.
+    #[pyo3(signature = (by_rank, domain_summary, region_categories, threads, selection))]
+    fn summary(
+        &self,
+        py: Python<'_>,
+        by_rank: bool,
+        domain_summary: bool,
+        region_categories: Vec<String>,
+        threads: Option<usize>,
+        selection: SelectionArgs,
+    ) -> PyResult<Vec<(String, ArrowStream)>> {
+        self.with(|i| {
+            let views = interruptible(py, || {
+                let options = rocpd::SummaryOptions {
+                    by_rank,
+                    domain_summary,
+                    region_categories: rocpd::RegionCategories::from_args(&region_categories)?,
+                    selection: selection.selection()?,
+                    utilisation_bins: None,
+                    threads: self::threads(threads),
+                };
+                let run = i.summary(&options, &mut |_| {})?;
+                run.summary
+                    .views
+                    .iter()
+                    .map(|v| Ok((v.title(), rocpd::view_batch(v)?)))
+                    .collect::<rocpd::Result<Vec<_>>>()
+            })?;
+            Ok(views
+                .into_iter()
+                .map(|(title, batch)| (title, ArrowStream::of_batch(batch)))
+                .collect())
+        })
+    }
+}
+
+fn table_named(name: &str) -> rocpd::Result<rocpd::Table> {
+    rocpd::Table::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = rocpd::Table::ALL.iter().map(|t| t.name()).collect();
+        rocpd::Error::Usage(format!(
+            "no event table {name:?}; the tables are {}",
+            names.join(", ")
+        ))
+    })
+}
+
+/// An empty stream with the model's schema of `table`.
+#[pyfunction]
+fn table_schema(py: Python<'_>, table: &str) -> PyResult<ArrowStream> {
+    let table = table_named(table).map_err(|e| to_py(py, e))?;
+    let schema = table.schema();
+    let none: Vec<Result<RecordBatch, arrow_schema::ArrowError>> = Vec::new();
+    Ok(ArrowStream::new(Box::new(RecordBatchIterator::new(
+        none, schema,
+    ))))
+}
+
+/// The event tables' names, in the model's order.
+#[pyfunction]
+fn event_tables() -> Vec<&'static str> {
+    rocpd::Table::ALL.iter().map(|t| t.name()).collect()
+}
+
+/// The catalog's dimension tables' names.
+#[pyfunction]
+fn catalog_tables() -> Vec<&'static str> {
+    rocpd::CATALOG_TABLES.to_vec()
+}
+
+/// The version of the Rust library this module was built from.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Inputs>()?;
+    m.add_class::<ArrowStream>()?;
+    m.add_function(wrap_pyfunction!(table_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(event_tables, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog_tables, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}
