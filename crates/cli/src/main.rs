@@ -427,6 +427,7 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
         threads: threads(args.threads),
         report: args.report.clone(),
     };
+    conversion.validate()?;
     let mut inputs = open_inputs(&args.input, args.select.skip_bad_rows)?;
     let bar = progress_bar(quiet);
     let report = inputs.convert(&conversion, &mut |p| {

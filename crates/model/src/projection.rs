@@ -44,10 +44,12 @@ impl Projection {
         let specs = table.columns();
         for c in columns {
             if !specs.iter().any(|s| s.name == c.as_ref()) {
+                let known: Vec<&str> = specs.iter().map(|s| s.name).collect();
                 return Err(crate::Error::Usage(format!(
-                    "table {} has no column {:?}",
+                    "table {} has no column {:?}; its columns are {}",
                     table.name(),
-                    c.as_ref()
+                    c.as_ref(),
+                    known.join(", ")
                 )));
             }
         }

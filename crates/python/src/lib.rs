@@ -7,9 +7,10 @@
 //! Python-facing API (names, docstrings, pyarrow objects) is `python/rocpd_rs/__init__.py`.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, RecvTimeoutError};
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
@@ -58,42 +59,101 @@ fn chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// Runs `work` on a thread of its own with the GIL released, waking every
-/// [`SIGNAL_POLL`] to let Python handle signals. On Ctrl-C (or any exception a signal
-/// handler raises) it asks the run to stop, waits for it to unwind (which removes its
-/// temporaries and unfinished outputs) and raises that exception.
-fn interruptible<T: Send>(
+/// How long a run may take to stop after Ctrl-C before its temporaries are removed
+/// under it and the call returns anyway (the CLI's grace period).
+const GRACE: Duration = Duration::from_secs(3);
+
+/// Calls running now. The cancel flag is process-wide, so it is cleared only when the
+/// first call starts and when the last one ends: one call's start never clears a cancel
+/// another call has not seen yet.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// One call counted in [`IN_FLIGHT`] while it lives (moved into the worker thread, so an
+/// abandoned run counts until it has really stopped).
+struct InFlight;
+
+impl InFlight {
+    fn enter() -> InFlight {
+        if IN_FLIGHT.fetch_add(1, Ordering::SeqCst) == 0 {
+            rocpd::cleanup::reset_cancel();
+        }
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if IN_FLIGHT.fetch_sub(1, Ordering::SeqCst) == 1 {
+            rocpd::cleanup::reset_cancel();
+        }
+    }
+}
+
+/// Runs `work` on a thread of its own while the caller waits with the GIL released,
+/// waking every [`SIGNAL_POLL`] to let Python run its signal handlers. When one raises
+/// (Ctrl-C's `KeyboardInterrupt`), the run is asked to stop at its next check and the
+/// caller waits for it to unwind (which removes its temporaries and unfinished outputs),
+/// then raises that exception. A second signal, or a run still going after [`GRACE`],
+/// removes every registered temporary and raises at once, as the CLI exits; the
+/// abandoned run stops at its next check.
+fn interruptible<T: Send + 'static>(
     py: Python<'_>,
-    work: impl FnOnce() -> rocpd::Result<T> + Send,
+    work: impl FnOnce() -> rocpd::Result<T> + Send + 'static,
 ) -> PyResult<T> {
-    rocpd::cleanup::reset_cancel();
-    let outcome = std::thread::scope(|scope| {
-        let (done_tx, done_rx) = sync_channel::<()>(1);
-        let worker = scope.spawn(move || {
-            let r = work();
-            let _ = done_tx.send(());
-            r
+    let in_flight = InFlight::enter();
+    let (done_tx, done_rx) = sync_channel(1);
+    std::thread::Builder::new()
+        .name("rocpd-call".into())
+        .spawn(move || {
+            let _counted = in_flight;
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+            let _ = done_tx.send(r);
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("rocpd: cannot start a thread: {e}")))?;
+    let done_rx = Mutex::new(done_rx);
+    let mut interrupted: Option<(PyErr, Instant)> = None;
+    loop {
+        let wait = py.detach(|| match done_rx.lock() {
+            Ok(rx) => rx.recv_timeout(SIGNAL_POLL),
+            Err(_) => Err(RecvTimeoutError::Disconnected),
         });
-        let done_rx = Mutex::new(done_rx);
-        loop {
-            let wait = py.detach(|| match done_rx.lock() {
-                Ok(rx) => rx.recv_timeout(SIGNAL_POLL),
-                Err(_) => Err(RecvTimeoutError::Disconnected),
-            });
-            if !matches!(wait, Err(RecvTimeoutError::Timeout)) {
-                break;
+        match wait {
+            Ok(result) => {
+                if let Some((signalled, _)) = interrupted {
+                    return Err(signalled);
+                }
+                return match result {
+                    Ok(r) => r.map_err(|e| to_py(py, e)),
+                    Err(_) => Err(PyRuntimeError::new_err(
+                        "rocpd: internal error: the run panicked",
+                    )),
+                };
             }
-            if let Err(signalled) = py.check_signals() {
-                rocpd::cleanup::request_cancel(SIGINT);
-                let _ = py.detach(move || worker.join());
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(PyRuntimeError::new_err(
+                    "rocpd: internal error: the run ended without a result",
+                ))
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if let Err(signalled) = py.check_signals() {
+            if interrupted.is_some() {
+                rocpd::cleanup::remove_registered();
+                return Err(signalled);
+            }
+            rocpd::cleanup::request_cancel(SIGINT);
+            interrupted = Some((signalled, Instant::now()));
+        }
+        if interrupted
+            .as_ref()
+            .is_some_and(|(_, at)| at.elapsed() > GRACE)
+        {
+            rocpd::cleanup::remove_registered();
+            if let Some((signalled, _)) = interrupted {
                 return Err(signalled);
             }
         }
-        py.detach(move || worker.join())
-            .map_err(|_| PyRuntimeError::new_err("rocpd: internal error: the run panicked"))
-    });
-    rocpd::cleanup::reset_cancel();
-    outcome?.map_err(|e| to_py(py, e))
+    }
 }
 
 /// One Arrow C stream (`__arrow_c_stream__`), consumable once: what pyarrow, polars and
@@ -228,15 +288,13 @@ impl ConvertArgs {
         formats: &[String],
         dir: PathBuf,
         name: String,
-        selection: rocpd::Selection,
+        selection: rocpd::Result<rocpd::Selection>,
     ) -> rocpd::Result<rocpd::Conversion> {
+        let selection = selection?;
         let formats = formats
             .iter()
             .map(|f| rocpd::Format::from_name(f))
             .collect::<rocpd::Result<Vec<_>>>()?;
-        if formats.is_empty() {
-            return Err(rocpd::Error::Usage("no output format given".into()));
-        }
         let agent_index = agent_index(self.agent_index_value.as_deref())?;
         let by = self
             .split_by
@@ -290,26 +348,51 @@ impl ConvertArgs {
     }
 }
 
+/// Where an `Inputs` is: ready, or lent to a call's worker thread.
+enum Slot {
+    Ready(Box<rocpd::Inputs>),
+    Lent,
+}
+
 /// Opened inputs (`rocpd_rs.Inputs` wraps this).
 #[pyclass(module = "rocpd_rs._native")]
 struct Inputs {
-    inner: Mutex<rocpd::Inputs>,
+    slot: Arc<Mutex<Slot>>,
 }
 
+const BUSY: &str = "these inputs are busy with another call (from another thread, or one interrupted and still stopping); open them again for a second thread";
+
 impl Inputs {
-    /// The inputs, for one call at a time: a second thread's call is refused rather than
-    /// left waiting for a lock while it holds the GIL the first call needs.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A quick call on the inputs, on this thread.
     fn with<T>(&self, f: impl FnOnce(&mut rocpd::Inputs) -> PyResult<T>) -> PyResult<T> {
-        let mut guard = match self.inner.try_lock() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => {
-                return Err(PyRuntimeError::new_err(
-                    "these inputs are busy with a call from another thread; open them again for a second thread",
-                ))
-            }
+        match &mut *self.lock() {
+            Slot::Ready(i) => f(i),
+            Slot::Lent => Err(PyRuntimeError::new_err(BUSY)),
+        }
+    }
+
+    /// A long call: the inputs are lent to [`interruptible`]'s worker, which gives them
+    /// back when it ends. A second call meanwhile is refused at once rather than left
+    /// waiting while it holds the GIL.
+    fn call<T: Send + 'static>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut rocpd::Inputs) -> rocpd::Result<T> + Send + 'static,
+    ) -> PyResult<T> {
+        let mut inputs = match std::mem::replace(&mut *self.lock(), Slot::Lent) {
+            Slot::Ready(i) => i,
+            Slot::Lent => return Err(PyRuntimeError::new_err(BUSY)),
         };
-        f(&mut guard)
+        let slot = self.slot.clone();
+        interruptible(py, move || {
+            let r = f(&mut inputs);
+            *slot.lock().unwrap_or_else(|p| p.into_inner()) = Slot::Ready(inputs);
+            r
+        })
     }
 }
 
@@ -319,9 +402,9 @@ impl Inputs {
     #[pyo3(signature = (paths, skip_bad_rows=false))]
     fn new(py: Python<'_>, paths: Vec<PathBuf>, skip_bad_rows: bool) -> PyResult<Self> {
         let options = rocpd::OpenOptions { skip_bad_rows };
-        let inputs = interruptible(py, || rocpd::Inputs::open(&paths, &options))?;
+        let inputs = interruptible(py, move || rocpd::Inputs::open(&paths, &options))?;
         Ok(Inputs {
-            inner: Mutex::new(inputs),
+            slot: Arc::new(Mutex::new(Slot::Ready(Box::new(inputs)))),
         })
     }
 
@@ -332,11 +415,9 @@ impl Inputs {
 
     /// What `rocpd info --json` prints, as JSON text.
     fn info_json(&self, py: Python<'_>) -> PyResult<String> {
-        self.with(|i| {
-            let info = interruptible(py, || i.info())?;
-            serde_json::to_string_pretty(&info)
-                .map_err(|e| PyRuntimeError::new_err(format!("rocpd: info as JSON: {e}")))
-        })
+        let info = self.call(py, |i| i.info())?;
+        serde_json::to_string_pretty(&info)
+            .map_err(|e| PyRuntimeError::new_err(format!("rocpd: info as JSON: {e}")))
     }
 
     /// One dimension table of the catalog.
@@ -357,27 +438,26 @@ impl Inputs {
         threads: Option<usize>,
         selection: SelectionArgs,
     ) -> PyResult<ArrowStream> {
-        self.with(|i| {
-            let reader = interruptible(py, || {
-                let table = table_named(table)?;
-                let projection = match &columns {
-                    Some(c) => rocpd::Projection::only(table, c)?,
-                    None => rocpd::Projection::all(),
-                };
-                let options = rocpd::EventOptions {
-                    selection: selection.selection()?,
-                    projection,
-                    threads: self::threads(threads),
-                    tables: None,
-                };
-                let reader = i.events(table, &options)?;
-                match &columns {
-                    Some(c) => reader.with_columns(c),
-                    None => Ok(reader),
-                }
-            })?;
-            Ok(ArrowStream::new(Box::new(reader)))
-        })
+        let table = table.to_string();
+        let reader = self.call(py, move |i| {
+            let table = table_named(&table)?;
+            let projection = match &columns {
+                Some(c) => rocpd::Projection::only(table, c)?,
+                None => rocpd::Projection::all(),
+            };
+            let options = rocpd::EventOptions {
+                selection: selection.selection()?,
+                projection,
+                threads: self::threads(threads),
+                tables: None,
+            };
+            let reader = i.events(table, &options)?;
+            match &columns {
+                Some(c) => reader.with_columns(c),
+                None => Ok(reader),
+            }
+        })?;
+        Ok(ArrowStream::new(Box::new(reader)))
     }
 
     /// A conversion; returns the run report as JSON text.
@@ -391,15 +471,13 @@ impl Inputs {
         selection: SelectionArgs,
         options: ConvertArgs,
     ) -> PyResult<String> {
-        self.with(|i| {
-            let report = interruptible(py, || {
-                let conversion =
-                    options.conversion(&formats, output_dir, name, selection.selection()?)?;
-                i.convert(&conversion, &mut |_| {})
-            })?;
-            serde_json::to_string_pretty(&report)
-                .map_err(|e| PyRuntimeError::new_err(format!("rocpd: report as JSON: {e}")))
-        })
+        let conversion = options
+            .conversion(&formats, output_dir, name, selection.selection())
+            .and_then(|c| c.validate().map(|()| c))
+            .map_err(|e| to_py(py, e))?;
+        let report = self.call(py, move |i| i.convert(&conversion, &mut |_| {}))?;
+        serde_json::to_string_pretty(&report)
+            .map_err(|e| PyRuntimeError::new_err(format!("rocpd: report as JSON: {e}")))
     }
 
     /// The flat profile: `(AMD's view title, rows)` per view, in the CLI's order.
@@ -413,28 +491,26 @@ impl Inputs {
         threads: Option<usize>,
         selection: SelectionArgs,
     ) -> PyResult<Vec<(String, ArrowStream)>> {
-        self.with(|i| {
-            let views = interruptible(py, || {
-                let options = rocpd::SummaryOptions {
-                    by_rank,
-                    domain_summary,
-                    region_categories: rocpd::RegionCategories::from_args(&region_categories)?,
-                    selection: selection.selection()?,
-                    utilisation_bins: None,
-                    threads: self::threads(threads),
-                };
-                let run = i.summary(&options, &mut |_| {})?;
-                run.summary
-                    .views
-                    .iter()
-                    .map(|v| Ok((v.title(), rocpd::view_batch(v)?)))
-                    .collect::<rocpd::Result<Vec<_>>>()
-            })?;
-            Ok(views
-                .into_iter()
-                .map(|(title, batch)| (title, ArrowStream::of_batch(batch)))
-                .collect())
-        })
+        let views = self.call(py, move |i| {
+            let options = rocpd::SummaryOptions {
+                by_rank,
+                domain_summary,
+                region_categories: rocpd::RegionCategories::from_args(&region_categories)?,
+                selection: selection.selection()?,
+                utilisation_bins: None,
+                threads: self::threads(threads),
+            };
+            let run = i.summary(&options, &mut |_| {})?;
+            run.summary
+                .views
+                .iter()
+                .map(|v| Ok((v.title(), rocpd::view_batch(v)?)))
+                .collect::<rocpd::Result<Vec<_>>>()
+        })?;
+        Ok(views
+            .into_iter()
+            .map(|(title, batch)| (title, ArrowStream::of_batch(batch)))
+            .collect())
     }
 }
 

@@ -92,7 +92,8 @@ def _cli_rows(tmp_path, trace, *options):
         ({"start": "10%", "end": "60%"}, ["--start", "10%", "--end", "60%"]),
         ({"start": "10%", "end": "60%", "inclusive": False}, ["--start", "10%", "--end", "60%", "--inclusive", "false"]),
         ({"start": "20%", "end": "30%", "keep_launches": True}, ["--start", "20%", "--end", "30%", "--keep-launches"]),
-        ({"include": ["name=^[a-m]"], "exclude": "pid=0"}, ["--include", "name=^[a-m]", "--exclude", "pid=0"]),
+        ({"include": ["name=^[a-m]"], "exclude": "kind=copy"}, ["--include", "name=^[a-m]", "--exclude", "kind=copy"]),
+        ({"exclude": "kind=api"}, ["--exclude", "kind=api"]),
     ],
 )
 def test_windows_and_filters_keep_what_the_cli_keeps(tmp_path, trace, kwargs, options):
@@ -102,6 +103,22 @@ def test_windows_and_filters_keep_what_the_cli_keeps(tmp_path, trace, kwargs, op
             got = sum(b.num_rows for b in inputs.events(table, **kwargs))
             assert got == want.get(table, 0), (table, kwargs)
     assert sum(want.values()) > 0
+
+
+def test_removing_the_api_calls_clears_the_kernels_launch_marks_as_the_cli_does(tmp_path, trace):
+    import pyarrow.parquet as pq
+
+    _cli_rows(tmp_path, trace, "--exclude", "kind=api")
+    want = pq.read_table(tmp_path / "cli" / "out_results.parquet" / "kernels", columns=["has_launcher", "flow_first_start"])
+    with rocpd_rs.open(trace) as inputs:
+        got = inputs.events("kernel_dispatch", columns=["has_launcher", "flow_first_start"], exclude="kind=api").read_all()
+        kept = inputs.events("kernel_dispatch", columns=["has_launcher"]).read_all()
+    assert got.num_rows == want.num_rows > 0
+    for column in ("has_launcher", "flow_first_start"):
+        assert got.column(column).null_count == want.column(column).null_count, column
+    assert pa.compute.sum(got.column("has_launcher")).as_py() == pa.compute.sum(want.column("has_launcher")).as_py()
+    # The check means something: without the filter the kernels do have launchers.
+    assert pa.compute.sum(kept.column("has_launcher")).as_py() > pa.compute.sum(got.column("has_launcher")).as_py()
 
 
 def test_a_window_in_ns_is_an_int(trace, trace_info):
@@ -131,6 +148,10 @@ def test_catalog_tables(trace, trace_info):
 
 
 def test_a_stream_is_consumed_once_and_outlives_its_inputs(trace, trace_info):
+    native = rocpd_rs.open(trace)._handle.catalog("processes")
+    native.__arrow_c_stream__()
+    with pytest.raises(RuntimeError, match="already consumed"):
+        native.__arrow_c_stream__()
     inputs = rocpd_rs.open(trace)
     reader = inputs.events("kernel_dispatch", columns=["start"])
     inputs.close()

@@ -205,6 +205,22 @@ impl Default for Conversion {
     }
 }
 
+impl Conversion {
+    /// Refuses options that do not go together, before any input is opened (a front
+    /// calls it first; [`Inputs::convert`] calls it too).
+    pub fn validate(&self) -> Result<()> {
+        if self.formats.is_empty() {
+            return Err(Error::Usage("no output format given".into()));
+        }
+        if self.csv.stats && !self.formats.contains(&Format::Csv) {
+            return Err(Error::Usage(
+                "--stats writes CSV files; it goes with -f csv".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// `<dir>/<name>_results.<ext>`, as rocpd names its outputs.
 pub fn output_path(dir: &Path, name: &str, ext: &str) -> PathBuf {
     if name.is_empty() {
@@ -432,11 +448,7 @@ impl Inputs {
         let mut c = conversion.clone();
         c.formats.sort();
         c.formats.dedup();
-        if c.csv.stats && !c.formats.contains(&Format::Csv) {
-            return Err(Error::Usage(
-                "--stats writes CSV files; it goes with -f csv".into(),
-            ));
-        }
+        c.validate()?;
         let window = c.selection.resolve(self)?;
         let mut guard = PathGuard::new(self.files());
         let report_file = c

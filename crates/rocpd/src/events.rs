@@ -283,8 +283,11 @@ impl Inputs {
     /// Streams the rows of one table, in time order, as an Arrow reader (every batch
     /// has the table's schema, [`Table::schema`]).
     pub fn events(&mut self, table: Table, options: &EventOptions) -> Result<TableReader> {
+        // The filter remembers the API calls it removed, to clear the launch marks of
+        // the kernels and copies they launched; with rules it must see every table.
+        let tables = options.selection.rules.is_empty().then(|| vec![table]);
         let options = EventOptions {
-            tables: Some(vec![table]),
+            tables,
             ..options.clone()
         };
         Ok(TableReader {

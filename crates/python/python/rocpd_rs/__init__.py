@@ -184,8 +184,10 @@ class Inputs:
         """The rows of one event table, in time order, as a streaming reader.
 
         ``table`` is one of :data:`EVENT_TABLES` (or a word the CLI's ``kind=`` filter
-        takes: ``kernel``, ``api``, ``copy``, ...). ``columns`` keeps only those columns,
-        in that order, and the others are never built. ``start``/``end`` (ns as an int,
+        takes: ``kernel``, ``api``, ``copy``, ...). Rows come by start time across batches
+        (within a batch by start, then end descending). ``columns`` keeps only those
+        columns, in that order; the reader does not build the others unless the rules or
+        the window read them. ``start``/``end`` (ns as an int,
         or ``"1.5s"``, ``"10%"``), the markers, ``inclusive``, ``keep_launches`` and the
         ``include``/``exclude`` rules (``"name=^gemm"``, ``"pid=123"``, ...) mean what the
         CLI's options of the same names mean. The reader implements the Arrow C stream
