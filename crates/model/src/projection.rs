@@ -41,18 +41,10 @@ impl Projection {
     /// Only the columns of `table` named in `columns` (and the non-nullable ones, which
     /// are always filled); other tables' columns are filled. An unknown name is refused.
     pub fn only<S: AsRef<str>>(table: Table, columns: &[S]) -> crate::Result<Self> {
-        let specs = table.columns();
         for c in columns {
-            if !specs.iter().any(|s| s.name == c.as_ref()) {
-                let known: Vec<&str> = specs.iter().map(|s| s.name).collect();
-                return Err(crate::Error::Usage(format!(
-                    "table {} has no column {:?}; its columns are {}",
-                    table.name(),
-                    c.as_ref(),
-                    known.join(", ")
-                )));
-            }
+            table.find_column(c.as_ref())?;
         }
+        let specs = table.columns();
         let skipped = specs
             .iter()
             .filter(|s| s.nullable && !columns.iter().any(|c| c.as_ref() == s.name))

@@ -344,6 +344,19 @@ impl Table {
         self.columns().iter().position(|c| c.name == name)
     }
 
+    /// Position of a column a user named, or a usage error that lists the table's columns.
+    pub fn find_column(self, name: &str) -> crate::Result<usize> {
+        let columns = self.columns();
+        columns.iter().position(|c| c.name == name).ok_or_else(|| {
+            let known: Vec<&str> = columns.iter().map(|c| c.name).collect();
+            crate::Error::Usage(format!(
+                "table {} has no column {name:?}; its columns are {}",
+                self.name(),
+                known.join(", ")
+            ))
+        })
+    }
+
     /// Position of a column by name. Panics on an unknown name: column names are fixed
     /// by the model, so a miss is a programming error.
     pub fn column_index(self, name: &str) -> usize {

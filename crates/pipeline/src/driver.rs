@@ -37,6 +37,12 @@ pub trait Stage: Send {
     fn projection(&self) -> Projection {
         Projection::all()
     }
+    /// Whether what it does to one table's rows depends on the rows of others (the filter
+    /// clears the launch marks of kernels whose API calls it removed), so a run that
+    /// wants one table must still read every table through it.
+    fn needs_every_table(&self) -> bool {
+        false
+    }
 }
 
 /// A writer. The driver calls `begin` once, `write` for every chunk, then `finish`, which

@@ -219,16 +219,6 @@ struct SelectionArgs {
 
 impl SelectionArgs {
     fn selection(&self) -> rocpd::Result<rocpd::Selection> {
-        if self.start.is_some() && self.start_marker.is_some() {
-            return Err(rocpd::Error::Usage(
-                "start and start_marker cannot both be given".into(),
-            ));
-        }
-        if self.end.is_some() && self.end_marker.is_some() {
-            return Err(rocpd::Error::Usage(
-                "end and end_marker cannot both be given".into(),
-            ));
-        }
         rocpd::Selection {
             rules: Vec::new(),
             window: rocpd::WindowRequest {
@@ -288,9 +278,8 @@ impl ConvertArgs {
         formats: &[String],
         dir: PathBuf,
         name: String,
-        selection: rocpd::Result<rocpd::Selection>,
+        selection: rocpd::Selection,
     ) -> rocpd::Result<rocpd::Conversion> {
-        let selection = selection?;
         let formats = formats
             .iter()
             .map(|f| rocpd::Format::from_name(f))
@@ -471,8 +460,9 @@ impl Inputs {
         selection: SelectionArgs,
         options: ConvertArgs,
     ) -> PyResult<String> {
-        let conversion = options
-            .conversion(&formats, output_dir, name, selection.selection())
+        let conversion = selection
+            .selection()
+            .and_then(|s| options.conversion(&formats, output_dir, name, s))
             .and_then(|c| c.validate().map(|()| c))
             .map_err(|e| to_py(py, e))?;
         let report = self.call(py, move |i| i.convert(&conversion, &mut |_| {}))?;

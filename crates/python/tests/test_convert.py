@@ -119,6 +119,8 @@ def test_bad_arguments_raise_value_and_type_errors(tmp_path, trace):
         rocpd_rs.open(trace).events("widgets")
     with pytest.raises(ValueError):
         rocpd_rs.open(trace).events("region", include="colour=red")
+    with pytest.raises(rocpd_rs.UsageError, match="--start and --start-marker cannot both be given"):
+        rocpd_rs.open(trace).events("region", start="10%", start_marker="m")
     with pytest.raises(ValueError, match="agent_index_value"):
         rocpd_rs.convert(trace, "pftrace", tmp_path, agent_index_value="sideways")
     with pytest.raises(TypeError):

@@ -26,7 +26,9 @@ pub struct EventOptions {
     pub projection: Projection,
     /// Decode threads.
     pub threads: usize,
-    /// The tables to read; `None` for all. [`Inputs::events`] reads its table only.
+    /// The tables to read; `None` for all. [`Inputs::events`] reads its table only. A
+    /// stage that needs every table ([`rocpd_pipeline::Stage::needs_every_table`]: filter
+    /// rules) reads them all anyway, and the others are left out after it.
     pub tables: Option<Vec<Table>>,
 }
 
@@ -116,14 +118,8 @@ impl TableReader {
         let mut indices = Vec::with_capacity(names.len());
         for n in names {
             let n = n.as_ref();
-            let i = schema.index_of(n).map_err(|_| {
-                let known: Vec<&str> = self.table.columns().iter().map(|c| c.name).collect();
-                Error::Usage(format!(
-                    "table {} has no column {n:?}; its columns are {}",
-                    self.table.name(),
-                    known.join(", ")
-                ))
-            })?;
+            // The schema's fields are the table's columns, in order.
+            let i = self.table.find_column(n)?;
             if indices.contains(&i) {
                 return Err(Error::Usage(format!("column {n:?} is asked for twice")));
             }
@@ -218,10 +214,16 @@ impl Inputs {
         let projection = stages
             .iter()
             .fold(options.projection.clone(), |p, s| p.union(&s.projection()));
+        // Read every table for such a stage, and leave the unwanted ones out after it.
+        let every_table = stages.iter().any(|s| s.needs_every_table());
+        let (tables, wanted) = match options.tables.clone() {
+            Some(t) if every_table => (None, Some(t)),
+            t => (t, None),
+        };
         let produce = ProduceOptions {
             projection,
             threads: options.threads.max(1),
-            tables: options.tables.clone(),
+            tables,
             ..Default::default()
         };
         let (tx, rx) = sync_channel::<Result<Chunk>>(2);
@@ -245,6 +247,9 @@ impl Inputs {
                             rocpd_pipeline::cleanup::check_cancelled()?;
                             for s in &mut stages {
                                 c = s.apply(c)?;
+                            }
+                            if let Some(t) = &wanted {
+                                c.batches.retain(|b| t.contains(&b.table));
                             }
                             tx.send(Ok(c)).map_err(|_| stopped())
                         }
@@ -283,11 +288,8 @@ impl Inputs {
     /// Streams the rows of one table, in time order, as an Arrow reader (every batch
     /// has the table's schema, [`Table::schema`]).
     pub fn events(&mut self, table: Table, options: &EventOptions) -> Result<TableReader> {
-        // The filter remembers the API calls it removed, to clear the launch marks of
-        // the kernels and copies they launched; with rules it must see every table.
-        let tables = options.selection.rules.is_empty().then(|| vec![table]);
         let options = EventOptions {
-            tables,
+            tables: Some(vec![table]),
             ..options.clone()
         };
         Ok(TableReader {

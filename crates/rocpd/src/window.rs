@@ -86,6 +86,16 @@ impl Selection {
         if !w.is_set() {
             return Ok(None);
         }
+        if w.start.is_some() && w.start_marker.is_some() {
+            return Err(Error::Usage(
+                "--start and --start-marker cannot both be given".into(),
+            ));
+        }
+        if w.end.is_some() && w.end_marker.is_some() {
+            return Err(Error::Usage(
+                "--end and --end-marker cannot both be given".into(),
+            ));
+        }
         let Some((lo, hi)) = inputs.span() else {
             return Err(Error::Usage(
                 "a time window was given but the inputs hold no events".into(),

@@ -274,6 +274,47 @@ fn a_table_reader_with_rules_clears_launch_marks_as_a_conversion_does() {
     assert!(want.0 > 0);
     assert_eq!(got, want);
     assert_eq!(want.1, 0, "no kernel keeps a launcher that was removed");
+    // Chunks asked for one table hold only it, with the same marks.
+    let one = EventOptions {
+        tables: Some(vec![Table::KernelDispatch]),
+        ..options
+    };
+    let mut chunked = (0, 0);
+    for chunk in opened.chunks(&one).unwrap() {
+        for b in &chunk.unwrap().batches {
+            assert_eq!(b.table, Table::KernelDispatch);
+            chunked.0 += b.batch.num_rows();
+            chunked.1 += launched(&b.batch);
+        }
+    }
+    assert_eq!(chunked, want);
+}
+
+#[test]
+fn a_window_refuses_a_time_and_a_marker_for_the_same_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = generate(&tmp.path().join("in"), 1, 2);
+    let mut opened = Inputs::open(&inputs, &Default::default()).unwrap();
+    for (start, marker, end, end_marker, what) in [
+        (Some("10%"), Some("m"), None, None, "--start and --start-marker"),
+        (None, None, Some("90%"), Some("m"), "--end and --end-marker"),
+    ] {
+        let options = EventOptions {
+            selection: rocpd::Selection {
+                rules: Vec::new(),
+                window: rocpd::WindowRequest {
+                    start: start.map(String::from),
+                    start_marker: marker.map(String::from),
+                    end: end.map(String::from),
+                    end_marker: end_marker.map(String::from),
+                    ..Default::default()
+                },
+            },
+            ..Default::default()
+        };
+        let err = opened.events(Table::Region, &options).err().unwrap().to_string();
+        assert!(err.contains(what), "{err}");
+    }
 }
 
 #[test]

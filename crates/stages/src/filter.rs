@@ -406,6 +406,10 @@ impl Stage for Filter {
         format!("filter ({})", rules.join("; "))
     }
 
+    fn needs_every_table(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
         self.hostnames = catalog
             .nodes

@@ -110,6 +110,10 @@ impl Stage for Select {
         self.filter.name()
     }
 
+    fn needs_every_table(&self) -> bool {
+        self.filter.needs_every_table()
+    }
+
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
         self.filter.begin(catalog)
     }
