@@ -296,7 +296,13 @@ fn a_window_refuses_a_time_and_a_marker_for_the_same_end() {
     let inputs = generate(&tmp.path().join("in"), 1, 2);
     let mut opened = Inputs::open(&inputs, &Default::default()).unwrap();
     for (start, marker, end, end_marker, what) in [
-        (Some("10%"), Some("m"), None, None, "--start and --start-marker"),
+        (
+            Some("10%"),
+            Some("m"),
+            None,
+            None,
+            "--start and --start-marker",
+        ),
         (None, None, Some("90%"), Some("m"), "--end and --end-marker"),
     ] {
         let options = EventOptions {
@@ -312,7 +318,11 @@ fn a_window_refuses_a_time_and_a_marker_for_the_same_end() {
             },
             ..Default::default()
         };
-        let err = opened.events(Table::Region, &options).err().unwrap().to_string();
+        let err = opened
+            .events(Table::Region, &options)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains(what), "{err}");
     }
 }
