@@ -150,6 +150,14 @@ struct ConvertArgs {
     /// Parquet: hive partitioning by `node`, `pid` or `node,pid`.
     #[arg(long)]
     partition_by: Option<String>,
+    /// Parquet: add this run to the dataset if it exists (it is created if not). Many
+    /// processes may append to one dataset at once; each run adds files of its own.
+    #[arg(long)]
+    append: bool,
+    /// Parquet: `parquet` (plain hive directories) or `delta` (plus a Delta Lake log per
+    /// table, one commit per run). Every run appending to a dataset uses its format.
+    #[arg(long, value_name = "FORMAT", value_parser = ["parquet", "delta"])]
+    table_format: Option<String>,
     /// Most outputs open at once in a process, node or agent split; more keys are written
     /// in further passes over the inputs.
     #[arg(long, default_value_t = 64)]
@@ -414,6 +422,12 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
                 Some(s) => PartitionKey::parse_list(s)?,
                 None => Vec::new(),
             },
+            append: args.append,
+            table_format: args
+                .table_format
+                .as_deref()
+                .and_then(rocpd::TableFormat::from_name)
+                .unwrap_or_default(),
             ..Default::default()
         },
         csv: rocpd::CsvOptions {

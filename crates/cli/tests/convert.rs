@@ -386,6 +386,12 @@ fn parquet_datasets_list_every_table_with_the_input_row_counts() {
         rows("memory_copies"),
         sql_count(&inputs, "SELECT COUNT(*) FROM {rocpd_memory_copy}")
     );
-    assert!(ds.join("kernels/part-00000.parquet").exists());
-    assert!(ds.join("processes.parquet").exists());
+    let run = meta["runs"][0]["run"].as_str().unwrap();
+    assert!(ds
+        .join(format!("kernels/part-{run}-00000.parquet"))
+        .exists());
+    assert!(ds
+        .join(format!("processes/part-{run}-00000.parquet"))
+        .exists());
+    assert!(ds.join(format!("_runs/{run}.json")).exists());
 }

@@ -1,4 +1,5 @@
-//! The dimension tables: one small file per catalog list, written at `finish`.
+//! The dimension tables: one small part file per catalog list and run, written at
+//! `finish` into the table's directory (`processes/part-<run>-00000.parquet`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,15 +12,16 @@ use crate::schema::{SCHEMA_VERSION, SCHEMA_VERSION_KEY};
 
 /// A dimension table being built column by column.
 pub(crate) struct Dim {
-    pub file: &'static str,
+    /// The table's name (its directory in the dataset).
+    pub name: &'static str,
     fields: Vec<Field>,
     columns: Vec<ArrayRef>,
 }
 
 impl Dim {
-    fn new(file: &'static str) -> Self {
+    fn new(name: &'static str) -> Self {
         Dim {
-            file,
+            name,
             fields: Vec::new(),
             columns: Vec::new(),
         }
@@ -63,17 +65,14 @@ impl Dim {
     pub(crate) fn batch(&self) -> Result<RecordBatch> {
         let meta = HashMap::from([
             (SCHEMA_VERSION_KEY.to_string(), SCHEMA_VERSION.to_string()),
-            (
-                "rocpd.table".to_string(),
-                self.file.trim_end_matches(".parquet").to_string(),
-            ),
+            ("rocpd.table".to_string(), self.name.to_string()),
         ]);
         let schema = Arc::new(Schema::new_with_metadata(self.fields.clone(), meta));
         Ok(RecordBatch::try_new(schema, self.columns.clone())?)
     }
 }
 
-/// The dimension tables' names, in the order they are written (`<name>.parquet`).
+/// The dimension tables' names (their directories), in the order they are written.
 pub const DIMENSION_TABLES: [&str; 10] = [
     "sources",
     "nodes",
@@ -92,7 +91,7 @@ pub const DIMENSION_TABLES: [&str; 10] = [
 pub fn dimension_table(cat: &Catalog, name: &str) -> Option<Result<RecordBatch>> {
     dimension_tables(cat)
         .into_iter()
-        .find(|d| d.file.strip_suffix(".parquet") == Some(name))
+        .find(|d| d.name == name)
         .map(|d| d.batch())
 }
 
@@ -110,7 +109,7 @@ pub(crate) fn dimension_tables(cat: &Catalog) -> Vec<Dim> {
             .and_then(|i| cat.nodes[i].hostname.as_deref())
     };
 
-    let sources = Dim::new("sources.parquet")
+    let sources = Dim::new("sources")
         .req_str("guid", &cat.sources, |r| r.guid.clone())
         .req_str("uuid", &cat.sources, |r| r.uuid.clone())
         .req_str("path", &cat.sources, |r| r.path.display().to_string())
@@ -118,7 +117,7 @@ pub(crate) fn dimension_tables(cat: &Catalog) -> Vec<Dim> {
         .req_str("schema_version", &cat.sources, |r| r.schema_version.clone());
 
     let r = &cat.nodes;
-    let nodes = Dim::new("nodes.parquet")
+    let nodes = Dim::new("nodes")
         .req_str("guid", r, |x| guid(x.source))
         .req("id", r, |x| x.id)
         .i64("hash", r, |x| x.hash)
@@ -131,7 +130,7 @@ pub(crate) fn dimension_tables(cat: &Catalog) -> Vec<Dim> {
         .str("domain_name", r, |x| x.domain_name.as_deref());
 
     let r = &cat.processes;
-    let processes = Dim::new("processes.parquet")
+    let processes = Dim::new("processes")
         .req_str("guid", r, |x| guid(x.source))
         .req("id", r, |x| x.id)
         .req("nid", r, |x| x.nid)
@@ -147,7 +146,7 @@ pub(crate) fn dimension_tables(cat: &Catalog) -> Vec<Dim> {
         .str("extdata", r, |x| x.extdata.as_deref());
 
     let r = &cat.threads;
-    let threads = Dim::new("threads.parquet")
+    let threads = Dim::new("threads")
         .req_str("guid", r, |x| guid(x.source))
         .req("id", r, |x| x.id)
         .req("nid", r, |x| x.nid)
@@ -161,7 +160,7 @@ pub(crate) fn dimension_tables(cat: &Catalog) -> Vec<Dim> {
         .str("extdata", r, |x| x.extdata.as_deref());
 
     let r = &cat.agents;
-    let agents = Dim::new("agents.parquet")
+    let agents = Dim::new("agents")
         .req_str("guid", r, |x| guid(x.source))
         .req("id", r, |x| x.id)
         .req("nid", r, |x| x.nid)
@@ -183,8 +182,8 @@ pub(crate) fn dimension_tables(cat: &Catalog) -> Vec<Dim> {
         .str("user_name", r, |x| x.user_name.as_deref())
         .str("extdata", r, |x| x.extdata.as_deref());
 
-    let queue_like = |file: &'static str, r: &[rocpd_model::Queue]| {
-        Dim::new(file)
+    let queue_like = |name: &'static str, r: &[rocpd_model::Queue]| {
+        Dim::new(name)
             .req_str("guid", r, |x| guid(x.source))
             .req("id", r, |x| x.id)
             .req("nid", r, |x| x.nid)
@@ -193,11 +192,11 @@ pub(crate) fn dimension_tables(cat: &Catalog) -> Vec<Dim> {
             .str("name", r, |x| x.name.as_deref())
             .str("extdata", r, |x| x.extdata.as_deref())
     };
-    let queues = queue_like("queues.parquet", &cat.queues);
-    let streams = queue_like("streams.parquet", &cat.streams);
+    let queues = queue_like("queues", &cat.queues);
+    let streams = queue_like("streams", &cat.streams);
 
     let r = &cat.kernel_symbols;
-    let kernel_symbols = Dim::new("kernel_symbols.parquet")
+    let kernel_symbols = Dim::new("kernel_symbols")
         .req_str("guid", r, |x| guid(x.source))
         .req("id", r, |x| x.id)
         .req("nid", r, |x| x.nid)
@@ -219,7 +218,7 @@ pub(crate) fn dimension_tables(cat: &Catalog) -> Vec<Dim> {
         .str("extdata", r, |x| x.extdata.as_deref());
 
     let r = &cat.code_objects;
-    let code_objects = Dim::new("code_objects.parquet")
+    let code_objects = Dim::new("code_objects")
         .req_str("guid", r, |x| guid(x.source))
         .req("id", r, |x| x.id)
         .req("nid", r, |x| x.nid)
@@ -234,7 +233,7 @@ pub(crate) fn dimension_tables(cat: &Catalog) -> Vec<Dim> {
         .str("extdata", r, |x| x.extdata.as_deref());
 
     let r = &cat.pmcs;
-    let pmc_info = Dim::new("pmc_info.parquet")
+    let pmc_info = Dim::new("pmc_info")
         .req_str("guid", r, |x| guid(x.source))
         .req("id", r, |x| x.id)
         .req("nid", r, |x| x.nid)
@@ -276,15 +275,11 @@ mod tests {
     #[test]
     fn the_names_are_the_tables_written() {
         let cat = rocpd_model::Catalog::default();
-        let files: Vec<&str> = super::dimension_tables(&cat)
+        let names: Vec<&str> = super::dimension_tables(&cat)
             .iter()
-            .map(|d| d.file)
+            .map(|d| d.name)
             .collect();
-        let names: Vec<String> = super::DIMENSION_TABLES
-            .iter()
-            .map(|n| format!("{n}.parquet"))
-            .collect();
-        assert_eq!(files, names);
+        assert_eq!(names, super::DIMENSION_TABLES);
         assert!(super::dimension_table(&cat, "processes").is_some());
         assert!(super::dimension_table(&cat, "widgets").is_none());
     }

@@ -17,6 +17,22 @@ use rocpd_model::{Error, Result, Table};
 
 use crate::schema::table_dir;
 
+/// The name of part `n` of a run: `part-<run>-<n>.parquet`. The run id makes the names
+/// of concurrent writers distinct; the number orders one run's parts of a directory.
+pub(crate) fn part_name(run: &str, n: u32) -> String {
+    format!("part-{run}-{n:05}.parquet")
+}
+
+/// Creates a file that must not exist yet: a run never replaces a file, its own or
+/// another writer's.
+pub(crate) fn create_new(path: &Path) -> Result<File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| Error::output(path, format!("cannot create: {e}")))
+}
+
 /// How one table's files are written.
 pub(crate) struct TableFiles {
     /// Schema of the files.
@@ -35,11 +51,16 @@ pub(crate) struct PartFile {
     pub table: Table,
     /// Path relative to the dataset directory, `/`-separated.
     pub rel: String,
+    /// The hive partition directory inside the table (`node=a/pid=1`, or `""`).
+    pub partition: String,
     pub rows: u64,
     pub bytes: u64,
     pub row_groups: usize,
     /// Earliest start and latest end in the file.
     pub span: (i64, i64),
+    /// Latest start and earliest end in the file (with `span`: the min/max statistics
+    /// of a Delta `add` action).
+    pub inner: (i64, i64),
 }
 
 struct OpenPart {
@@ -49,6 +70,7 @@ struct OpenPart {
     rows: u64,
     last_used: u64,
     span: (i64, i64),
+    inner: (i64, i64),
 }
 
 /// Where the next rows of a (table, partition) go, and what it has written so far.
@@ -63,6 +85,8 @@ type Key = (Table, String);
 
 pub(crate) struct FileSet {
     root: PathBuf,
+    /// The run id, part of every file name so that concurrent writers never collide.
+    run: String,
     tables: Vec<TableFiles>,
     max_rows_per_file: u64,
     max_open_files: usize,
@@ -80,12 +104,14 @@ impl FileSet {
     /// `tables[t as usize]` says how the files of table `t` are written.
     pub(crate) fn new(
         root: &Path,
+        run: &str,
         tables: Vec<TableFiles>,
         max_rows_per_file: u64,
         max_open_files: usize,
     ) -> Self {
         FileSet {
             root: root.to_path_buf(),
+            run: run.to_string(),
             tables,
             max_rows_per_file: max_rows_per_file.max(1),
             max_open_files: max_open_files.max(1),
@@ -137,9 +163,14 @@ impl FileSet {
             part.writer
                 .write(&head)
                 .map_err(|e| Error::output(&part.path, format!("write failed: {e}")))?;
-            let ends = head.column(end_col).as_primitive::<Int64Type>();
-            let max_end = ends.values().iter().copied().max().expect("rows");
+            let ends = head.column(end_col).as_primitive::<Int64Type>().values();
+            let max_end = ends.iter().copied().max().expect("rows");
+            let min_end = ends.iter().copied().min().expect("rows");
             part.span = (part.span.0.min(starts[offset]), part.span.1.max(max_end));
+            part.inner = (
+                part.inner.0.max(starts[offset + room - 1]),
+                part.inner.1.min(min_end),
+            );
             part.rows += room as u64;
             part.last_used = self.tick;
             let full = part.rows >= self.max_rows_per_file;
@@ -175,10 +206,9 @@ impl FileSet {
         let dir_path = self.root.join(&rel);
         std::fs::create_dir_all(&dir_path)
             .map_err(|e| Error::output(&dir_path, format!("cannot create directory: {e}")))?;
-        rel.push_str(&format!("/part-{n:05}.parquet"));
+        rel.push_str(&format!("/{}", part_name(&self.run, n)));
         let path = self.root.join(&rel);
-        let file =
-            File::create(&path).map_err(|e| Error::output(&path, format!("cannot create: {e}")))?;
+        let file = create_new(&path)?;
         let writer = ArrowWriter::try_new(
             BufWriter::with_capacity(1 << 16, file),
             self.tables[*table as usize].schema.clone(),
@@ -194,6 +224,7 @@ impl FileSet {
                 rows: 0,
                 last_used: self.tick,
                 span: (i64::MAX, i64::MIN),
+                inner: (i64::MIN, i64::MAX),
             },
         );
         Ok(())
@@ -220,10 +251,12 @@ impl FileSet {
         self.done.push(PartFile {
             table: key.0,
             rel: part.rel,
+            partition: key.1.clone(),
             rows: part.rows,
             bytes,
             row_groups,
             span: part.span,
+            inner: part.inner,
         });
         Ok(())
     }

@@ -1,14 +1,18 @@
 //! Streaming Parquet dataset writer.
 //!
-//! A run becomes one dataset directory: one table (sub-directory of part files) per event
-//! kind, with names resolved into dictionary-encoded string columns so that queries need
-//! no join, plus one small file per dimension table of the catalog and a
-//! `_metadata.json`. Rows are sorted by start time in every file; files are
-//! zstd-compressed, with column statistics and page indexes so that time-range predicates
-//! prune row groups and pages. Only the in-progress row group of each open file is held
-//! in memory. The layout is specified column by column in `formats/parquet/README.md`.
+//! A dataset directory holds one table (a sub-directory of part files) per event kind,
+//! with names resolved into dictionary-encoded string columns so that queries need no
+//! join, and one table per dimension list of the catalog. Each run adds part files of its
+//! own (`part-<run>-<n>.parquet`) and a description (`_runs/<run>.json`); many runs,
+//! concurrent ones included, can append to one dataset, and with the Delta table format
+//! each table also gets a Delta Lake log. Rows are sorted by start time in every file;
+//! files are zstd-compressed, with column statistics and page indexes so that time-range
+//! predicates prune row groups and pages. Only the in-progress row group of each open file
+//! is held in memory. The layout is specified in `formats/parquet/README.md`.
 
 mod convert;
+mod dataset;
+mod delta;
 mod dims;
 mod files;
 mod schema;
@@ -32,6 +36,7 @@ pub use schema::{
 };
 
 use convert::Resolver;
+use dataset::Descriptor;
 use files::FileSet;
 
 /// Upper bound on the estimated encoded size of one in-progress row group: a row group
@@ -55,6 +60,11 @@ pub struct ParquetOptions {
     /// Part files open at once (default 64). When a further one is needed, the least
     /// recently used is finished; later rows of its partition start a new part file.
     pub max_open_files: usize,
+    /// Add this run to the dataset if it exists (creating it if not), instead of
+    /// refusing an existing directory. Concurrent appending runs are safe.
+    pub append: bool,
+    /// Whether each table also gets a Delta Lake log (default plain Parquet).
+    pub table_format: TableFormat,
 }
 
 impl Default for ParquetOptions {
@@ -65,6 +75,8 @@ impl Default for ParquetOptions {
             partition_by: Vec::new(),
             zstd_level: 3,
             max_open_files: 64,
+            append: false,
+            table_format: TableFormat::Parquet,
         }
     }
 }
@@ -110,32 +122,89 @@ impl PartitionKey {
     }
 }
 
-/// A [`Sink`] writing one Parquet dataset directory, whole or not at all: everything is
-/// built in a sibling temporary directory (`.<name>.partial-<pid>`) that `finish` renames
-/// into place; dropped without `finish`, the temporary directory is removed.
+/// How the tables of a dataset are described to readers besides their files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TableFormat {
+    /// Plain Parquet directories (hive layout); runs are listed in `_runs/`.
+    #[default]
+    Parquet,
+    /// Plain Parquet directories plus a Delta Lake transaction log per table
+    /// (`<table>/_delta_log/`), one commit per run.
+    Delta,
+}
+
+impl TableFormat {
+    /// `parquet` or `delta`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TableFormat::Parquet => "parquet",
+            TableFormat::Delta => "delta",
+        }
+    }
+
+    /// The format named `name` (`parquet`, `delta`; any case).
+    pub fn from_name(name: &str) -> Option<TableFormat> {
+        match name.to_ascii_lowercase().as_str() {
+            "parquet" => Some(TableFormat::Parquet),
+            "delta" => Some(TableFormat::Delta),
+            _ => None,
+        }
+    }
+}
+
+/// A [`Sink`] adding one run to a Parquet dataset directory, whole or not at all.
+///
+/// Without [`ParquetOptions::append`] the dataset must not exist: it is built in a
+/// sibling temporary directory (`.<name>.partial-<pid>`) that `finish` renames into
+/// place. With it, the run's files are staged in `<dataset>/_staging/<run>/` and
+/// published at `finish` under names no other run uses (`part-<run>-<n>.parquet`),
+/// then the run is committed (`_runs/<run>.json`, and the Delta logs). Dropped without
+/// `finish`, the sink removes everything of its own and nothing else.
 pub struct ParquetSink {
     dir: PathBuf,
-    tmp: PathBuf,
-    registered: Option<rocpd_pipeline::cleanup::Registered>,
     opts: ParquetOptions,
+    run: String,
+    /// The directory the run's files are published into: the temporary sibling of `dir`
+    /// for a new dataset, `dir` itself when appending.
+    root: PathBuf,
+    /// The temporary sibling of a new dataset (removed on drop).
+    tmp: Option<PathBuf>,
+    /// `<root>/_staging/<run>`, where the run's files are written.
+    staging: PathBuf,
+    /// Files published by a commit that has not completed (removed on drop).
+    published: Vec<(PathBuf, rocpd_pipeline::cleanup::Registered)>,
+    registered: Vec<rocpd_pipeline::cleanup::Registered>,
     state: Option<State>,
 }
 
 struct State {
     resolver: Resolver,
     files: FileSet,
+    /// The file schema of each event table (`Table as usize`), for the Delta logs.
+    schemas: Vec<arrow_schema::SchemaRef>,
 }
 
 impl ParquetSink {
-    /// A sink that will create the dataset directory `dir` (which must not exist).
+    /// A sink that will create the dataset directory `dir` (which must not exist), or
+    /// with [`ParquetOptions::append`] add a run to it.
     pub fn new(dir: &Path, opts: ParquetOptions) -> Self {
         ParquetSink {
             dir: dir.to_path_buf(),
-            tmp: PathBuf::new(),
-            registered: None,
             opts,
+            run: String::new(),
+            root: PathBuf::new(),
+            tmp: None,
+            staging: PathBuf::new(),
+            published: Vec::new(),
+            registered: Vec::new(),
             state: None,
         }
+    }
+
+    /// The id of this run (set by `begin`): part of its file names and of
+    /// `_runs/<run>.json`.
+    pub fn run_id(&self) -> &str {
+        &self.run
     }
 
     fn check_options(&self) -> Result<()> {
@@ -149,6 +218,91 @@ impl ParquetSink {
             .map_err(|_| Error::Usage(format!("parquet: bad zstd level {}", o.zstd_level)))?;
         Ok(())
     }
+
+    fn descriptor(&self) -> Descriptor {
+        Descriptor {
+            schema_version: SCHEMA_VERSION.to_string(),
+            table_format: self.opts.table_format,
+            partition_by: self
+                .opts
+                .partition_by
+                .iter()
+                .map(|k| k.name().to_string())
+                .collect(),
+        }
+    }
+
+    /// Makes the directory the run publishes into, and the run's staging directory.
+    fn prepare(&mut self, catalog: &Catalog) -> Result<()> {
+        let desc = self.descriptor();
+        self.run = dataset::new_run_id();
+        if self.opts.append {
+            std::fs::create_dir_all(&self.dir)
+                .map_err(|e| Error::output(&self.dir, format!("cannot create directory: {e}")))?;
+            self.root = self.dir.clone();
+        } else {
+            if self.dir.symlink_metadata().is_ok() {
+                return Err(Error::output(
+                    &self.dir,
+                    "already exists; refusing to overwrite it (to add a run to a dataset, use append)",
+                ));
+            }
+            let parent = self
+                .dir
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Error::output(parent, format!("cannot create directory: {e}")))?;
+            let tmp = rocpd_pipeline::temp_sibling(&self.dir)?;
+            self.registered
+                .push(rocpd_pipeline::cleanup::Registered::new(&tmp));
+            if tmp.symlink_metadata().is_ok() {
+                // Left behind by a crashed run of a process with the same pid.
+                std::fs::remove_dir_all(&tmp).map_err(|e| {
+                    Error::output(&tmp, format!("cannot remove stale directory: {e}"))
+                })?;
+            }
+            std::fs::create_dir(&tmp)
+                .map_err(|e| Error::output(&tmp, format!("cannot create directory: {e}")))?;
+            self.root = tmp.clone();
+            self.tmp = Some(tmp);
+        }
+        let staging = self.root.join(dataset::STAGING).join(&self.run);
+        std::fs::create_dir_all(&staging)
+            .map_err(|e| Error::output(&staging, format!("cannot create directory: {e}")))?;
+        self.registered
+            .push(rocpd_pipeline::cleanup::Registered::new(&staging));
+        self.staging = staging;
+        dataset::prepare_append(&self.root, &desc, &self.staging)?;
+        dataset::refuse_known_sources(&self.root, &source_guids(catalog))?;
+        Ok(())
+    }
+
+    /// Publishes the staged file `rel` at `<root>/<rel>`.
+    fn publish(&mut self, rel: &str) -> Result<()> {
+        let dst = self.root.join(rel);
+        if let Some(parent) = dst.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Error::output(parent, format!("cannot create directory: {e}")))?;
+        }
+        let registered = rocpd_pipeline::cleanup::Registered::new(&dst);
+        if !dataset::publish(&self.staging.join(rel), &dst)? {
+            return Err(Error::output(
+                &dst,
+                "exists already; a run never replaces a file",
+            ));
+        }
+        self.published.push((dst, registered));
+        Ok(())
+    }
+}
+
+fn source_guids(cat: &Catalog) -> Vec<(String, PathBuf)> {
+    cat.sources
+        .iter()
+        .map(|s| (s.guid.clone(), s.path.clone()))
+        .collect()
 }
 
 fn created_by() -> String {
@@ -195,8 +349,7 @@ fn event_properties(
 /// Writes one small file in a single pass; returns its size.
 fn write_whole_file(path: &Path, batch: &RecordBatch, props: WriterProperties) -> Result<u64> {
     let fail = |e: &dyn std::fmt::Display| Error::output(path, format!("write failed: {e}"));
-    let file = std::fs::File::create(path)
-        .map_err(|e| Error::output(path, format!("cannot create: {e}")))?;
+    let file = files::create_new(path)?;
     let mut w = ArrowWriter::try_new(std::io::BufWriter::new(file), batch.schema(), Some(props))
         .map_err(|e| fail(&e))?;
     w.write(batch).map_err(|e| fail(&e))?;
@@ -209,6 +362,15 @@ fn write_whole_file(path: &Path, batch: &RecordBatch, props: WriterProperties) -
     Ok(file.metadata().map_err(|e| fail(&e))?.len())
 }
 
+/// One file of the run, as its description and the Delta log list it.
+struct RunFile {
+    /// The table (directory) name.
+    table: String,
+    /// Path relative to the dataset root.
+    rel: String,
+    add: delta::Add,
+}
+
 impl Sink for ParquetSink {
     fn needs_time_order(&self) -> bool {
         // Every part file is sorted on its own (a row out of order starts a new part), so
@@ -218,29 +380,7 @@ impl Sink for ParquetSink {
 
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
         self.check_options()?;
-        if self.dir.symlink_metadata().is_ok() {
-            return Err(Error::output(
-                &self.dir,
-                "already exists; refusing to overwrite it",
-            ));
-        }
-        let parent = self
-            .dir
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(parent)
-            .map_err(|e| Error::output(parent, format!("cannot create directory: {e}")))?;
-        let tmp = rocpd_pipeline::temp_sibling(&self.dir)?;
-        self.registered = Some(rocpd_pipeline::cleanup::Registered::new(&tmp));
-        if tmp.symlink_metadata().is_ok() {
-            // Left behind by a crashed run of a process with the same pid.
-            std::fs::remove_dir_all(&tmp)
-                .map_err(|e| Error::output(&tmp, format!("cannot remove stale directory: {e}")))?;
-        }
-        std::fs::create_dir(&tmp)
-            .map_err(|e| Error::output(&tmp, format!("cannot create directory: {e}")))?;
-        self.tmp = tmp;
+        self.prepare(catalog)?;
         // A partition key that is also a column name is stored only in the directory
         // names (the Hive convention): readers that add the key as a column (pyarrow's
         // default) would otherwise fail on two `pid` columns of different types.
@@ -264,14 +404,17 @@ impl Sink for ParquetSink {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
+        let schemas = tables.iter().map(|t| t.schema.clone()).collect();
         self.state = Some(State {
             resolver: Resolver::new(catalog.clone()),
             files: FileSet::new(
-                &self.tmp,
+                &self.staging,
+                &self.run,
                 tables,
                 self.opts.max_rows_per_file,
                 self.opts.max_open_files,
             ),
+            schemas,
         });
         Ok(())
     }
@@ -313,35 +456,45 @@ impl Sink for ParquetSink {
             path: self.dir.clone(),
             ..Default::default()
         };
-        let mut tables = serde_json::Map::new();
         let mut span: Option<(i64, i64)> = None;
         let mut total_bytes = 0u64;
         let mut parts = std::mem::take(&mut st.files.done);
         parts.sort_by(|a, b| (a.table, &a.rel).cmp(&(b.table, &b.rel)));
+        let mut run_files: Vec<RunFile> = Vec::new();
+        let mut tables = serde_json::Map::new();
         for table in Table::ALL {
             let mine: Vec<_> = parts.iter().filter(|p| p.table == table).collect();
             let rows: u64 = mine.iter().map(|p| p.rows).sum();
             report.add(table, rows);
-            for p in &mine {
+            let mut files = Vec::new();
+            for p in mine {
                 total_bytes += p.bytes;
                 span = Some(match span {
                     Some((lo, hi)) => (lo.min(p.span.0), hi.max(p.span.1)),
                     None => p.span,
                 });
+                let json = json!({
+                    "path": p.rel,
+                    "rows": p.rows,
+                    "bytes": p.bytes,
+                    "row_groups": p.row_groups,
+                    "start_ns_min": p.span.0,
+                    "end_ns_max": p.span.1,
+                });
+                files.push(json);
+                let dir = table_dir(table);
+                run_files.push(RunFile {
+                    table: dir.to_string(),
+                    rel: p.rel.clone(),
+                    add: delta::Add {
+                        path: p.rel[dir.len() + 1..].to_string(),
+                        partition: p.partition.clone(),
+                        bytes: p.bytes,
+                        rows: p.rows,
+                        times: Some(((p.span.0, p.inner.0), (p.inner.1, p.span.1))),
+                    },
+                });
             }
-            let files: Vec<_> = mine
-                .iter()
-                .map(|p| {
-                    json!({
-                        "path": p.rel,
-                        "rows": p.rows,
-                        "bytes": p.bytes,
-                        "row_groups": p.row_groups,
-                        "start_ns_min": p.span.0,
-                        "end_ns_max": p.span.1,
-                    })
-                })
-                .collect();
             tables.insert(
                 table_dir(table).into(),
                 json!({
@@ -360,22 +513,57 @@ impl Sink for ParquetSink {
                 SCHEMA_VERSION.to_string(),
             )],
         )?;
+        let mut dim_schemas = Vec::new();
         for d in dims::dimension_tables(st.resolver.catalog()) {
             let batch = d.batch()?;
-            let bytes = write_whole_file(&self.tmp.join(d.file), &batch, dim_props.clone())?;
+            let file = files::part_name(&self.run, 0);
+            let rel = format!("{}/{file}", d.name);
+            let dir = self.staging.join(d.name);
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| Error::output(&dir, format!("cannot create directory: {e}")))?;
+            let bytes = write_whole_file(&dir.join(&file), &batch, dim_props.clone())?;
             total_bytes += bytes;
+            let rows = batch.num_rows() as u64;
+            let json = json!({"path": rel, "rows": rows, "bytes": bytes});
             tables.insert(
-                d.file.trim_end_matches(".parquet").into(),
-                json!({
-                    "kind": "dimension",
-                    "rows": batch.num_rows(),
-                    "files": [{"path": d.file, "rows": batch.num_rows(), "bytes": bytes}],
-                }),
+                d.name.into(),
+                json!({"kind": "dimension", "rows": rows, "files": [json]}),
             );
+            run_files.push(RunFile {
+                table: d.name.to_string(),
+                rel,
+                add: delta::Add {
+                    path: file,
+                    partition: String::new(),
+                    bytes,
+                    rows,
+                    times: None,
+                },
+            });
+            dim_schemas.push((d.name, batch.schema()));
+        }
+        if st.files.evictions > 0 {
+            report.notes.push(format!(
+                "{} part files were finished early because more than {} partitions were open at once; their later rows are in further part files",
+                st.files.evictions, self.opts.max_open_files
+            ));
+        }
+        if st.files.order_breaks > 0 {
+            report.notes.push(format!(
+                "rows arrived out of start-time order {} times; each time a new part file was started so that every file stays sorted",
+                st.files.order_breaks
+            ));
         }
         let cat = st.resolver.catalog();
-        let meta = json!({
-            "format": "rocpd-parquet",
+        let created = dataset::rfc3339(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+        );
+        let run_desc = json!({
+            "run": self.run,
+            "created": created,
             "schema_version": SCHEMA_VERSION,
             "model_version": MODEL_VERSION,
             "producer": {
@@ -389,11 +577,7 @@ impl Sink for ParquetSink {
                 "max_rows_per_file": self.opts.max_rows_per_file,
                 "zstd_level": self.opts.zstd_level,
                 "partition_by": self.opts.partition_by.iter().map(|k| k.name()).collect::<Vec<_>>(),
-            },
-            "columns_only_in_path": if self.opts.partition_by.contains(&PartitionKey::Pid) {
-                vec!["pid"]
-            } else {
-                Vec::new()
+                "table_format": self.opts.table_format.name(),
             },
             "sources": cat.sources.iter().map(|s| json!({
                 "guid": s.guid,
@@ -401,48 +585,160 @@ impl Sink for ParquetSink {
                 "format": s.format,
             })).collect::<Vec<_>>(),
             "time_range_ns": span.map(|(a, b)| [a, b]),
+            "notes": report.notes,
             "tables": tables,
         });
-        let meta_path = self.tmp.join("_metadata.json");
-        let text = serde_json::to_vec_pretty(&meta)
-            .map_err(|e| Error::output(&meta_path, format!("cannot encode: {e}")))?;
-        std::fs::write(&meta_path, &text)
-            .map_err(|e| Error::output(&meta_path, format!("write failed: {e}")))?;
-        total_bytes += text.len() as u64;
-
-        if st.files.evictions > 0 {
-            report.notes.push(format!(
-                "{} part files were finished early because more than {} partitions were open at once; their later rows are in further part files",
-                st.files.evictions, self.opts.max_open_files
-            ));
-        }
-        if st.files.order_breaks > 0 {
-            report.notes.push(format!(
-                "rows arrived out of start-time order {} times; each time a new part file was started so that every file stays sorted",
-                st.files.order_breaks
-            ));
-        }
+        let guids = source_guids(cat);
+        let schemas = std::mem::take(&mut st.schemas);
         drop(st);
-        if self.dir.symlink_metadata().is_ok() {
+
+        // Commit: the files, then each table's Delta log, then the run's description.
+        if self.opts.append {
+            // Another run may have committed the same inputs since `begin`.
+            dataset::refuse_known_sources(&self.root, &guids)?;
+        }
+        for f in &run_files {
+            self.publish(&f.rel)?;
+        }
+        if self.opts.table_format == TableFormat::Delta {
+            let partition_columns: Vec<String> = self
+                .opts
+                .partition_by
+                .iter()
+                .map(|k| k.name().to_string())
+                .collect();
+            let partition_types: Vec<(&str, &str)> = self
+                .opts
+                .partition_by
+                .iter()
+                .map(|k| match k {
+                    PartitionKey::Node => ("node", "string"),
+                    PartitionKey::Pid => ("pid", "long"),
+                })
+                .collect();
+            let mut logs: Vec<(String, String, Vec<String>)> = Table::ALL
+                .iter()
+                .map(|&t| {
+                    (
+                        table_dir(t).to_string(),
+                        delta::schema_string(&schemas[t as usize], &partition_types),
+                        partition_columns.clone(),
+                    )
+                })
+                .collect();
+            for (name, schema) in &dim_schemas {
+                logs.push((
+                    name.to_string(),
+                    delta::schema_string(schema, &[]),
+                    Vec::new(),
+                ));
+            }
+            for (i, (name, schema, partition_columns)) in logs.into_iter().enumerate() {
+                let adds: Vec<delta::Add> = run_files
+                    .iter()
+                    .filter(|f| f.table == name)
+                    .map(|f| delta::Add {
+                        path: f.add.path.clone(),
+                        partition: f.add.partition.clone(),
+                        bytes: f.add.bytes,
+                        rows: f.add.rows,
+                        times: f.add.times,
+                    })
+                    .collect();
+                let log = delta::TableLog {
+                    dir: &self.root.join(&name),
+                    schema,
+                    partition_columns,
+                    run: &self.run,
+                };
+                match delta::commit(&log, &adds, &self.staging) {
+                    Ok(_) => {}
+                    Err(e) if i > 0 => {
+                        // Earlier tables' logs already list the run's files: keep them,
+                        // so that no log points at a missing file.
+                        self.published.clear();
+                        return Err(Error::output(
+                            &self.root,
+                            format!(
+                                "the run {} is committed in some tables' Delta logs only: {e}",
+                                self.run
+                            ),
+                        ));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        let runs_dir = self.root.join(dataset::RUNS);
+        std::fs::create_dir_all(&runs_dir)
+            .map_err(|e| Error::output(&runs_dir, format!("cannot create directory: {e}")))?;
+        let draft = self.staging.join(format!("{}.json", self.run));
+        dataset::write_new(
+            &draft,
+            &serde_json::to_vec_pretty(&run_desc).expect("JSON value"),
+        )?;
+        total_bytes += std::fs::metadata(&draft).map(|m| m.len()).unwrap_or(0);
+        let run_path = runs_dir.join(format!("{}.json", self.run));
+        if !dataset::publish(&draft, &run_path)? {
             return Err(Error::output(
-                &self.dir,
-                "appeared while the dataset was written; refusing to overwrite it",
+                &run_path,
+                "exists already; run ids must not repeat",
             ));
         }
-        std::fs::rename(&self.tmp, &self.dir)
-            .map_err(|e| Error::output(&self.dir, format!("cannot rename into place: {e}")))?;
-        self.tmp = PathBuf::new();
+        // Committed: from here on the run's files are the dataset's.
+        self.published.clear();
+        let summary = dataset::rebuild_summary(&self.root, &self.descriptor(), &self.staging);
+        let _ = std::fs::remove_dir_all(&self.staging);
+        self.registered.pop();
+        if let Err(e) = summary {
+            report.notes.push(format!(
+                "the run is committed but the summary was not rebuilt ({e}); the next run rebuilds it"
+            ));
+        }
+        if let Some(tmp) = self.tmp.take() {
+            // A new dataset: no other writer knows its staging area, and every byte of
+            // it is this run's.
+            let _ = std::fs::remove_dir(tmp.join(dataset::STAGING));
+            total_bytes = tree_size(&tmp);
+            if self.dir.symlink_metadata().is_ok() {
+                self.tmp = Some(tmp);
+                return Err(Error::output(
+                    &self.dir,
+                    "appeared while the dataset was written; refusing to overwrite it",
+                ));
+            }
+            std::fs::rename(&tmp, &self.dir)
+                .map_err(|e| Error::output(&self.dir, format!("cannot rename into place: {e}")))?;
+        }
         report.bytes = total_bytes;
         report.time_range = span.map(|(a, b)| [a, b]);
         Ok(vec![report])
     }
 }
 
+/// The bytes of every file under `dir`.
+fn tree_size(dir: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => tree_size(&e.path()),
+            _ => e.metadata().map(|m| m.len()).unwrap_or(0),
+        })
+        .sum()
+}
+
 impl Drop for ParquetSink {
     fn drop(&mut self) {
-        if !self.tmp.as_os_str().is_empty() {
-            self.state = None;
-            let _ = std::fs::remove_dir_all(&self.tmp);
+        self.state = None;
+        for (path, _) in self.published.drain(..) {
+            let _ = std::fs::remove_file(path);
+        }
+        if let Some(tmp) = self.tmp.take() {
+            let _ = std::fs::remove_dir_all(tmp);
+        } else if !self.staging.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.staging);
         }
     }
 }

@@ -13,7 +13,7 @@ use rocpd_model::{Table, COMMON_COLUMNS, MODEL_VERSION};
 
 /// Version of the Parquet dataset layout (column names, types, file layout). Bumped
 /// whenever a column is added, removed, renamed or changes type.
-pub const SCHEMA_VERSION: &str = "2";
+pub const SCHEMA_VERSION: &str = "3";
 
 /// Key-value metadata key holding [`SCHEMA_VERSION`] in every file.
 pub const SCHEMA_VERSION_KEY: &str = "rocpd.parquet_schema_version";

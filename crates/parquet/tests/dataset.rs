@@ -147,6 +147,13 @@ fn parquet_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The one part file of dimension table `name` of a one-run dataset.
+fn dim_file(dataset: &Path, name: &str) -> PathBuf {
+    let files = parquet_files(&dataset.join(name));
+    assert_eq!(files.len(), 1, "{name}: {files:?}");
+    files.into_iter().next().unwrap()
+}
+
 fn table_rows(dataset: &Path, table: &str) -> usize {
     parquet_files(&dataset.join(table))
         .iter()
@@ -331,7 +338,7 @@ fn dataset_matches_the_inputs_and_is_sorted_indexed_and_prunable() {
                 .iter()
                 .map(|k| (k.key.as_str(), k.value.as_deref().unwrap_or("")))
                 .collect();
-            assert_eq!(kv["rocpd.parquet_schema_version"], "2");
+            assert_eq!(kv["rocpd.parquet_schema_version"], "3");
             assert_eq!(kv["rocpd.table"], t);
             let page_index = meta.page_index().expect("page index read");
             assert!(page_index.is_complete());
@@ -415,8 +422,16 @@ fn dataset_matches_the_inputs_and_is_sorted_indexed_and_prunable() {
     // Dimension tables and _metadata.json.
     let meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("_metadata.json")).unwrap()).unwrap();
-    assert_eq!(meta["schema_version"], "2");
-    assert_eq!(meta["producer"]["name"], "rocpd-rs");
+    assert_eq!(meta["schema_version"], "3");
+    let runs = meta["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    let run: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(out.join(format!("_runs/{}.json", runs[0]["run"].as_str().unwrap())))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run["producer"]["name"], "rocpd-rs");
+    assert_eq!(run["sources"].as_array().unwrap().len(), 4);
     for t in TABLES {
         assert_eq!(
             meta["tables"][t]["rows"].as_u64().unwrap() as usize,
@@ -427,17 +442,17 @@ fn dataset_matches_the_inputs_and_is_sorted_indexed_and_prunable() {
         assert_eq!(files.len(), parquet_files(&out.join(t)).len());
     }
     for d in DIMENSIONS {
-        let f = read(&out.join(format!("{d}.parquet")));
+        let f = read(&dim_file(&out, d));
         assert_eq!(
             meta["tables"][d]["rows"].as_u64().unwrap() as usize,
             f.rows(),
             "{d}"
         );
     }
-    assert_eq!(read(&out.join("sources.parquet")).rows(), 4);
-    assert_eq!(read(&out.join("processes.parquet")).rows(), 4);
-    assert!(read(&out.join("kernel_symbols.parquet")).rows() > 0);
-    let agents = read(&out.join("agents.parquet"));
+    assert_eq!(read(&dim_file(&out, "sources")).rows(), 4);
+    assert_eq!(read(&dim_file(&out, "processes")).rows(), 4);
+    assert!(read(&dim_file(&out, "kernel_symbols")).rows() > 0);
+    let agents = read(&dim_file(&out, "agents"));
     assert!(agents.batches[0].column_by_name("label").is_some());
 }
 
@@ -499,7 +514,11 @@ fn hive_partitioning_splits_by_node_and_pid() {
                 .expect("pid=…")
                 .parse()
                 .unwrap();
-            assert_eq!(parts[2], "part-00000.parquet");
+            assert!(
+                parts[2].starts_with("part-") && parts[2].ends_with("-00000.parquet"),
+                "{}",
+                parts[2]
+            );
             let f = read(path);
             // Every row's hostname is its directory's; `pid` is only in the path.
             assert!(f
@@ -525,10 +544,7 @@ fn hive_partitioning_splits_by_node_and_pid() {
     }
     let meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("_metadata.json")).unwrap()).unwrap();
-    assert_eq!(
-        meta["options"]["partition_by"],
-        serde_json::json!(["node", "pid"])
-    );
+    assert_eq!(meta["partition_by"], serde_json::json!(["node", "pid"]));
     assert_eq!(meta["columns_only_in_path"], serde_json::json!(["pid"]));
 }
 
@@ -578,9 +594,10 @@ fn files_roll_over_and_stay_sorted() {
     let mut last = i64::MIN;
     let mut total = 0;
     for (i, path) in files.iter().enumerate() {
-        assert_eq!(
-            path.file_name().unwrap().to_string_lossy(),
-            format!("part-{i:05}.parquet")
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with("part-") && name.ends_with(&format!("-{i:05}.parquet")),
+            "{name}"
         );
         let f = read(path);
         assert!(f.rows() <= 2000);
@@ -718,7 +735,7 @@ fn an_empty_run_writes_dimension_tables_only() {
         assert!(!out.join(t).exists());
     }
     for d in DIMENSIONS {
-        read(&out.join(format!("{d}.parquet")));
+        read(&dim_file(&out, d));
     }
     assert!(out.join("_metadata.json").exists());
 }
@@ -815,4 +832,360 @@ fn batches_of_one_table_in_a_chunk_are_merged_by_start_and_order_breaks_start_a_
         .all(|c| c.as_deref() == Some("kernel_dispatch")));
     assert_eq!(reports[0].rows["kernel_dispatch"], 7);
     assert_eq!(reports[0].time_range, Some([5, 60]));
+}
+
+fn appending() -> ParquetOptions {
+    ParquetOptions {
+        append: true,
+        ..Default::default()
+    }
+}
+
+fn json_file(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every file under `dir` (relative paths, sorted), directories left out.
+fn all_files(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// Row counts per table (events and dimensions) of a dataset, read from its files.
+fn counts(dataset: &Path) -> BTreeMap<String, usize> {
+    TABLES
+        .iter()
+        .chain(DIMENSIONS.iter())
+        .map(|t| (t.to_string(), table_rows(dataset, t)))
+        .collect()
+}
+
+#[test]
+fn runs_append_to_one_dataset_each_with_files_of_its_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("a_results.parquet");
+    let all = inputs();
+    write_dataset(&all[..2], &out, ParquetOptions::default()).expect("first run");
+    let before = all_files(&out);
+    write_dataset(&all[2..3], &out, appending()).expect("second run");
+    write_dataset(&all[3..], &out, appending()).expect("third run");
+    // No file of the first run was touched or replaced.
+    let after = all_files(&out);
+    for f in before.iter().filter(|f| f.ends_with(".parquet")) {
+        assert!(after.contains(f), "{f} is gone");
+    }
+    // Every row of every input is there once.
+    let want = expected_counts(all);
+    let got = counts(&out);
+    for t in TABLES {
+        assert_eq!(got[t], want[t], "{t}");
+    }
+    assert_eq!(got["sources"], 4);
+    assert_eq!(got["processes"], 4);
+    // One description per run; the summary lists the three and adds up their rows.
+    let runs: Vec<_> = after.iter().filter(|f| f.starts_with("_runs/")).collect();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    let meta = json_file(&out.join("_metadata.json"));
+    assert_eq!(meta["runs"].as_array().unwrap().len(), 3);
+    for t in TABLES {
+        assert_eq!(
+            meta["tables"][t]["rows"].as_u64().unwrap() as usize,
+            want[t]
+        );
+    }
+    let listed: usize = TABLES
+        .iter()
+        .chain(DIMENSIONS.iter())
+        .map(|t| meta["tables"][t]["files"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(
+        listed,
+        after.iter().filter(|f| f.ends_with(".parquet")).count()
+    );
+    // Each run's files carry its id.
+    for r in meta["runs"].as_array().unwrap() {
+        let id = r["run"].as_str().unwrap();
+        let desc = json_file(&out.join(format!("_runs/{id}.json")));
+        for t in TABLES {
+            for f in desc["tables"][t]["files"].as_array().unwrap() {
+                let path = f["path"].as_str().unwrap();
+                assert!(path.contains(id), "{path}");
+                assert_eq!(
+                    read(&out.join(path)).rows() as u64,
+                    f["rows"].as_u64().unwrap()
+                );
+            }
+        }
+    }
+    // Nothing staged is left.
+    assert!(
+        !after.iter().any(|f| f.starts_with("_staging")),
+        "{after:?}"
+    );
+}
+
+#[test]
+fn appending_creates_a_missing_dataset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("lake/m_results.parquet");
+    write_dataset(&inputs()[..1], &out, appending()).expect("append to nothing");
+    let desc = json_file(&out.join("_dataset.json"));
+    assert_eq!(desc["schema_version"], "3");
+    assert_eq!(desc["table_format"], "parquet");
+    assert_eq!(table_rows(&out, "sources"), 1);
+}
+
+#[test]
+fn appending_an_input_twice_is_refused_and_changes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("t_results.parquet");
+    write_dataset(&inputs()[..2], &out, appending()).unwrap();
+    let before = all_files(&out);
+    let err = write_dataset(&inputs()[1..3], &out, appending())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(&inputs()[1].display().to_string()), "{err}");
+    assert!(err.contains("already in the dataset"), "{err}");
+    assert_eq!(all_files(&out), before);
+}
+
+#[test]
+fn appending_with_other_options_or_to_other_directories_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("o_results.parquet");
+    write_dataset(&inputs()[..1], &out, appending()).unwrap();
+    let before = all_files(&out);
+    let partitioned = ParquetOptions {
+        partition_by: vec![PartitionKey::Node],
+        ..appending()
+    };
+    let err = write_dataset(&inputs()[1..2], &out, partitioned)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("partitioned by (none), this run by node"),
+        "{err}"
+    );
+    let delta = ParquetOptions {
+        table_format: rocpd_parquet::TableFormat::Delta,
+        ..appending()
+    };
+    let err = write_dataset(&inputs()[1..2], &out, delta)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("table format is parquet"), "{err}");
+    assert_eq!(all_files(&out), before);
+
+    // A dataset of an older layout (schema version 2: no _dataset.json).
+    let old = tmp.path().join("old_results.parquet");
+    std::fs::create_dir(&old).unwrap();
+    std::fs::write(old.join("_metadata.json"), br#"{"schema_version": "2"}"#).unwrap();
+    std::fs::write(old.join("processes.parquet"), b"PAR1").unwrap();
+    let err = write_dataset(&inputs()[..1], &old, appending())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("schema version 2"), "{err}");
+    assert!(err.contains(&old.display().to_string()), "{err}");
+    // A descriptor of a version this build does not write.
+    let newer = tmp.path().join("new_results.parquet");
+    std::fs::create_dir(&newer).unwrap();
+    std::fs::write(
+        newer.join("_dataset.json"),
+        br#"{"format": "rocpd-parquet", "schema_version": "9", "table_format": "parquet", "partition_by": []}"#,
+    )
+    .unwrap();
+    let err = write_dataset(&inputs()[..1], &newer, appending())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("schema version 9"), "{err}");
+    // A directory of something else.
+    let other = tmp.path().join("photos");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("cat.jpg"), b"x").unwrap();
+    let err = write_dataset(&inputs()[..1], &other, appending())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not a rocpd Parquet dataset"), "{err}");
+    assert_eq!(all_files(&other), vec!["cat.jpg".to_string()]);
+    // A broken descriptor is named, not trusted.
+    std::fs::write(newer.join("_dataset.json"), b"{not json").unwrap();
+    let err = write_dataset(&inputs()[..1], &newer, appending())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("_dataset.json") && err.contains("not valid JSON"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_failed_append_leaves_nothing_visible() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("x_results.parquet");
+    write_dataset(&inputs()[..1], &out, appending()).unwrap();
+    let before = all_files(&out);
+    {
+        let db = Database::open(&inputs()[1]).unwrap();
+        let catalog = Arc::new(db.catalog(0).unwrap());
+        let mut sink = ParquetSink::new(&out, appending());
+        sink.begin(&catalog).unwrap();
+        let mut queries = db
+            .queries(0, 500, &rocpd_model::Projection::all().without("args"))
+            .unwrap();
+        let mut streams: Vec<Box<dyn BatchStream + '_>> = Vec::new();
+        for q in &mut queries {
+            streams.push(Box::new(q.stream().unwrap()));
+        }
+        let mut merge = TimeMerge::new(streams);
+        for _ in 0..3 {
+            if let Some(chunk) = merge.next_chunk().unwrap() {
+                sink.write(&chunk).unwrap();
+            }
+        }
+        let staged = out.join("_staging").join(sink.run_id());
+        assert!(staged.is_dir(), "the run is staged");
+        // Dropped: the run failed.
+    }
+    assert_eq!(all_files(&out), before);
+    assert_eq!(std::fs::read_dir(out.join("_staging")).unwrap().count(), 0);
+}
+
+/// The actions of every commit of a table's Delta log, by version.
+fn delta_log(table: &Path) -> BTreeMap<u64, Vec<serde_json::Value>> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(table.join("_delta_log")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let v: u64 = name.strip_suffix(".json").unwrap().parse().unwrap();
+        assert_eq!(name.len(), 25, "{name}");
+        let text = std::fs::read_to_string(&p).unwrap();
+        let actions = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        out.insert(v, actions);
+    }
+    out
+}
+
+#[test]
+fn concurrent_delta_appends_commit_one_version_each_and_list_every_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("dl_results.parquet");
+    let opts = ParquetOptions {
+        append: true,
+        table_format: rocpd_parquet::TableFormat::Delta,
+        partition_by: vec![PartitionKey::Node, PartitionKey::Pid],
+        ..Default::default()
+    };
+    // Four writers at once, one input each.
+    std::thread::scope(|s| {
+        let handles: Vec<_> = inputs()
+            .iter()
+            .map(|input| {
+                let (out, opts) = (out.clone(), opts.clone());
+                s.spawn(move || write_dataset(std::slice::from_ref(input), &out, opts))
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap().expect("every concurrent run succeeds");
+        }
+    });
+    let want = expected_counts(inputs());
+    let runs: BTreeSet<String> = std::fs::read_dir(out.join("_runs"))
+        .unwrap()
+        .map(|e| {
+            let n = e.unwrap().file_name().to_string_lossy().into_owned();
+            n.strip_suffix(".json").unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(runs.len(), 4);
+    assert_eq!(
+        json_file(&out.join("_metadata.json"))["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+    for t in TABLES.iter().chain(DIMENSIONS.iter()) {
+        let log = delta_log(&out.join(t));
+        assert_eq!(
+            log.keys().copied().collect::<Vec<_>>(),
+            vec![0, 1, 2, 3],
+            "{t}"
+        );
+        // Version 0 defines the table; every version is one run's blind append.
+        assert!(log[&0][0].get("protocol").is_some(), "{t}");
+        let meta = &log[&0][1]["metaData"];
+        let schema: serde_json::Value =
+            serde_json::from_str(meta["schemaString"].as_str().unwrap()).unwrap();
+        let names: Vec<&str> = schema["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap())
+            .collect();
+        let mut committed = BTreeSet::new();
+        let mut rows = 0;
+        let mut paths = BTreeSet::new();
+        for (v, actions) in &log {
+            let info = actions.last().unwrap();
+            committed.insert(info["commitInfo"]["rocpdRun"].as_str().unwrap().to_string());
+            for a in actions.iter().filter_map(|a| a.get("add")) {
+                let path = a["path"].as_str().unwrap();
+                assert!(paths.insert(path.to_string()), "{t}: {path} added twice");
+                let file = out.join(t).join(path);
+                assert_eq!(a["size"].as_u64().unwrap(), file.metadata().unwrap().len());
+                let stats: serde_json::Value =
+                    serde_json::from_str(a["stats"].as_str().unwrap()).unwrap();
+                let f = read(&file);
+                assert_eq!(stats["numRecords"].as_u64().unwrap() as usize, f.rows());
+                if TABLES.contains(t) {
+                    let starts = f.i64s("start_ns");
+                    assert_eq!(stats["minValues"]["start_ns"], starts[0]);
+                    assert_eq!(stats["maxValues"]["start_ns"], *starts.last().unwrap());
+                    let ends = f.i64s("end_ns");
+                    assert_eq!(stats["minValues"]["end_ns"], *ends.iter().min().unwrap());
+                    assert_eq!(stats["maxValues"]["end_ns"], *ends.iter().max().unwrap());
+                    let pv = &a["partitionValues"];
+                    assert!(path.starts_with(&format!(
+                        "node={}/pid={}/",
+                        pv["node"].as_str().unwrap(),
+                        pv["pid"].as_str().unwrap()
+                    )));
+                }
+                rows += f.rows();
+            }
+            assert!(*v == 0 || actions.iter().all(|a| a.get("metaData").is_none()));
+        }
+        assert_eq!(committed, runs, "{t}: one commit per run");
+        // The log lists exactly the table's files.
+        let on_disk: BTreeSet<String> = parquet_files(&out.join(t))
+            .iter()
+            .map(|p| p.strip_prefix(out.join(t)).unwrap().display().to_string())
+            .collect();
+        assert_eq!(paths, on_disk, "{t}");
+        if TABLES.contains(t) {
+            assert_eq!(rows, want[*t], "{t}");
+            assert_eq!(meta["partitionColumns"], serde_json::json!(["node", "pid"]));
+            assert!(
+                names.contains(&"node") && names.contains(&"pid") && names.contains(&"start_ns")
+            );
+        } else {
+            assert_eq!(meta["partitionColumns"], serde_json::json!([]));
+        }
+    }
 }

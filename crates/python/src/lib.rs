@@ -252,6 +252,8 @@ struct ConvertArgs {
     row_group_rows: Option<usize>,
     max_rows_per_file: Option<u64>,
     partition_by: Option<String>,
+    append: bool,
+    table_format: Option<String>,
     max_open: Option<usize>,
     threads: Option<usize>,
     report: Option<PathBuf>,
@@ -315,6 +317,13 @@ impl ConvertArgs {
                 partition_by: match &self.partition_by {
                     Some(s) => rocpd::PartitionKey::parse_list(s)?,
                     None => Vec::new(),
+                },
+                append: self.append,
+                table_format: match self.table_format.as_deref() {
+                    None => rocpd::TableFormat::default(),
+                    Some(n) => rocpd::TableFormat::from_name(n).ok_or_else(|| {
+                        rocpd::Error::Usage(format!("table_format {n:?} is not parquet or delta"))
+                    })?,
                 },
                 ..parquet_default
             },

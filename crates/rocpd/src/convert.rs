@@ -217,6 +217,15 @@ impl Conversion {
                 "--stats writes CSV files; it goes with -f csv".into(),
             ));
         }
+        let parquet = &self.parquet;
+        if (parquet.append || parquet.table_format != rocpd_parquet::TableFormat::Parquet)
+            && !self.formats.contains(&Format::Parquet)
+        {
+            return Err(Error::Usage(
+                "--append and --table-format apply to Parquet datasets; they go with -f parquet"
+                    .into(),
+            ));
+        }
         Ok(())
     }
 }

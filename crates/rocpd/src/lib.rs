@@ -62,7 +62,7 @@ pub use rocpd_model::{Catalog, Error, Projection, Result, Table};
 pub use rocpd_otf2::Otf2Options;
 /// The dimension tables [`Inputs::catalog_table`] gives (those of the Parquet dataset).
 pub use rocpd_parquet::DIMENSION_TABLES as CATALOG_TABLES;
-pub use rocpd_parquet::{ParquetOptions, PartitionKey};
+pub use rocpd_parquet::{ParquetOptions, PartitionKey, TableFormat};
 pub use rocpd_perfetto::PerfettoOptions;
 pub use rocpd_pipeline::{
     cleanup, Chunk, OutputReport, Progress, RunReport, Sink, Source, Stage, StageDrop,

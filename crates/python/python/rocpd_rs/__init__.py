@@ -229,6 +229,8 @@ class Inputs:
         row_group_rows: Optional[int] = None,
         max_rows_per_file: Optional[int] = None,
         partition_by: Union[str, Sequence[str], None] = None,
+        append: bool = False,
+        table_format: Optional[str] = None,
         max_open: Optional[int] = None,
         threads: Optional[int] = None,
         report: Optional[PathLike] = None,
@@ -240,7 +242,9 @@ class Inputs:
         ``rocpd``. Every keyword is the CLI option of the same name (``split_by`` is
         ``--split-by``); ``annotations=False`` is ``--no-annotations``. An int
         ``split_duration`` is ns, an int ``max_file_size`` bytes. Outputs are whole or
-        absent: a failed or interrupted call leaves none.
+        absent: a failed or interrupted call leaves none. ``append=True`` adds the run
+        to an existing Parquet dataset (``--append``), safely while other processes do
+        the same; ``table_format="delta"`` also writes a Delta Lake log per table.
         """
         if isinstance(formats, str):
             formats = [formats]
@@ -265,6 +269,8 @@ class Inputs:
             "row_group_rows": row_group_rows,
             "max_rows_per_file": max_rows_per_file,
             "partition_by": partition_by,
+            "append": bool(append),
+            "table_format": table_format,
             "max_open": max_open,
             "threads": threads,
             "report": None if report is None else os.fspath(report),
