@@ -1,0 +1,153 @@
+//! A data lake many jobs write at once: eight `rocpd convert --append` processes, one
+//! generated rank each, started together into one dataset. Every run must succeed, every
+//! row of every input must be there exactly once, no part file may be shared or torn, and
+//! each table's Delta log must hold one commit per run.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+
+/// Every `.parquet` file under `dir` (not under `_` directories), recursively.
+fn parquet_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if p.is_dir() && !name.starts_with('_') {
+            out.extend(parquet_files(&p));
+        } else if name.ends_with(".parquet") {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Rows of a table, read from the files' own footers (a torn file fails to open).
+fn rows(table: &Path) -> u64 {
+    parquet_files(table)
+        .iter()
+        .map(|p| {
+            let r = SerializedFileReader::new(std::fs::File::open(p).unwrap())
+                .unwrap_or_else(|e| panic!("{} is not a whole Parquet file: {e}", p.display()));
+            r.metadata().file_metadata().num_rows() as u64
+        })
+        .sum()
+}
+
+fn info_rows(inputs: &[PathBuf]) -> BTreeMap<String, u64> {
+    let mut args = vec!["info".to_string(), "--json".into(), "-i".into()];
+    args.extend(inputs.iter().map(|p| p.display().to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = rocpd(&refs);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["rows"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn eight_concurrent_appends_keep_every_row_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ranks = generate(&tmp.path().join("gen"), 21, 8, 40);
+    assert_eq!(ranks.len(), 8);
+    let lake = tmp.path().join("lake");
+    let children: Vec<_> = ranks
+        .iter()
+        .map(|rank| {
+            Command::new(env!("CARGO_BIN_EXE_rocpd"))
+                .args(["convert", "-q", "-f", "parquet", "--append", "--table-format", "delta"])
+                .args(["--partition-by", "node", "-o", "job", "-d"])
+                .arg(&lake)
+                .arg("-i")
+                .arg(rank)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start rocpd")
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let ds = lake.join("job_results.parquet");
+    let want = info_rows(&ranks);
+    for (dir, model) in [
+        ("kernels", "kernel_dispatch"),
+        ("api_calls", "region"),
+        ("markers", "marker"),
+        ("samples", "sample"),
+        ("memory_copies", "memory_copy"),
+        ("memory_allocations", "memory_allocation"),
+        ("pmc_values", "pmc_value"),
+    ] {
+        assert_eq!(rows(&ds.join(dir)), want.get(model).copied().unwrap_or(0), "{dir}");
+    }
+    assert_eq!(rows(&ds.join("sources")), 8);
+    assert_eq!(rows(&ds.join("processes")), 8);
+    // Eight runs, eight versions of each log, each file listed once and present.
+    let runs = std::fs::read_dir(ds.join("_runs")).unwrap().count();
+    assert_eq!(runs, 8);
+    let mut names = BTreeSet::new();
+    for f in parquet_files(&ds) {
+        assert!(names.insert(f.clone()));
+    }
+    let kernel_log = ds.join("kernels/_delta_log");
+    let versions: BTreeSet<String> = std::fs::read_dir(&kernel_log)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let expect: BTreeSet<String> = (0..8).map(|v| format!("{v:020}.json")).collect();
+    assert_eq!(versions, expect);
+    let mut added = BTreeSet::new();
+    for v in &versions {
+        for line in std::fs::read_to_string(kernel_log.join(v)).unwrap().lines() {
+            let a: serde_json::Value = serde_json::from_str(line).unwrap();
+            if let Some(p) = a["add"]["path"].as_str() {
+                assert!(added.insert(p.to_string()), "{p} added twice");
+                assert!(ds.join("kernels").join(p).is_file(), "{p}");
+            }
+        }
+    }
+    assert_eq!(added.len(), parquet_files(&ds.join("kernels")).len());
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(ds.join("_metadata.json")).unwrap()).unwrap();
+    assert_eq!(summary["runs"].as_array().unwrap().len(), 8);
+    assert_eq!(
+        summary["tables"]["kernels"]["rows"].as_u64().unwrap(),
+        want["kernel_dispatch"]
+    );
+}
+
+#[test]
+fn append_goes_with_parquet_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = generate(&tmp.path().join("gen"), 3, 1, 5);
+    let out = tmp.path().join("out");
+    let o = rocpd(&[
+        "convert",
+        "-f",
+        "pftrace",
+        "--append",
+        "-d",
+        &out.display().to_string(),
+        "-i",
+        &inputs[0].display().to_string(),
+    ]);
+    // A usage error of the run (exit 1), not of the command line's syntax (2).
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("go with -f parquet"), "{}", stderr(&o));
+    assert!(!out.exists());
+}
