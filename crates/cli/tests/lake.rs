@@ -68,7 +68,15 @@ fn eight_concurrent_appends_keep_every_row_once() {
         .iter()
         .map(|rank| {
             Command::new(env!("CARGO_BIN_EXE_rocpd"))
-                .args(["convert", "-q", "-f", "parquet", "--append", "--table-format", "delta"])
+                .args([
+                    "convert",
+                    "-q",
+                    "-f",
+                    "parquet",
+                    "--append",
+                    "--table-format",
+                    "delta",
+                ])
                 .args(["--partition-by", "node", "-o", "job", "-d"])
                 .arg(&lake)
                 .arg("-i")
@@ -93,7 +101,11 @@ fn eight_concurrent_appends_keep_every_row_once() {
         ("memory_allocations", "memory_allocation"),
         ("pmc_values", "pmc_value"),
     ] {
-        assert_eq!(rows(&ds.join(dir)), want.get(model).copied().unwrap_or(0), "{dir}");
+        assert_eq!(
+            rows(&ds.join(dir)),
+            want.get(model).copied().unwrap_or(0),
+            "{dir}"
+        );
     }
     assert_eq!(rows(&ds.join("sources")), 8);
     assert_eq!(rows(&ds.join("processes")), 8);

@@ -346,7 +346,7 @@ pub(crate) fn rebuild_summary(dir: &Path, desc: &Descriptor, scratch: &Path) -> 
         }
     }
     Err(Error::output(
-        &dir.join(SUMMARY),
+        dir.join(SUMMARY),
         "runs kept committing while the summary was rebuilt; it will be rebuilt by the next run",
     ))
 }

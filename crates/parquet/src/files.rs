@@ -1,6 +1,13 @@
 //! The part files of the event tables: at most `max_open_files` open writers (least
-//! recently used closed first), each holding only its in-progress row group, rolled over
-//! after `max_rows_per_file` rows.
+//! recently used closed first), rolled over after `max_rows_per_file` rows.
+//!
+//! Rows wait as Arrow batches until a whole row group of them is there, and are then
+//! encoded in one go. The Parquet encoder's state (a compression context, a dictionary
+//! and page buffers per column, about 200 KiB a column) then exists for one table at a
+//! time instead of for every column of every open file at once, which is what made
+//! memory grow with the trace. The waiting rows are bounded in bytes over all files
+//! ([`FileSet::new`]'s `buffer_bytes`): past it, the file with the most waiting rows
+//! writes them as a shorter row group.
 
 use rocpd_model::hash::FastMap;
 use std::fs::File;
@@ -45,6 +52,29 @@ pub(crate) struct TableFiles {
     pub end: usize,
 }
 
+/// The bounds a [`FileSet`] keeps.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub row_group_rows: usize,
+    pub max_rows_per_file: u64,
+    pub max_open_files: usize,
+    pub buffer_bytes: usize,
+}
+
+/// The memory the rows of `batch` hold, counting a dictionary column by its keys only:
+/// the dictionary values are the catalog's names, shared by every batch.
+fn batch_bytes(batch: &RecordBatch) -> usize {
+    use arrow_array::Array;
+    batch
+        .columns()
+        .iter()
+        .map(|c| match c.as_any_dictionary_opt() {
+            Some(d) => d.keys().get_array_memory_size(),
+            None => c.get_array_memory_size(),
+        })
+        .sum()
+}
+
 /// A finished part file.
 #[derive(Debug, Clone)]
 pub(crate) struct PartFile {
@@ -67,7 +97,12 @@ struct OpenPart {
     writer: ArrowWriter<BufWriter<File>>,
     rel: String,
     path: PathBuf,
+    /// Rows taken, waiting ones included.
     rows: u64,
+    /// Rows of the next row group, not encoded yet.
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    pending_bytes: usize,
     last_used: u64,
     span: (i64, i64),
     inner: (i64, i64),
@@ -90,6 +125,10 @@ pub(crate) struct FileSet {
     tables: Vec<TableFiles>,
     max_rows_per_file: u64,
     max_open_files: usize,
+    row_group_rows: usize,
+    /// Bound on the waiting rows of all open files, in bytes.
+    buffer_bytes: usize,
+    pending_total: usize,
     open: FastMap<Key, OpenPart>,
     keys: FastMap<Key, KeyState>,
     tick: u64,
@@ -101,20 +140,19 @@ pub(crate) struct FileSet {
 }
 
 impl FileSet {
-    /// `tables[t as usize]` says how the files of table `t` are written.
-    pub(crate) fn new(
-        root: &Path,
-        run: &str,
-        tables: Vec<TableFiles>,
-        max_rows_per_file: u64,
-        max_open_files: usize,
-    ) -> Self {
+    /// `tables[t as usize]` says how the files of table `t` are written. Rows are
+    /// encoded a row group (`row_group_rows`) at a time; at most `buffer_bytes` of rows
+    /// wait over all files.
+    pub(crate) fn new(root: &Path, run: &str, tables: Vec<TableFiles>, limits: Limits) -> Self {
         FileSet {
             root: root.to_path_buf(),
             run: run.to_string(),
             tables,
-            max_rows_per_file: max_rows_per_file.max(1),
-            max_open_files: max_open_files.max(1),
+            max_rows_per_file: limits.max_rows_per_file.max(1),
+            max_open_files: limits.max_open_files.max(1),
+            row_group_rows: limits.row_group_rows.max(1),
+            buffer_bytes: limits.buffer_bytes,
+            pending_total: 0,
             open: FastMap::default(),
             keys: FastMap::default(),
             tick: 0,
@@ -160,9 +198,6 @@ impl FileSet {
             let part = self.open.get_mut(&key).expect("opened");
             let room = (self.max_rows_per_file - part.rows).min(rest.num_rows() as u64) as usize;
             let head = rest.slice(0, room);
-            part.writer
-                .write(&head)
-                .map_err(|e| Error::output(&part.path, format!("write failed: {e}")))?;
             let ends = head.column(end_col).as_primitive::<Int64Type>().values();
             let max_end = ends.iter().copied().max().expect("rows");
             let min_end = ends.iter().copied().min().expect("rows");
@@ -173,13 +208,51 @@ impl FileSet {
             );
             part.rows += room as u64;
             part.last_used = self.tick;
+            let bytes = batch_bytes(&head);
+            part.pending_rows += head.num_rows();
+            part.pending_bytes += bytes;
+            part.pending.push(head);
+            self.pending_total += bytes;
             let full = part.rows >= self.max_rows_per_file;
+            let group = part.pending_rows >= self.row_group_rows;
             rest = rest.slice(room, rest.num_rows() - room);
             offset += room;
             if full {
                 self.close(&key)?;
+            } else if group {
+                self.encode(&key)?;
             }
         }
+        while self.pending_total > self.buffer_bytes {
+            let Some(largest) = self
+                .open
+                .iter()
+                .filter(|(_, p)| p.pending_bytes > 0)
+                .max_by_key(|(_, p)| p.pending_bytes)
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            self.encode(&largest)?;
+        }
+        Ok(())
+    }
+
+    /// Encodes the waiting rows of `key`'s open file as row groups (`row_group_rows`
+    /// each, the last one possibly shorter) and drops the encoder state.
+    fn encode(&mut self, key: &Key) -> Result<()> {
+        let Some(part) = self.open.get_mut(key) else {
+            return Ok(());
+        };
+        let failed =
+            |e: &dyn std::fmt::Display| Error::output(&part.path, format!("write failed: {e}"));
+        for b in std::mem::take(&mut part.pending) {
+            part.writer.write(&b).map_err(|e| failed(&e))?;
+        }
+        part.writer.flush().map_err(|e| failed(&e))?;
+        self.pending_total -= part.pending_bytes;
+        part.pending_rows = 0;
+        part.pending_bytes = 0;
         Ok(())
     }
 
@@ -222,6 +295,9 @@ impl FileSet {
                 rel,
                 path,
                 rows: 0,
+                pending: Vec::new(),
+                pending_rows: 0,
+                pending_bytes: 0,
                 last_used: self.tick,
                 span: (i64::MAX, i64::MIN),
                 inner: (i64::MIN, i64::MAX),
@@ -231,6 +307,7 @@ impl FileSet {
     }
 
     fn close(&mut self, key: &Key) -> Result<()> {
+        self.encode(key)?;
         let Some(mut part) = self.open.remove(key) else {
             return Ok(());
         };
