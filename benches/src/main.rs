@@ -18,9 +18,12 @@
 //!   `convert -f pftrace`, and 1,024 tiny databases through `summary`: the cost per
 //!   event as the number of inputs grows.
 //!
+//! * **A lake** (`--lake-only`): the eight databases of the multi cases into one Parquet
+//!   dataset, by one run, by eight `--append` runs in turn and by eight at once.
+//!
 //! Usage (from the workspace root):
 //!   cargo build --release -p rocpd-cli -p rocpd-bench && target/release/rocpd-bench
-//!     [--quick] [--summary-only] [--baseline-only] [--many-only]
+//!     [--quick] [--summary-only] [--baseline-only] [--many-only] [--lake-only]
 //!
 //! `--quick` runs every case at a tenth of its events. The `--*-only` flags run just
 //! those sections (they combine); without them every section runs.
@@ -225,6 +228,7 @@ const FLAGS: &[&str] = &[
     "--summary-only",
     "--baseline-only",
     "--many-only",
+    "--lake-only",
 ];
 
 fn main() -> Result<()> {
@@ -289,10 +293,15 @@ fn main() -> Result<()> {
             iterations: 3750 / scale,
         },
     ];
-    let only: Vec<&str> = ["--summary-only", "--baseline-only", "--many-only"]
-        .into_iter()
-        .filter(|f| flag(f))
-        .collect();
+    let only: Vec<&str> = [
+        "--summary-only",
+        "--baseline-only",
+        "--many-only",
+        "--lake-only",
+    ]
+    .into_iter()
+    .filter(|f| flag(f))
+    .collect();
     if !only.is_empty() {
         if only.contains(&"--summary-only") {
             summary_section(&rocpd, &cases, &root)?;
@@ -302,6 +311,9 @@ fn main() -> Result<()> {
         }
         if only.contains(&"--many-only") {
             many_section(&exe, &rocpd, &root, scale)?;
+        }
+        if only.contains(&"--lake-only") {
+            lake_section(&rocpd, &cases[4..], &root)?;
         }
         return Ok(());
     }
@@ -669,6 +681,132 @@ fn baseline_section(exe: &Path, rocpd: &Path, cases: &[Case], root: &Path) -> Re
 /// `convert -f parquet` and `convert -f pftrace`, and 1,024 tiny ones through `summary`,
 /// each beside the SQLite floor. Prints the cost per event and how it grows with the
 /// number of inputs.
+/// Starts every command at once and waits for all; returns (wall seconds, the largest
+/// peak RSS of any child in KiB).
+#[allow(unsafe_code)]
+fn run_concurrently(cmds: &mut [Command]) -> Result<(f64, i64)> {
+    let started = Instant::now();
+    let children = cmds
+        .iter_mut()
+        .map(|c| c.spawn().context("spawn rocpd"))
+        .collect::<Result<Vec<_>>>()?;
+    let mut peak = 0;
+    for child in children {
+        let pid = child.id() as libc::pid_t;
+        let mut status = 0;
+        // SAFETY: rusage is plain data that wait4 fills in; the pid is our own child.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+            bail!("an appending rocpd failed with status {status}");
+        }
+        std::mem::forget(child);
+        peak = peak.max(usage.ru_maxrss);
+    }
+    Ok((started.elapsed().as_secs_f64(), peak))
+}
+
+/// The lake (`--lake-only`): the eight databases of a multi case into one Parquet
+/// dataset, as one run over all eight (the baseline), as eight `--append` runs one after
+/// another, and as eight `--append` processes at the same moment (a SLURM array on one
+/// node). Every run uses `--threads 1`, so eight processes ask for eight cores' worth of
+/// work from however many the machine has.
+fn lake_section(rocpd: &Path, cases: &[Case], root: &Path) -> Result<()> {
+    println!(
+        "\nA lake of eight ranks (-f parquet --threads 1; the baseline is one run over all eight):"
+    );
+    println!(
+        "{:<10} {:<26} {:>8} {:>10} {:>9} {:>7}",
+        "case", "how", "seconds", "events/s", "peak MiB", "vs base"
+    );
+    for case in cases {
+        let dir = inputs_for(case, root)?;
+        let mut dbs: Vec<PathBuf> = std::fs::read_dir(dir.join("db"))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "db"))
+            .collect();
+        dbs.sort();
+        let out = dir.join("lake");
+        let convert = |input: &Path, append: bool| {
+            let mut c = Command::new(rocpd);
+            c.args([
+                "convert",
+                "-q",
+                "-f",
+                "parquet",
+                "--threads",
+                "1",
+                "-o",
+                "lake",
+                "-d",
+            ])
+            .arg(&out)
+            .arg("-i")
+            .arg(input);
+            if append {
+                c.arg("--append");
+            }
+            c
+        };
+        let _ = std::fs::remove_dir_all(&out);
+        let report = dir.join("lake-report.json");
+        let (base_s, base_rss) =
+            run_measured(convert(&dir.join("db"), false).arg("--report").arg(&report))?;
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&report)?)?;
+        let total: u64 = v["rows_in"]
+            .as_object()
+            .map(|m| m.values().filter_map(|n| n.as_u64()).sum())
+            .unwrap_or(0);
+        let events = lake_kernels(&out)?;
+        let mut rows = Vec::new();
+        let _ = std::fs::remove_dir_all(&out);
+        let mut seq_s = 0.0;
+        let mut seq_rss = 0;
+        for db in &dbs {
+            let (s, r) = run_measured(&mut convert(db, true))?;
+            seq_s += s;
+            seq_rss = seq_rss.max(r);
+        }
+        rows.push(lake_kernels(&out)?);
+        let _ = std::fs::remove_dir_all(&out);
+        let mut cmds: Vec<Command> = dbs.iter().map(|db| convert(db, true)).collect();
+        let (con_s, con_rss) = run_concurrently(&mut cmds)?;
+        rows.push(lake_kernels(&out)?);
+        if rows.iter().any(|&r| r != events) {
+            bail!(
+                "{}: the lakes hold {rows:?} kernels, the baseline {events}",
+                case.name
+            );
+        }
+        for (how, s, rss) in [
+            ("one run, eight inputs", base_s, base_rss),
+            ("8 appends, one by one", seq_s, seq_rss),
+            ("8 appends at once", con_s, con_rss),
+        ] {
+            println!(
+                "{:<10} {:<26} {:>8.2} {:>10.0} {:>9.1} {:>6.2}x",
+                case.name,
+                how,
+                s,
+                total as f64 / s,
+                rss as f64 / 1024.0,
+                base_s / s
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Kernel rows in a lake, from its summary.
+fn lake_kernels(out: &Path) -> Result<u64> {
+    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(
+        out.join("lake_results.parquet/_metadata.json"),
+    )?)?;
+    meta["tables"]["kernels"]["rows"]
+        .as_u64()
+        .context("kernel rows in _metadata.json")
+}
+
 fn many_section(exe: &Path, rocpd: &Path, root: &Path, scale: u32) -> Result<()> {
     let started = Instant::now();
     // 90 iterations make databases of about 1.5 MB: 64 of them hold about 98 MB.

@@ -57,7 +57,7 @@ pub struct ParquetOptions {
     pub max_rows_per_file: u64,
     /// Hive partitioning keys, in directory order (`node=<hostname>/pid=<pid>`).
     pub partition_by: Vec<PartitionKey>,
-    /// zstd level (default 3; 1..=22).
+    /// zstd level (default 1; 1..=22).
     pub zstd_level: i32,
     /// Part files open at once (default 64). When a further one is needed, the least
     /// recently used is finished; later rows of its partition start a new part file.
@@ -82,7 +82,7 @@ impl Default for ParquetOptions {
             row_group_rows: 32_768,
             max_rows_per_file: 16_777_216,
             partition_by: Vec::new(),
-            zstd_level: 3,
+            zstd_level: 1,
             max_open_files: 64,
             append: false,
             table_format: TableFormat::Parquet,
