@@ -73,6 +73,10 @@ pub struct ParquetOptions {
     pub buffer_bytes: usize,
 }
 
+/// Longest min or max value kept in a column chunk's statistics (and, as parquet-rs
+/// does by default, in the page index).
+pub const STATISTICS_TRUNCATE_BYTES: usize = 64;
+
 /// Default bound on the rows waiting for their row group ([`ParquetOptions::buffer_bytes`]).
 pub const MAX_BUFFERED_BYTES: usize = 32 << 20;
 
@@ -328,6 +332,11 @@ fn base_properties(opts: &ParquetOptions, kv: Vec<KeyValue>) -> Result<WriterPro
         .set_compression(Compression::ZSTD(level))
         .set_dictionary_enabled(true)
         .set_statistics_enabled(EnabledStatistics::Page)
+        // Every row group's statistics stay in memory until the file's footer is
+        // written, and untruncated the min and max of a JSON column (`args`,
+        // `call_stack`) are whole documents. 64 bytes is the page index's own limit, and
+        // a truncated bound is still a bound.
+        .set_statistics_truncate_length(Some(STATISTICS_TRUNCATE_BYTES))
         .set_created_by(created_by())
         .set_key_value_metadata(Some(kv))
         .set_max_row_group_row_count(Some(opts.row_group_rows))
