@@ -134,27 +134,22 @@ fn civil(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
-fn compact_utc(secs: u64) -> String {
+/// (year, month, day, hour, minute, second) in UTC of `secs` since the epoch.
+fn utc(secs: u64) -> (i64, u32, u32, u64, u64, u64) {
     let (y, m, d) = civil((secs / 86_400) as i64);
     let s = secs % 86_400;
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
+    (y, m, d, s / 3600, s / 60 % 60, s % 60)
+}
+
+fn compact_utc(secs: u64) -> String {
+    let (y, mo, d, h, mi, s) = utc(secs);
+    format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
 }
 
 /// RFC 3339 UTC time of `secs` since the epoch (`2026-12-02T05:10:55Z`).
 pub(crate) fn rfc3339(secs: u64) -> String {
-    let (y, m, d) = civil((secs / 86_400) as i64);
-    let s = secs % 86_400;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
+    let (y, mo, d, h, mi, s) = utc(secs);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
 }
 
 pub(crate) fn now_ms() -> i64 {

@@ -163,7 +163,7 @@ fn build_layout(table: Table) -> Vec<OutColumn> {
         "guid",
         Src::Guid,
         false,
-        "global id of the input source (a UUID; `sources.parquet`); ids are unique only together with it".into(),
+        "global id of the input source (a UUID; the `sources` table); ids are unique only together with it".into(),
     ));
     for c in &COMMON_COLUMNS[1..5] {
         v.push(model(c.name, c.name, ""));

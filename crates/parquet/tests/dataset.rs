@@ -651,28 +651,33 @@ fn too_many_open_partitions_finish_the_least_recently_used_file() {
     assert!(parquet_files(&out.join("kernels")).len() > kernel_dirs.len());
 }
 
+/// Begins `sink` on `input` and writes its first three chunks, without finishing.
+fn begin_and_write_a_few_chunks(sink: &mut ParquetSink, input: &Path) {
+    let db = Database::open(input).unwrap();
+    let catalog = Arc::new(db.catalog(0).unwrap());
+    sink.begin(&catalog).unwrap();
+    let mut queries = db
+        .queries(0, 500, &rocpd_model::Projection::all().without("args"))
+        .unwrap();
+    let mut streams: Vec<Box<dyn BatchStream + '_>> = Vec::new();
+    for q in &mut queries {
+        streams.push(Box::new(q.stream().unwrap()));
+    }
+    let mut merge = TimeMerge::new(streams);
+    for _ in 0..3 {
+        if let Some(chunk) = merge.next_chunk().unwrap() {
+            sink.write(&chunk).unwrap();
+        }
+    }
+}
+
 #[test]
 fn a_dropped_sink_leaves_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("d_results.parquet");
     {
-        let db = Database::open(&inputs()[0]).unwrap();
-        let catalog = Arc::new(db.catalog(0).unwrap());
         let mut sink = ParquetSink::new(&out, ParquetOptions::default());
-        sink.begin(&catalog).unwrap();
-        let mut queries = db
-            .queries(0, 500, &rocpd_model::Projection::all().without("args"))
-            .unwrap();
-        let mut streams: Vec<Box<dyn BatchStream + '_>> = Vec::new();
-        for q in &mut queries {
-            streams.push(Box::new(q.stream().unwrap()));
-        }
-        let mut merge = TimeMerge::new(streams);
-        for _ in 0..3 {
-            if let Some(chunk) = merge.next_chunk().unwrap() {
-                sink.write(&chunk).unwrap();
-            }
-        }
+        begin_and_write_a_few_chunks(&mut sink, &inputs()[0]);
         assert_eq!(
             std::fs::read_dir(tmp.path()).unwrap().count(),
             1,
@@ -1038,23 +1043,8 @@ fn a_failed_append_leaves_nothing_visible() {
     write_dataset(&inputs()[..1], &out, appending()).unwrap();
     let before = all_files(&out);
     {
-        let db = Database::open(&inputs()[1]).unwrap();
-        let catalog = Arc::new(db.catalog(0).unwrap());
         let mut sink = ParquetSink::new(&out, appending());
-        sink.begin(&catalog).unwrap();
-        let mut queries = db
-            .queries(0, 500, &rocpd_model::Projection::all().without("args"))
-            .unwrap();
-        let mut streams: Vec<Box<dyn BatchStream + '_>> = Vec::new();
-        for q in &mut queries {
-            streams.push(Box::new(q.stream().unwrap()));
-        }
-        let mut merge = TimeMerge::new(streams);
-        for _ in 0..3 {
-            if let Some(chunk) = merge.next_chunk().unwrap() {
-                sink.write(&chunk).unwrap();
-            }
-        }
+        begin_and_write_a_few_chunks(&mut sink, &inputs()[1]);
         let staged = out.join("_staging").join(sink.run_id());
         assert!(staged.is_dir(), "the run is staged");
         // Dropped: the run failed.
