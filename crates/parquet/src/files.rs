@@ -61,18 +61,35 @@ pub(crate) struct Limits {
     pub buffer_bytes: usize,
 }
 
-/// The memory the rows of `batch` hold, counting a dictionary column by its keys only:
+/// The bytes the rows of `batch` occupy (its slice of each buffer, not the buffer), and
+/// the bytes of the buffers it keeps alive. A dictionary column counts by its keys only:
 /// the dictionary values are the catalog's names, shared by every batch.
-fn batch_bytes(batch: &RecordBatch) -> usize {
+fn batch_bytes(batch: &RecordBatch) -> (usize, usize) {
     use arrow_array::Array;
-    batch
-        .columns()
-        .iter()
-        .map(|c| match c.as_any_dictionary_opt() {
-            Some(d) => d.keys().get_array_memory_size(),
-            None => c.get_array_memory_size(),
-        })
-        .sum()
+    let mut rows = 0;
+    let mut held = 0;
+    for c in batch.columns() {
+        let c: &dyn Array = match c.as_any_dictionary_opt() {
+            Some(d) => d.keys(),
+            None => c.as_ref(),
+        };
+        rows += c.to_data().get_slice_memory_size().unwrap_or(0);
+        held += c.get_array_memory_size();
+    }
+    (rows, held)
+}
+
+/// `batch` in buffers of its own when it is a small slice of larger ones (a chunk's
+/// rows are slices of the reader's batches): waiting, it would otherwise keep the whole
+/// of those alive, and the bound on waiting bytes would count them all.
+fn compact(batch: RecordBatch) -> Result<(RecordBatch, usize)> {
+    let (rows, held) = batch_bytes(&batch);
+    if held <= 2 * rows + (64 << 10) {
+        return Ok((batch, rows));
+    }
+    let all = arrow_array::UInt32Array::from_iter_values(0..batch.num_rows() as u32);
+    let own = arrow_select::take::take_record_batch(&batch, &all)?;
+    Ok((own, rows))
 }
 
 /// A finished part file.
@@ -208,7 +225,7 @@ impl FileSet {
             );
             part.rows += room as u64;
             part.last_used = self.tick;
-            let bytes = batch_bytes(&head);
+            let (head, bytes) = compact(head)?;
             part.pending_rows += head.num_rows();
             part.pending_bytes += bytes;
             part.pending.push(head);
@@ -220,7 +237,7 @@ impl FileSet {
             if full {
                 self.close(&key)?;
             } else if group {
-                self.encode(&key)?;
+                self.encode(&key, false)?;
             }
         }
         while self.pending_total > self.buffer_bytes {
@@ -233,26 +250,51 @@ impl FileSet {
             else {
                 break;
             };
-            self.encode(&largest)?;
+            self.encode(&largest, true)?;
         }
         Ok(())
     }
 
-    /// Encodes the waiting rows of `key`'s open file as row groups (`row_group_rows`
-    /// each, the last one possibly shorter) and drops the encoder state.
-    fn encode(&mut self, key: &Key) -> Result<()> {
+    /// Encodes waiting rows of `key`'s open file as row groups and drops the encoder
+    /// state: all of them (`whole`: the file ends, or the waiting rows are over their
+    /// bound; the last row group may be short), or else only whole row groups
+    /// (`row_group_rows` each), the rest waiting on.
+    fn encode(&mut self, key: &Key, whole: bool) -> Result<()> {
+        let group = self.row_group_rows;
         let Some(part) = self.open.get_mut(key) else {
             return Ok(());
         };
+        let mut todo = if whole {
+            part.pending_rows
+        } else {
+            part.pending_rows / group * group
+        };
+        if todo == 0 {
+            return Ok(());
+        }
         let failed =
             |e: &dyn std::fmt::Display| Error::output(&part.path, format!("write failed: {e}"));
+        let mut rest = Vec::new();
         for b in std::mem::take(&mut part.pending) {
-            part.writer.write(&b).map_err(|e| failed(&e))?;
+            if todo == 0 {
+                rest.push(b);
+                continue;
+            }
+            let n = b.num_rows().min(todo);
+            part.writer.write(&b.slice(0, n)).map_err(|e| failed(&e))?;
+            todo -= n;
+            if n < b.num_rows() {
+                rest.push(b.slice(n, b.num_rows() - n));
+            }
         }
         part.writer.flush().map_err(|e| failed(&e))?;
-        self.pending_total -= part.pending_bytes;
-        part.pending_rows = 0;
-        part.pending_bytes = 0;
+        let (rows, bytes) = rest.iter().fold((0, 0), |(r, by), b| {
+            (r + b.num_rows(), by + batch_bytes(b).0)
+        });
+        self.pending_total = self.pending_total - part.pending_bytes + bytes;
+        part.pending = rest;
+        part.pending_rows = rows;
+        part.pending_bytes = bytes;
         Ok(())
     }
 
@@ -307,7 +349,7 @@ impl FileSet {
     }
 
     fn close(&mut self, key: &Key) -> Result<()> {
-        self.encode(key)?;
+        self.encode(key, true)?;
         let Some(mut part) = self.open.remove(key) else {
             return Ok(());
         };
@@ -346,5 +388,41 @@ impl FileSet {
             self.close(&k)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Int64Array, StringArray};
+    use std::sync::Arc;
+
+    #[test]
+    fn a_small_slice_waits_in_buffers_of_its_own_and_counts_its_rows_only() {
+        let n = 100_000;
+        let big = RecordBatch::try_from_iter([
+            (
+                "start_ns",
+                Arc::new(Int64Array::from_iter_values(0..n)) as arrow_array::ArrayRef,
+            ),
+            (
+                "args",
+                Arc::new(StringArray::from_iter_values(
+                    (0..n).map(|i| format!("{{\"arg\": {i}}}")),
+                )),
+            ),
+        ])
+        .unwrap();
+        let slice = big.slice(500, 10);
+        let (rows, held) = batch_bytes(&slice);
+        assert!(rows < 1000, "{rows} bytes for 10 rows");
+        assert!(held > 1_000_000, "the slice keeps the big buffers: {held}");
+        let (own, counted) = compact(slice.clone()).unwrap();
+        assert_eq!(counted, rows);
+        assert_eq!(own, slice, "same rows");
+        assert!(batch_bytes(&own).1 < 64 << 10, "{:?}", batch_bytes(&own));
+        // A batch that is (most of) its buffers is kept as it is.
+        let (same, _) = compact(big.clone()).unwrap();
+        assert!(same.column(0).to_data().ptr_eq(&big.column(0).to_data()));
     }
 }

@@ -78,7 +78,7 @@ pub struct ParquetOptions {
 pub const STATISTICS_TRUNCATE_BYTES: usize = 64;
 
 /// Default bound on the rows waiting for their row group ([`ParquetOptions::buffer_bytes`]).
-pub const MAX_BUFFERED_BYTES: usize = 32 << 20;
+pub const MAX_BUFFERED_BYTES: usize = 16 << 20;
 
 impl Default for ParquetOptions {
     fn default() -> Self {
