@@ -167,12 +167,32 @@ pub(crate) fn publish(src: &Path, dst: &Path) -> Result<bool> {
             let _ = std::fs::remove_file(src);
             Ok(true)
         }
+        // Over NFS a retried link can report EEXIST although this call made the name:
+        // then both names are one file.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && same_file(src, dst) => {
+            let _ = std::fs::remove_file(src);
+            Ok(true)
+        }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(Error::output(
             dst,
             format!("cannot publish {}: {e}", src.display()),
         )),
     }
+}
+
+#[cfg(unix)]
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &Path, _: &Path) -> bool {
+    false
 }
 
 /// Writes `bytes` to `tmp` (which must not exist) and flushes it to disk.
@@ -203,8 +223,9 @@ pub(crate) fn prepare_append(dir: &Path, want: &Descriptor, staging: &Path) -> R
             Err(e) => return Err(Error::output(dir, format!("cannot list: {e}"))),
         };
         // A dataset another writer is creating this moment has only its staging area.
+        // (Or, by now, its descriptor too.)
         let fresh = entries.iter().all(|n| n == STAGING || n == DESCRIPTOR);
-        if !fresh {
+        if !fresh && !desc.exists() {
             let meta = dir.join(SUMMARY);
             if meta.exists() {
                 let v = read_json(&meta)?;
@@ -228,6 +249,8 @@ pub(crate) fn prepare_append(dir: &Path, want: &Descriptor, staging: &Path) -> R
             ));
         }
         let draft = staging.join(DESCRIPTOR);
+        std::fs::create_dir_all(staging)
+            .map_err(|e| Error::output(staging, format!("cannot create directory: {e}")))?;
         write_new(
             &draft,
             &serde_json::to_vec_pretty(&want.to_json()).expect("JSON value"),
@@ -375,7 +398,7 @@ fn summarize(desc: &Descriptor, runs: &BTreeMap<String, Value>) -> Value {
                 .unwrap_or("")
                 .to_string();
             let entry = tables.entry(name.clone()).or_insert((kind, 0, Vec::new()));
-            entry.1 += n;
+            entry.1 = entry.1.saturating_add(n);
             for f in t
                 .get("files")
                 .and_then(Value::as_array)

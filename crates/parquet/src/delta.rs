@@ -34,36 +34,41 @@ pub(crate) struct Add {
 }
 
 /// The Delta type of an Arrow column of the dataset.
-fn delta_type(t: &DataType) -> &'static str {
-    match t {
+fn delta_type(name: &str, t: &DataType) -> Result<&'static str> {
+    Ok(match t {
         DataType::Int64 => "long",
         DataType::Int32 => "integer",
         DataType::Float64 => "double",
         DataType::Boolean => "boolean",
-        // Dictionary(Int32, Utf8) and Utf8: strings to every reader.
-        _ => "string",
-    }
+        DataType::Utf8 | DataType::LargeUtf8 => "string",
+        DataType::Dictionary(_, v) if matches!(**v, DataType::Utf8) => "string",
+        other => {
+            return Err(Error::Usage(format!(
+                "internal: column {name} has type {other}, which the Delta log does not map"
+            )))
+        }
+    })
 }
 
 /// The Delta schema of a table: the file's columns, then the partition columns (whose
 /// values are in the paths only).
-pub(crate) fn schema_string(file_schema: &Schema, partition: &[(&str, &str)]) -> String {
+pub(crate) fn schema_string(file_schema: &Schema, partition: &[(&str, &str)]) -> Result<String> {
     let mut fields: Vec<Value> = file_schema
         .fields()
         .iter()
         .map(|f| {
-            json!({
+            Ok(json!({
                 "name": f.name(),
-                "type": delta_type(f.data_type()),
+                "type": delta_type(f.name(), f.data_type())?,
                 "nullable": f.is_nullable(),
                 "metadata": {},
-            })
+            }))
         })
-        .collect();
+        .collect::<Result<_>>()?;
     for (name, ty) in partition {
         fields.push(json!({"name": name, "type": ty, "nullable": true, "metadata": {}}));
     }
-    json!({"type": "struct", "fields": fields}).to_string()
+    Ok(json!({"type": "struct", "fields": fields}).to_string())
 }
 
 /// Percent-encodes a relative path for an `add` action (a URI reference): everything
@@ -133,7 +138,10 @@ fn next_version(log: &Path) -> Result<u64> {
             .filter(|s| s.len() == 20 && s.bytes().all(|c| c.is_ascii_digit()))
             .and_then(|s| s.parse::<u64>().ok())
         {
-            next = next.max(v + 1);
+            let after = v.checked_add(1).ok_or_else(|| {
+                Error::output(e.path(), "a Delta log version past the largest number")
+            })?;
+            next = next.max(after);
         }
     }
     Ok(next)

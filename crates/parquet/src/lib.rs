@@ -283,12 +283,14 @@ impl ParquetSink {
             self.tmp = Some(tmp);
         }
         let staging = self.root.join(dataset::STAGING).join(&self.run);
-        std::fs::create_dir_all(&staging)
-            .map_err(|e| Error::output(&staging, format!("cannot create directory: {e}")))?;
         self.registered
             .push(rocpd_pipeline::cleanup::Registered::new(&staging));
         self.staging = staging;
+        // Checked before anything is created, so that a refused directory is left as
+        // it was; the staging directory is made when the descriptor needs a draft.
         dataset::prepare_append(&self.root, &desc, &self.staging)?;
+        std::fs::create_dir_all(&self.staging)
+            .map_err(|e| Error::output(&self.staging, format!("cannot create directory: {e}")))?;
         dataset::refuse_known_sources(&self.root, &source_guids(catalog))?;
         Ok(())
     }
@@ -629,6 +631,16 @@ impl Sink for ParquetSink {
             // Another run may have committed the same inputs since `begin`.
             dataset::refuse_known_sources(&self.root, &guids)?;
         }
+        let runs_dir = self.root.join(dataset::RUNS);
+        std::fs::create_dir_all(&runs_dir)
+            .map_err(|e| Error::output(&runs_dir, format!("cannot create directory: {e}")))?;
+        let draft = self.staging.join(format!("{}.json", self.run));
+        dataset::write_new(
+            &draft,
+            &serde_json::to_vec_pretty(&run_desc).expect("JSON value"),
+        )?;
+        total_bytes += std::fs::metadata(&draft).map(|m| m.len()).unwrap_or(0);
+        let run_path = runs_dir.join(format!("{}.json", self.run));
         for f in &run_files {
             self.publish(&f.rel)?;
         }
@@ -651,17 +663,17 @@ impl Sink for ParquetSink {
             let mut logs: Vec<(String, String, Vec<String>)> = Table::ALL
                 .iter()
                 .map(|&t| {
-                    (
+                    Ok((
                         table_dir(t).to_string(),
-                        delta::schema_string(&schemas[t as usize], &partition_types),
+                        delta::schema_string(&schemas[t as usize], &partition_types)?,
                         partition_columns.clone(),
-                    )
+                    ))
                 })
-                .collect();
+                .collect::<Result<_>>()?;
             for (name, schema) in &dim_schemas {
                 logs.push((
                     name.to_string(),
-                    delta::schema_string(schema, &[]),
+                    delta::schema_string(schema, &[])?,
                     Vec::new(),
                 ));
             }
@@ -684,16 +696,19 @@ impl Sink for ParquetSink {
                     run: &self.run,
                 };
                 match delta::commit(&log, &adds, &self.staging) {
-                    Ok(_) => {}
+                    // From the first commit on, a log lists the run's files: they stay,
+                    // whatever happens next, so that no log points at a missing file.
+                    Ok(_) => self.published.clear(),
                     Err(e) if i > 0 => {
-                        // Earlier tables' logs already list the run's files: keep them,
-                        // so that no log points at a missing file.
-                        self.published.clear();
+                        // Describe the run anyway, so that it is known (and its inputs
+                        // refused if appended again) rather than half in the dataset.
+                        let described = dataset::publish(&draft, &run_path);
                         return Err(Error::output(
                             &self.root,
                             format!(
-                                "the run {} is committed in some tables' Delta logs only: {e}",
-                                self.run
+                                "the run {} is committed in the Delta logs of the tables before {name} only{}: {e}",
+                                self.run,
+                                if matches!(described, Ok(true)) { "" } else { ", and has no _runs entry" }
                             ),
                         ));
                     }
@@ -701,16 +716,6 @@ impl Sink for ParquetSink {
                 }
             }
         }
-        let runs_dir = self.root.join(dataset::RUNS);
-        std::fs::create_dir_all(&runs_dir)
-            .map_err(|e| Error::output(&runs_dir, format!("cannot create directory: {e}")))?;
-        let draft = self.staging.join(format!("{}.json", self.run));
-        dataset::write_new(
-            &draft,
-            &serde_json::to_vec_pretty(&run_desc).expect("JSON value"),
-        )?;
-        total_bytes += std::fs::metadata(&draft).map(|m| m.len()).unwrap_or(0);
-        let run_path = runs_dir.join(format!("{}.json", self.run));
         if !dataset::publish(&draft, &run_path)? {
             return Err(Error::output(
                 &run_path,
@@ -727,13 +732,12 @@ impl Sink for ParquetSink {
                 "the run is committed but the summary was not rebuilt ({e}); the next run rebuilds it"
             ));
         }
-        if let Some(tmp) = self.tmp.take() {
+        if let Some(tmp) = self.tmp.clone() {
             // A new dataset: no other writer knows its staging area, and every byte of
             // it is this run's.
             let _ = std::fs::remove_dir(tmp.join(dataset::STAGING));
             total_bytes = tree_size(&tmp);
             if self.dir.symlink_metadata().is_ok() {
-                self.tmp = Some(tmp);
                 return Err(Error::output(
                     &self.dir,
                     "appeared while the dataset was written; refusing to overwrite it",
@@ -741,6 +745,8 @@ impl Sink for ParquetSink {
             }
             std::fs::rename(&tmp, &self.dir)
                 .map_err(|e| Error::output(&self.dir, format!("cannot rename into place: {e}")))?;
+            // Only now is the directory no longer ours to remove.
+            self.tmp = None;
         }
         report.bytes = total_bytes;
         report.time_range = span.map(|(a, b)| [a, b]);

@@ -1031,6 +1031,10 @@ fn appending_with_other_options_or_to_other_directories_is_refused() {
         .to_string();
     assert!(err.contains("not a rocpd Parquet dataset"), "{err}");
     assert_eq!(all_files(&other), vec!["cat.jpg".to_string()]);
+    // Refused before anything was made in them: no staging directory either.
+    for d in [&other, &old] {
+        assert!(!d.join("_staging").exists(), "{}", d.display());
+    }
     // A broken descriptor is named, not trusted.
     std::fs::write(newer.join("_dataset.json"), b"{not json").unwrap();
     let err = write_dataset(&inputs()[..1], &newer, appending())
