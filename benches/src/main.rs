@@ -50,17 +50,19 @@ struct Measured {
 }
 
 /// Runs `cmd`, returning (wall seconds, peak RSS in KiB of the child).
-#[allow(unsafe_code)]
 fn run_measured(cmd: &mut Command) -> Result<(f64, i64)> {
-    let started = Instant::now();
-    let program = cmd.get_program().to_string_lossy().into_owned();
-    let child = cmd.spawn().with_context(|| format!("spawn {program}"))?;
+    run_concurrently(std::slice::from_mut(cmd))
+}
+
+/// Waits for `child` (spawned from `program`); returns its peak RSS in KiB, or an error
+/// if it did not exit with status 0.
+#[allow(unsafe_code)]
+fn wait_measured(child: std::process::Child, program: &str) -> Result<i64> {
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
     // SAFETY: rusage is plain data that wait4 fills in; the pid is our own child.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let seconds = started.elapsed().as_secs_f64();
     if r != pid {
         bail!("wait4 failed");
     }
@@ -68,7 +70,7 @@ fn run_measured(cmd: &mut Command) -> Result<(f64, i64)> {
         bail!("{program} failed with status {status}");
     }
     std::mem::forget(child);
-    Ok((seconds, usage.ru_maxrss))
+    Ok(usage.ru_maxrss)
 }
 
 fn dir_size(dir: &Path) -> u64 {
@@ -683,25 +685,19 @@ fn baseline_section(exe: &Path, rocpd: &Path, cases: &[Case], root: &Path) -> Re
 /// number of inputs.
 /// Starts every command at once and waits for all; returns (wall seconds, the largest
 /// peak RSS of any child in KiB).
-#[allow(unsafe_code)]
 fn run_concurrently(cmds: &mut [Command]) -> Result<(f64, i64)> {
     let started = Instant::now();
     let children = cmds
         .iter_mut()
-        .map(|c| c.spawn().context("spawn rocpd"))
+        .map(|c| {
+            let program = c.get_program().to_string_lossy().into_owned();
+            let child = c.spawn().with_context(|| format!("spawn {program}"))?;
+            Ok((child, program))
+        })
         .collect::<Result<Vec<_>>>()?;
     let mut peak = 0;
-    for child in children {
-        let pid = child.id() as libc::pid_t;
-        let mut status = 0;
-        // SAFETY: rusage is plain data that wait4 fills in; the pid is our own child.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if r != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-            bail!("an appending rocpd failed with status {status}");
-        }
-        std::mem::forget(child);
-        peak = peak.max(usage.ru_maxrss);
+    for (child, program) in children {
+        peak = peak.max(wait_measured(child, &program)?);
     }
     Ok((started.elapsed().as_secs_f64(), peak))
 }

@@ -53,11 +53,10 @@ impl Descriptor {
         if v.get("format").and_then(Value::as_str) != Some("rocpd-parquet") {
             return Err(bad("no \"format\": \"rocpd-parquet\""));
         }
-        let version = match v.get("schema_version") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(n)) => n.to_string(),
-            _ => return Err(bad("no schema_version")),
-        };
+        let version = v
+            .get("schema_version")
+            .and_then(version_text)
+            .ok_or_else(|| bad("no schema_version"))?;
         let format = v
             .get("table_format")
             .and_then(Value::as_str)
@@ -82,13 +81,32 @@ impl Descriptor {
     }
 }
 
+/// A schema version as written, `"3"` or `3`.
+fn version_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Seconds since the epoch, now.
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// The current UTC time in RFC 3339 (`2026-12-02T05:10:55Z`).
+pub(crate) fn now_rfc3339() -> String {
+    rfc3339(now_secs())
+}
+
 /// A new run id: the UTC start time and 64 random bits (`20261202T051055Z-3f9a1c2b7d4e6a81`).
 /// Sortable by time, and distinct for writers that start in the same second on any host.
 pub(crate) fn new_run_id() -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    format!("{}-{:016x}", compact_utc(now.as_secs()), random_u64())
+    format!("{}-{:016x}", compact_utc(now_secs()), random_u64())
 }
 
 /// 64 bits no other process picks: the standard library seeds each `RandomState` from
@@ -147,7 +165,7 @@ fn compact_utc(secs: u64) -> String {
 }
 
 /// RFC 3339 UTC time of `secs` since the epoch (`2026-12-02T05:10:55Z`).
-pub(crate) fn rfc3339(secs: u64) -> String {
+fn rfc3339(secs: u64) -> String {
     let (y, mo, d, h, mi, s) = utc(secs);
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
 }
@@ -229,10 +247,7 @@ pub(crate) fn prepare_append(dir: &Path, want: &Descriptor, staging: &Path) -> R
             let meta = dir.join(SUMMARY);
             if meta.exists() {
                 let v = read_json(&meta)?;
-                let version = v.get("schema_version").map(|x| match x {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                });
+                let version = v.get("schema_version").and_then(version_text);
                 return Err(Error::output(
                     dir,
                     format!(

@@ -158,7 +158,7 @@ pub(crate) struct TableLog<'a> {
 
 /// Commits `adds` as the next version of the table's log; returns the version. `scratch`
 /// is a directory of the run's own on the same file system, for the draft.
-pub(crate) fn commit(t: &TableLog, adds: &[Add], scratch: &Path) -> Result<u64> {
+pub(crate) fn commit(t: &TableLog, adds: &[&Add], scratch: &Path) -> Result<u64> {
     let log = t.dir.join("_delta_log");
     std::fs::create_dir_all(&log)
         .map_err(|e| Error::output(&log, format!("cannot create directory: {e}")))?;

@@ -588,15 +588,9 @@ impl Sink for ParquetSink {
             ));
         }
         let cat = st.resolver.catalog();
-        let created = dataset::rfc3339(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
-        );
         let run_desc = json!({
             "run": self.run,
-            "created": created,
+            "created": dataset::now_rfc3339(),
             "schema_version": SCHEMA_VERSION,
             "model_version": MODEL_VERSION,
             "producer": {
@@ -645,12 +639,7 @@ impl Sink for ParquetSink {
             self.publish(&f.rel)?;
         }
         if self.opts.table_format == TableFormat::Delta {
-            let partition_columns: Vec<String> = self
-                .opts
-                .partition_by
-                .iter()
-                .map(|k| k.name().to_string())
-                .collect();
+            let partition_columns = self.descriptor().partition_by;
             let partition_types: Vec<(&str, &str)> = self
                 .opts
                 .partition_by
@@ -678,16 +667,10 @@ impl Sink for ParquetSink {
                 ));
             }
             for (i, (name, schema, partition_columns)) in logs.into_iter().enumerate() {
-                let adds: Vec<delta::Add> = run_files
+                let adds: Vec<&delta::Add> = run_files
                     .iter()
                     .filter(|f| f.table == name)
-                    .map(|f| delta::Add {
-                        path: f.add.path.clone(),
-                        partition: f.add.partition.clone(),
-                        bytes: f.add.bytes,
-                        rows: f.add.rows,
-                        times: f.add.times,
-                    })
+                    .map(|f| &f.add)
                     .collect();
                 let log = delta::TableLog {
                     dir: &self.root.join(&name),

@@ -16,15 +16,19 @@ from conftest import REPO, cli, cli_json
 RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{16}")
 
 
+def named(d: pathlib.Path):
+    """The files under `d` as (name with run ids as <run>, path), sorted by name."""
+    return sorted((RUN_ID.sub("<run>", str(p.relative_to(d))), p) for p in d.rglob("*") if p.is_file())
+
+
 def tree(d: pathlib.Path):
-    return sorted(RUN_ID.sub("<run>", str(p.relative_to(d))) for p in d.rglob("*") if p.is_file())
+    return [n for n, _ in named(d)]
 
 
 def same_files(a: pathlib.Path, b: pathlib.Path):
     """The files of two output trees pair up by name (run ids aside) and have the same
     bytes, except a Parquet run's description and summary, which record its id and time."""
-    fa = sorted((RUN_ID.sub("<run>", str(p.relative_to(a))), p) for p in a.rglob("*") if p.is_file())
-    fb = sorted((RUN_ID.sub("<run>", str(p.relative_to(b))), p) for p in b.rglob("*") if p.is_file())
+    fa, fb = named(a), named(b)
     assert [n for n, _ in fa] == [n for n, _ in fb]
     for (name, pa), (_, pb) in zip(fa, fb):
         if "_runs/" in name or name.endswith("_metadata.json"):
