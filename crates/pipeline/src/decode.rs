@@ -2,12 +2,14 @@
 //!
 //! Each source is owned by one worker (a SQLite connection must stay on one thread at a
 //! time, and its statements with it), sources are dealt to workers in turn, and every
-//! stream feeds a queue of at most `in_flight` batches. A worker never blocks while one of
-//! its streams has room: it decodes the next batch of its emptiest stream, so the stream
-//! the merge is waiting for is served next and the pool cannot deadlock. The merge reads
-//! the queues in the same order whatever the number of threads, so the output does not
-//! depend on it. Memory is `in_flight` batches per stream, plus one being decoded per
-//! worker.
+//! stream feeds a queue of at most [`QueueLimits::batches`] batches. All queues together
+//! hold at most [`QueueLimits::bytes`], except that a stream whose queue is empty may always
+//! take one batch: that is the stream the merge may be waiting for. A worker never blocks
+//! while one of its streams has room: it decodes the next batch of its emptiest stream, so
+//! the stream the merge is waiting for is served next and the pool cannot deadlock. The
+//! merge reads the queues in the same order whatever the number of threads, so the output
+//! does not depend on it. Memory is the byte budget, plus at most one batch per stream and
+//! one being decoded per worker.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -38,6 +40,25 @@ struct Inner {
     stop: bool,
     /// Set when a worker panicked: the consumer stops waiting.
     panicked: bool,
+    /// Bytes held by every queue together.
+    queued_bytes: usize,
+}
+
+/// How much the pool may decode ahead of the merge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueLimits {
+    /// Batches queued per stream, at most.
+    pub batches: usize,
+    /// Bytes queued over all streams, at most (a stream with an empty queue may always
+    /// take one batch).
+    pub bytes: usize,
+}
+
+impl QueueLimits {
+    /// Whether a stream with `len` queued batches may take one more now.
+    fn has_room(&self, len: usize, queued_bytes: usize) -> bool {
+        len == 0 || (len < self.batches && queued_bytes < self.bytes)
+    }
 }
 
 struct Shared {
@@ -46,7 +67,7 @@ struct Shared {
     data: Condvar,
     /// Signalled when the consumer takes a batch, or stops.
     room: Condvar,
-    in_flight: usize,
+    limits: QueueLimits,
 }
 
 impl Shared {
@@ -73,6 +94,7 @@ impl BatchStream for QueuedStream {
         loop {
             let slot = &mut inner.slots[self.slot];
             if let Some(b) = slot.queue.pop_front() {
+                inner.queued_bytes = inner.queued_bytes.saturating_sub(b.get_array_memory_size());
                 drop(inner);
                 self.shared.room.notify_all();
                 return Ok(Some(b));
@@ -125,7 +147,7 @@ pub fn decode_parallel<R>(
     sources: &mut Vec<Numbered>,
     options: &StreamOptions,
     threads: usize,
-    in_flight: usize,
+    limits: QueueLimits,
     consume: impl FnOnce(Vec<Box<dyn BatchStream>>) -> Result<R>,
 ) -> Result<R> {
     let n = sources.len();
@@ -137,7 +159,10 @@ pub fn decode_parallel<R>(
         }),
         data: Condvar::new(),
         room: Condvar::new(),
-        in_flight: in_flight.max(1),
+        limits: QueueLimits {
+            batches: limits.batches.max(1),
+            bytes: limits.bytes,
+        },
     });
     // Deal the sources to the workers in turn, remembering each one's place.
     let mut dealt: Vec<Vec<(usize, Numbered)>> = (0..threads).map(|_| Vec::new()).collect();
@@ -261,10 +286,11 @@ fn serve(shared: &Shared, streams: &mut [(usize, Box<dyn BatchStream + '_>)]) {
                 return;
             }
             // The emptiest live stream with room; the first such in order on ties.
+            let queued = inner.queued_bytes;
             let pick = (0..streams.len())
                 .filter(|&k| live[k])
                 .map(|k| (inner.slots[streams[k].0].queue.len(), k))
-                .filter(|(len, _)| *len < shared.in_flight)
+                .filter(|(len, _)| shared.limits.has_room(*len, queued))
                 .min();
             match pick {
                 Some((_, k)) => break k,
@@ -278,7 +304,11 @@ fn serve(shared: &Shared, streams: &mut [(usize, Box<dyn BatchStream + '_>)]) {
         let mut inner = shared.lock();
         let s = &mut inner.slots[*slot];
         match next {
-            Ok(Some(b)) => s.queue.push_back(b),
+            Ok(Some(b)) => {
+                let bytes = b.get_array_memory_size();
+                s.queue.push_back(b);
+                inner.queued_bytes = inner.queued_bytes.saturating_add(bytes);
+            }
             Ok(None) => {
                 s.state = State::Done;
                 live[pick] = false;
@@ -290,5 +320,168 @@ fn serve(shared: &Shared, streams: &mut [(usize, Box<dyn BatchStream + '_>)]) {
         }
         drop(inner);
         shared.data.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use rocpd_model::{col, Catalog, Table};
+
+    use super::*;
+    use crate::merge::tests::{lcg, VecStream};
+    use crate::{PreparedStream, Source, StageDrop, TimeMerge};
+
+    /// An input of a few tables of random sorted rows, in small batches.
+    struct FakeSource {
+        path: PathBuf,
+        tables: Vec<(Table, Vec<(i64, i64)>)>,
+    }
+
+    struct FakePrepared(Table, Vec<(i64, i64)>);
+
+    impl PreparedStream for FakePrepared {
+        fn table(&self) -> Table {
+            self.0
+        }
+        fn open(&mut self) -> Result<Box<dyn BatchStream + '_>> {
+            Ok(Box::new(VecStream {
+                table: self.0,
+                rows: std::mem::take(&mut self.1),
+                per: 37,
+            }))
+        }
+    }
+
+    impl Source for FakeSource {
+        fn path(&self) -> &Path {
+            &self.path
+        }
+        fn source_count(&self) -> usize {
+            1
+        }
+        fn catalog(&self, _: u32) -> Result<Catalog> {
+            Ok(Catalog::default())
+        }
+        fn event_span(&self) -> Result<Option<(i64, i64)>> {
+            Ok(None)
+        }
+        fn find_marker(&self, _: &str) -> Result<Vec<(i64, i64)>> {
+            Ok(Vec::new())
+        }
+        fn count_rows(&self) -> Result<Vec<(Table, u64)>> {
+            Ok(Vec::new())
+        }
+        fn dropped(&self) -> Result<Vec<StageDrop>> {
+            Ok(Vec::new())
+        }
+        fn stream_count(&self) -> usize {
+            self.tables.len()
+        }
+        fn prepare(&self, _: u32, _: &StreamOptions) -> Result<Vec<Box<dyn PreparedStream + '_>>> {
+            Ok(self
+                .tables
+                .iter()
+                .map(|(t, rows)| {
+                    Box::new(FakePrepared(*t, rows.clone())) as Box<dyn PreparedStream>
+                })
+                .collect())
+        }
+    }
+
+    fn sources(seed: &mut u64) -> Vec<Numbered> {
+        (0..5u32)
+            .map(|i| {
+                let tables = [Table::KernelDispatch, Table::Region, Table::MemoryCopy]
+                    .into_iter()
+                    .map(|t| {
+                        let mut rows: Vec<(i64, i64)> = (0..400)
+                            .map(|_| {
+                                let s = lcg(seed) % 50_000;
+                                (s, s + lcg(seed) % 40)
+                            })
+                            .collect();
+                        rows.sort_by_key(|&(s, e)| (s, std::cmp::Reverse(e)));
+                        (t, rows)
+                    })
+                    .collect();
+                let source = FakeSource {
+                    path: PathBuf::from(format!("fake-{i}")),
+                    tables,
+                };
+                (i, Box::new(source) as Box<dyn Source>)
+            })
+            .collect()
+    }
+
+    /// Every (table, start, end) the merge yields, in its order.
+    fn merged(
+        sources: &mut Vec<Numbered>,
+        threads: usize,
+        limits: QueueLimits,
+    ) -> Vec<(Table, i64, i64)> {
+        decode_parallel(
+            sources,
+            &StreamOptions::default(),
+            threads,
+            limits,
+            |streams| {
+                let mut merge = TimeMerge::new(streams);
+                let mut rows = Vec::new();
+                while let Some(chunk) = merge.next_chunk()? {
+                    for b in &chunk.batches {
+                        let starts = b.batch.column(col::START).as_primitive::<Int64Type>();
+                        let ends = b.batch.column(col::END).as_primitive::<Int64Type>();
+                        for r in 0..b.batch.num_rows() {
+                            rows.push((b.table, starts.value(r), ends.value(r)));
+                        }
+                    }
+                }
+                Ok(rows)
+            },
+        )
+        .expect("decodes")
+    }
+
+    #[test]
+    fn a_byte_budget_smaller_than_one_batch_still_delivers_every_row_in_the_same_order() {
+        let mut seed = 7;
+        let mut inputs = sources(&mut seed);
+        let roomy = QueueLimits {
+            batches: 4,
+            bytes: usize::MAX,
+        };
+        let expected = merged(&mut inputs, 1, roomy);
+        assert_eq!(expected.len(), 5 * 3 * 400);
+        assert_eq!(inputs.len(), 5, "the sources are given back");
+        // One byte: every queue may hold only the batch the merge may be waiting for.
+        let starved = QueueLimits {
+            batches: 4,
+            bytes: 1,
+        };
+        for threads in [2, 3, 5] {
+            let mut inputs = sources(&mut 7);
+            assert_eq!(
+                merged(&mut inputs, threads, starved),
+                expected,
+                "threads {threads}"
+            );
+            assert_eq!(merged(&mut sources(&mut 7), threads, roomy), expected);
+        }
+    }
+
+    #[test]
+    fn room_is_by_batches_and_bytes_but_an_empty_queue_always_has_room() {
+        let l = QueueLimits {
+            batches: 2,
+            bytes: 100,
+        };
+        assert!(l.has_room(0, 1_000), "the stream the merge waits for");
+        assert!(l.has_room(1, 99));
+        assert!(!l.has_room(1, 100), "over the byte budget");
+        assert!(!l.has_room(2, 0), "over the batch limit");
     }
 }

@@ -26,12 +26,12 @@ mod report;
 mod source;
 
 pub use chunk::{Chunk, TimeOrder};
-pub use decode::{decode_parallel, Numbered};
+pub use decode::{decode_parallel, Numbered, QueueLimits};
 pub use driver::{run, Message, Progress, RunOptions, Sink, Stage};
 pub use guard::PathGuard;
 pub use input::{check_regular, open_regular};
 pub use merge::{BatchStream, TimeMerge};
 pub use output::{temp_sibling, OutputFile};
-pub use produce::{batch_rows, produce, produce_events, ProduceOptions, ROW_BUDGET};
+pub use produce::{batch_rows, produce, produce_events, ProduceOptions, QUEUE_BYTES, ROW_BUDGET};
 pub use report::{OutputReport, RunReport, StageDrop, TableCounts};
 pub use source::{PreparedStream, Source, StreamOptions};

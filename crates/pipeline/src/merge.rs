@@ -149,17 +149,17 @@ impl<'a> TimeMerge<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use arrow_array::Int64Array;
     use rocpd_model::BatchBuilder;
     use rocpd_model::ColumnBuilder;
 
     /// A stream of `table` rows with the given (start, end) pairs, in batches of `per`.
-    struct VecStream {
-        table: Table,
-        rows: Vec<(i64, i64)>,
-        per: usize,
+    pub(crate) struct VecStream {
+        pub(crate) table: Table,
+        pub(crate) rows: Vec<(i64, i64)>,
+        pub(crate) per: usize,
     }
 
     impl BatchStream for VecStream {
@@ -197,7 +197,7 @@ mod tests {
         }
     }
 
-    fn lcg(seed: &mut u64) -> i64 {
+    pub(crate) fn lcg(seed: &mut u64) -> i64 {
         *seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);

@@ -6,11 +6,21 @@ use std::sync::Arc;
 use rocpd_model::{Catalog, Projection, Result, Table};
 
 use crate::{
-    decode_parallel, BatchStream, Message, Numbered, PreparedStream, StreamOptions, TimeMerge,
+    decode_parallel, BatchStream, Message, Numbered, PreparedStream, QueueLimits, StreamOptions,
+    TimeMerge,
 };
 
 /// Rows buffered over all streams at once; each stream's batch size follows from it.
-pub const ROW_BUDGET: usize = 1 << 16;
+/// Every stream holds a batch in the merge and may queue one more, so this also sets
+/// what the merge keeps alive: at 65,536 a database of seven streams held 8,192-row
+/// batches (about 4 MiB each), and the tables too small to fill them at 1M events filled
+/// them at 3M, which is most of why peak memory grew with the trace.
+pub const ROW_BUDGET: usize = 1 << 14;
+
+/// Bytes the decode pool may hold ahead of the merge, over all streams (see
+/// [`QueueLimits`]): enough for the workers to run ahead, small enough that the queues are
+/// full at a million events already, so memory does not grow with the trace.
+pub const QUEUE_BYTES: usize = 8 << 20;
 
 /// Batch size per stream for `streams` concurrent streams.
 pub fn batch_rows(streams: usize) -> usize {
@@ -26,6 +36,8 @@ pub struct ProduceOptions {
     pub threads: usize,
     /// Batches queued per stream when decoding on a pool.
     pub in_flight: usize,
+    /// Bytes queued over all streams when decoding on a pool.
+    pub queue_bytes: usize,
     /// Smallest chunk (but the last), see [`TimeMerge::with_min_rows`].
     pub min_chunk_rows: usize,
     /// The tables to read; `None` for all (see [`StreamOptions::tables`]).
@@ -38,6 +50,7 @@ impl Default for ProduceOptions {
             projection: Projection::all(),
             threads: 1,
             in_flight: 2,
+            queue_bytes: QUEUE_BYTES,
             min_chunk_rows: 4096,
             tables: None,
         }
@@ -89,7 +102,10 @@ pub fn produce_events(
             sources,
             &stream_options,
             options.threads,
-            in_flight,
+            QueueLimits {
+                batches: in_flight,
+                bytes: options.queue_bytes,
+            },
             &mut merge_all,
         );
     }
