@@ -12,7 +12,8 @@ use rocpd_model::{col, EventBatch, Table};
 /// such that no row of a later chunk starts before any row of this one.
 #[derive(Debug, Clone, Default)]
 pub struct Chunk {
-    /// The batches; a table may appear more than once (one batch per input stream).
+    /// The batches; a table may appear more than once (a slice of each batch of each
+    /// input stream the chunk takes rows from, ordered by stream).
     pub batches: Vec<EventBatch>,
 }
 

@@ -21,6 +21,10 @@ struct Cursor<'a> {
     table: Table,
     batch: Option<RecordBatch>,
     offset: usize,
+    /// The stream's place among the merged streams (stable while others end).
+    id: usize,
+    /// Counts the stream's batches, so that pieces of one batch can be told apart.
+    seq: u64,
 }
 
 impl Cursor<'_> {
@@ -33,6 +37,7 @@ impl Cursor<'_> {
                 }
             }
             self.offset = 0;
+            self.seq += 1;
             self.batch = self.stream.next_batch()?;
             if self.batch.is_none() {
                 return Ok(false);
@@ -46,12 +51,51 @@ impl Cursor<'_> {
     }
 }
 
-fn chunk_bytes(chunk: &Chunk) -> usize {
-    chunk
-        .batches
-        .iter()
-        .map(|b| b.batch.get_array_memory_size())
-        .sum()
+/// Rows `offset..offset + len` of a stream's current batch, taken by one cut.
+struct Piece {
+    id: usize,
+    seq: u64,
+    table: Table,
+    batch: RecordBatch,
+    offset: usize,
+    len: usize,
+}
+
+/// The bytes of the buffers `pieces` keep alive (a piece of a batch counts all of it, so
+/// this errs on the small side).
+fn pieces_bytes(pieces: &[Piece]) -> usize {
+    pieces.iter().map(|p| p.batch.get_array_memory_size()).sum()
+}
+
+/// The chunk of joined cuts: the pieces of one batch that follow each other become one
+/// slice, and the slices are ordered by stream. Rows with equal (`start`, `end`) can only
+/// come from one cut, where they were in stream order too, so every reader of the chunk
+/// sees the same rows in the same order as with one slice per cut; but a chunk of many
+/// small cuts holds a few slices per stream instead of one per stream and cut, and every
+/// slice costs each stage and sink a fixed amount.
+fn coalesce(mut pieces: Vec<Piece>) -> Chunk {
+    // Stable: a stream's pieces keep their order.
+    pieces.sort_by_key(|p| p.id);
+    let mut joined: Vec<Piece> = Vec::with_capacity(pieces.len());
+    for p in pieces {
+        match joined.last_mut() {
+            Some(last)
+                if last.id == p.id && last.seq == p.seq && last.offset + last.len == p.offset =>
+            {
+                last.len += p.len;
+            }
+            _ => joined.push(p),
+        }
+    }
+    Chunk {
+        batches: joined
+            .into_iter()
+            .map(|p| EventBatch {
+                table: p.table,
+                batch: p.batch.slice(p.offset, p.len),
+            })
+            .collect(),
+    }
 }
 
 /// Merges streams into [`Chunk`]s in start-time order.
@@ -70,11 +114,14 @@ impl<'a> TimeMerge<'a> {
     pub fn new(streams: Vec<Box<dyn BatchStream + 'a>>) -> Self {
         let cursors = streams
             .into_iter()
-            .map(|stream| Cursor {
+            .enumerate()
+            .map(|(id, stream)| Cursor {
                 table: stream.table(),
                 stream,
                 batch: None,
                 offset: 0,
+                id,
+                seq: 0,
             })
             .collect();
         TimeMerge {
@@ -94,26 +141,27 @@ impl<'a> TimeMerge<'a> {
 
     /// The next chunk, or `None` when every stream is exhausted.
     pub fn next_chunk(&mut self) -> Result<Option<Chunk>> {
-        let Some(mut chunk) = self.next_cut()? else {
+        let Some(mut pieces) = self.next_cut()? else {
             return Ok(None);
         };
-        // Bounded in bytes too: rows of megabyte strings must not pile up. Slices of one
-        // batch each count its whole buffers, so this errs on the small side.
-        let mut bytes = chunk_bytes(&chunk);
-        while chunk.rows() < self.min_rows && bytes < rocpd_model::BATCH_BYTES {
+        // Bounded in bytes too: rows of megabyte strings must not pile up.
+        let mut bytes = pieces_bytes(&pieces);
+        let mut rows: usize = pieces.iter().map(|p| p.len).sum();
+        while rows < self.min_rows && bytes < rocpd_model::BATCH_BYTES {
             match self.next_cut()? {
                 Some(more) => {
-                    bytes += chunk_bytes(&more);
-                    chunk.batches.extend(more.batches);
+                    bytes += pieces_bytes(&more);
+                    rows += more.iter().map(|p| p.len).sum::<usize>();
+                    pieces.extend(more);
                 }
                 None => break,
             }
         }
-        Ok(Some(chunk))
+        Ok(Some(coalesce(pieces)))
     }
 
     /// The rows of every stream up to the next cut.
-    fn next_cut(&mut self) -> Result<Option<Chunk>> {
+    fn next_cut(&mut self) -> Result<Option<Vec<Piece>>> {
         let mut live = Vec::with_capacity(self.cursors.len());
         for c in &mut self.cursors {
             live.push(c.fill()?);
@@ -131,20 +179,23 @@ impl<'a> TimeMerge<'a> {
         else {
             return Ok(None);
         };
-        let mut chunk = Chunk::default();
+        let mut pieces = Vec::new();
         for c in &mut self.cursors {
             let n = c.starts().partition_point(|&s| s <= cut);
             if n == 0 {
                 continue;
             }
-            let batch = c.batch.as_ref().expect("filled").slice(c.offset, n);
-            c.offset += n;
-            chunk.batches.push(EventBatch {
+            pieces.push(Piece {
+                id: c.id,
+                seq: c.seq,
                 table: c.table,
-                batch,
+                batch: c.batch.clone().expect("filled"),
+                offset: c.offset,
+                len: n,
             });
+            c.offset += n;
         }
-        Ok(Some(chunk))
+        Ok(Some(pieces))
     }
 }
 
@@ -257,5 +308,63 @@ pub(crate) mod tests {
             last = chunk.max_start().unwrap();
         }
         assert_eq!(seen, total);
+    }
+
+    /// (start, end, table) of every row, in the chunk's time order.
+    fn rows_in_order(chunk: &Chunk) -> Vec<(i64, i64, Table)> {
+        chunk
+            .time_order()
+            .map(|(b, r)| {
+                let batch = &chunk.batches[b].batch;
+                let v = |c: usize| batch.column(c).as_primitive::<Int64Type>().value(r);
+                (v(col::START), v(col::END), chunk.batches[b].table)
+            })
+            .collect()
+    }
+
+    /// Streams (of distinct tables, to tell them apart) whose rows tie row for row, so
+    /// that only the order of the batches decides which comes first.
+    fn tied_streams(n: usize, per: usize) -> Vec<Box<dyn BatchStream>> {
+        [
+            Table::Sample,
+            Table::KernelDispatch,
+            Table::Region,
+            Table::MemoryCopy,
+        ][..n]
+            .iter()
+            .map(|&table| {
+                let rows = (0..200).map(|i| (i / 3, i / 3 + 5)).collect();
+                Box::new(VecStream { table, rows, per }) as Box<dyn BatchStream>
+            })
+            .collect()
+    }
+
+    #[test]
+    fn joined_cuts_hold_a_slice_per_stream_batch_and_order_ties_by_stream() {
+        // Small batches: every cut holds a few rows of each stream.
+        let mut joined = TimeMerge::new(tied_streams(4, 10)).with_min_rows(10_000);
+        let chunk = joined.next_chunk().unwrap().unwrap();
+        assert_eq!(chunk.rows(), 800);
+        assert!(joined.next_chunk().unwrap().is_none());
+        // One slice per batch of each stream (20 each), not one per stream and cut.
+        assert_eq!(chunk.batches.len(), 4 * 20);
+        // Ties come in stream order, as with one batch per stream: where a batch ends no
+        // longer decides (one slice per cut put the rest of a tie after the other streams).
+        let mut whole = TimeMerge::new(tied_streams(4, 1000)).with_min_rows(10_000);
+        let expected = rows_in_order(&whole.next_chunk().unwrap().unwrap());
+        assert_eq!(rows_in_order(&chunk), expected);
+        let first: Vec<Table> = expected[..4].iter().map(|r| r.2).collect();
+        assert_eq!(
+            first,
+            [
+                Table::Sample,
+                Table::Sample,
+                Table::Sample,
+                Table::KernelDispatch
+            ]
+        );
+        // Whole batches: a cut takes a batch's rows in one piece when nothing limits it.
+        let mut big = TimeMerge::new(tied_streams(3, 1000)).with_min_rows(10_000);
+        assert_eq!(big.next_chunk().unwrap().unwrap().batches.len(), 3);
     }
 }
