@@ -79,8 +79,8 @@ pub const STATISTICS_TRUNCATE_BYTES: usize = 64;
 
 /// Default bound on the rows waiting for their row group ([`ParquetOptions::buffer_bytes`]).
 /// 12 MiB: at 16 the waiting rows were the largest part of the peak with eight
-/// databases; at 8 the big tables' row groups halve (about 7,000 rows), and more row
-/// groups mean more footer to hold, so memory grew faster with the trace.
+/// databases; at 8 the big tables' row groups shrink from about 10,000 rows to 7,000,
+/// and more row groups mean more footer to hold, so memory grew faster with the trace.
 pub const MAX_BUFFERED_BYTES: usize = 12 << 20;
 
 impl Default for ParquetOptions {

@@ -27,7 +27,8 @@ enum State {
 
 struct Slot {
     table: Table,
-    queue: VecDeque<RecordBatch>,
+    /// The batches, each with its [`RecordBatch::get_array_memory_size`].
+    queue: VecDeque<(RecordBatch, usize)>,
     state: State,
 }
 
@@ -93,8 +94,8 @@ impl BatchStream for QueuedStream {
         let mut inner = self.shared.lock();
         loop {
             let slot = &mut inner.slots[self.slot];
-            if let Some(b) = slot.queue.pop_front() {
-                inner.queued_bytes = inner.queued_bytes.saturating_sub(b.get_array_memory_size());
+            if let Some((b, bytes)) = slot.queue.pop_front() {
+                inner.queued_bytes -= bytes;
                 drop(inner);
                 self.shared.room.notify_all();
                 return Ok(Some(b));
@@ -306,8 +307,8 @@ fn serve(shared: &Shared, streams: &mut [(usize, Box<dyn BatchStream + '_>)]) {
         match next {
             Ok(Some(b)) => {
                 let bytes = b.get_array_memory_size();
-                s.queue.push_back(b);
-                inner.queued_bytes = inner.queued_bytes.saturating_add(bytes);
+                s.queue.push_back((b, bytes));
+                inner.queued_bytes += bytes;
             }
             Ok(None) => {
                 s.state = State::Done;

@@ -68,11 +68,10 @@ fn pieces_bytes(pieces: &[Piece]) -> usize {
 }
 
 /// The chunk of joined cuts: the pieces of one batch that follow each other become one
-/// slice, and the slices are ordered by stream. Rows with equal (`start`, `end`) can only
-/// come from one cut, where they were in stream order too, so every reader of the chunk
-/// sees the same rows in the same order as with one slice per cut; but a chunk of many
-/// small cuts holds a few slices per stream instead of one per stream and cut, and every
-/// slice costs each stage and sink a fixed amount.
+/// slice, and the slices are ordered by stream. A chunk of many small cuts then holds a
+/// few slices per stream instead of one per stream and cut (every slice costs each stage
+/// and sink a fixed amount), and rows that tie on (`start`, `end`) come in stream order
+/// wherever a stream's batches happen to end (D69).
 fn coalesce(mut pieces: Vec<Piece>) -> Chunk {
     // Stable: a stream's pieces keep their order.
     pieces.sort_by_key(|p| p.id);

@@ -11,7 +11,7 @@ use crate::{
 };
 
 /// Rows buffered over all streams at once; each stream's batch size follows from it.
-/// Every stream holds a batch in the merge and may queue one more, so this also sets
+/// Every stream holds a batch in the merge and may queue more, so this also sets
 /// what the merge keeps alive: at 65,536 a database of seven streams held 8,192-row
 /// batches (about 4 MiB each), and the tables too small to fill them at 1M events filled
 /// them at 3M, which is most of why peak memory grew with the trace.
