@@ -17,7 +17,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use arrow_array::RecordBatch;
 use rocpd_model::{Error, Result, Table};
 
-use crate::{BatchStream, Source, StreamOptions};
+use crate::{BatchStream, Source, StageDrop, StreamOptions};
 
 enum State {
     Running,
@@ -32,11 +32,16 @@ struct Slot {
     state: State,
 }
 
+/// What a source gives once it is opened: the rows it cannot place in time and its
+/// streams (or their slots).
+type Opened<S> = (Vec<StageDrop>, Vec<S>);
+
 #[derive(Default)]
 struct Inner {
     slots: Vec<Slot>,
-    /// Per source: the slots of its streams once prepared, or why it could not be.
-    prepared: Vec<Option<Result<Vec<usize>>>>,
+    /// Per source, once prepared: the rows it cannot place in time and the slots of its
+    /// streams, or why it could not be prepared.
+    prepared: Vec<Option<Result<Opened<usize>>>>,
     /// Set when the consumer is done (or failed): workers stop.
     stop: bool,
     /// Set when a worker panicked: the consumer stops waiting.
@@ -141,15 +146,20 @@ fn wait<'a>(cv: &Condvar, guard: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner>
 /// A source as the pool receives it: its position in the run and its first source number.
 pub type Numbered = (u32, Box<dyn Source>);
 
-/// Decodes the streams of `sources` on `threads` workers and calls `consume` with every
+/// Decodes the streams of `sources` on `threads` workers and calls `consume` with the
+/// rows every source cannot place in time ([`Source::dropped`], in source order) and every
 /// stream, in source order and, within a source, in the order its `prepare` gives them.
 /// The sources are given back, in their order, when `consume` returns.
+///
+/// `dropped` runs on the workers too: for a database it builds the helper tables the
+/// streams join, the costliest part of opening one, so sources dealt to different workers
+/// build theirs at the same time.
 pub fn decode_parallel<R>(
     sources: &mut Vec<Numbered>,
     options: &StreamOptions,
     threads: usize,
     limits: QueueLimits,
-    consume: impl FnOnce(Vec<Box<dyn BatchStream>>) -> Result<R>,
+    consume: impl FnOnce(Vec<StageDrop>, Vec<Box<dyn BatchStream>>) -> Result<R>,
 ) -> Result<R> {
     let n = sources.len();
     let threads = threads.clamp(1, n.max(1));
@@ -178,7 +188,7 @@ pub fn decode_parallel<R>(
                 scope.spawn(move || work(&shared, mine, options))
             })
             .collect();
-        let result = gather(&shared, n).and_then(consume);
+        let result = gather(&shared, n).and_then(|(drops, streams)| consume(drops, streams));
         shared.lock().stop = true;
         shared.room.notify_all();
         let mut returned = Vec::with_capacity(n);
@@ -202,9 +212,10 @@ pub fn decode_parallel<R>(
     result
 }
 
-/// Waits until every source is prepared, then lists their streams in source order. The
-/// error of the first source (in order) that failed wins, whatever the timing.
-fn gather(shared: &Arc<Shared>, n: usize) -> Result<Vec<Box<dyn BatchStream>>> {
+/// Waits until every source is prepared, then lists their dropped rows and their streams
+/// in source order. The error of the first source (in order) that failed wins, whatever
+/// the timing.
+fn gather(shared: &Arc<Shared>, n: usize) -> Result<Opened<Box<dyn BatchStream>>> {
     let mut inner = shared.lock();
     while inner.prepared.iter().any(|p| p.is_none()) {
         if inner.panicked {
@@ -213,9 +224,11 @@ fn gather(shared: &Arc<Shared>, n: usize) -> Result<Vec<Box<dyn BatchStream>>> {
         inner = wait(&shared.data, inner);
     }
     let mut streams: Vec<Box<dyn BatchStream>> = Vec::new();
+    let mut drops = Vec::new();
     for i in 0..n {
         match inner.prepared[i].take().expect("every source prepared") {
-            Ok(slots) => {
+            Ok((dropped, slots)) => {
+                drops.extend(dropped);
                 for slot in slots {
                     streams.push(Box::new(QueuedStream {
                         shared: shared.clone(),
@@ -227,11 +240,12 @@ fn gather(shared: &Arc<Shared>, n: usize) -> Result<Vec<Box<dyn BatchStream>>> {
             Err(e) => return Err(e),
         }
     }
-    Ok(streams)
+    Ok((drops, streams))
 }
 
-/// One worker: prepares its sources' streams, then decodes batches into their queues
-/// until every stream ended or the consumer stopped. Gives its sources back.
+/// One worker: asks each of its sources what it drops and prepares its streams, then
+/// decodes batches into their queues until every stream ended or the consumer stopped.
+/// Gives its sources back.
 fn work(
     shared: &Shared,
     mine: Vec<(usize, Numbered)>,
@@ -241,21 +255,25 @@ fn work(
     {
         let mut prepared = Vec::with_capacity(mine.len());
         for (i, (first, source)) in &mine {
-            prepared.push((*i, source.prepare(*first, options)));
+            let p = source
+                .dropped()
+                .and_then(|d| Ok((d, source.prepare(*first, options)?)));
+            prepared.push((*i, p));
         }
         // (slot, stream) of every stream this worker runs.
         let mut streams: Vec<(usize, Box<dyn BatchStream + '_>)> = Vec::new();
         for (i, p) in &mut prepared {
-            let opened: Result<Vec<Box<dyn BatchStream + '_>>> = match p {
-                Ok(list) => list
+            let opened: Result<Opened<Box<dyn BatchStream + '_>>> = match p {
+                Ok((dropped, list)) => list
                     .iter_mut()
                     .filter(|q| options.wants(q.table()))
                     .map(|q| q.open())
-                    .collect(),
+                    .collect::<Result<Vec<_>>>()
+                    .map(|list| (std::mem::take(dropped), list)),
                 Err(e) => Err(std::mem::replace(e, Error::Usage(String::new()))),
             };
             let mut inner = shared.lock();
-            let outcome = opened.map(|list| {
+            let outcome = opened.map(|(dropped, list)| {
                 let mut slots = Vec::with_capacity(list.len());
                 for s in list {
                     let slot = inner.slots.len();
@@ -267,7 +285,7 @@ fn work(
                     slots.push(slot);
                     streams.push((slot, s));
                 }
-                slots
+                (dropped, slots)
             });
             inner.prepared[*i] = Some(outcome);
             drop(inner);
@@ -340,6 +358,8 @@ mod tests {
     struct FakeSource {
         path: PathBuf,
         tables: Vec<(Table, Vec<(i64, i64)>)>,
+        /// Rows this source reports as dropped (its number plus one).
+        drops: u64,
     }
 
     struct FakePrepared(Table, Vec<(i64, i64)>);
@@ -377,7 +397,10 @@ mod tests {
             Ok(Vec::new())
         }
         fn dropped(&self) -> Result<Vec<StageDrop>> {
-            Ok(Vec::new())
+            Ok(vec![StageDrop {
+                stage: self.path.display().to_string(),
+                rows: [(Table::PmcValue.name(), self.drops)].into_iter().collect(),
+            }])
         }
         fn stream_count(&self) -> usize {
             self.tables.len()
@@ -412,6 +435,7 @@ mod tests {
                 let source = FakeSource {
                     path: PathBuf::from(format!("fake-{i}")),
                     tables,
+                    drops: u64::from(i) + 1,
                 };
                 (i, Box::new(source) as Box<dyn Source>)
             })
@@ -429,7 +453,15 @@ mod tests {
             &StreamOptions::default(),
             threads,
             limits,
-            |streams| {
+            |drops, streams| {
+                // Each source's drops, in source order, whichever worker asked it.
+                let got: Vec<(String, u64)> = drops
+                    .iter()
+                    .map(|d| (d.stage.clone(), d.rows[Table::PmcValue.name()]))
+                    .collect();
+                let want: Vec<(String, u64)> =
+                    (0..5u64).map(|i| (format!("fake-{i}"), i + 1)).collect();
+                assert_eq!(got, want, "threads {threads}");
                 let mut merge = TimeMerge::new(streams);
                 let mut rows = Vec::new();
                 while let Some(chunk) = merge.next_chunk()? {

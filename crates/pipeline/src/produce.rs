@@ -6,8 +6,8 @@ use std::sync::Arc;
 use rocpd_model::{Catalog, Projection, Result, Table};
 
 use crate::{
-    decode_parallel, BatchStream, Message, Numbered, PreparedStream, QueueLimits, StreamOptions,
-    TimeMerge,
+    decode_parallel, BatchStream, Message, Numbered, PreparedStream, QueueLimits, StageDrop,
+    StreamOptions, TimeMerge,
 };
 
 /// Rows buffered over all streams at once; each stream's batch size follows from it.
@@ -76,11 +76,6 @@ pub fn produce_events(
     options: &ProduceOptions,
     emit: &mut dyn FnMut(Message) -> Result<()>,
 ) -> Result<()> {
-    for (_, s) in sources.iter() {
-        for d in s.dropped()? {
-            emit(Message::Dropped(d))?;
-        }
-    }
     let streams: usize = sources.iter().map(|(_, s)| s.stream_count()).sum();
     let pooled = options.threads > 1 && !sources.is_empty();
     // Many streams already hold many small batches: queue one each, not more.
@@ -90,13 +85,17 @@ pub fn produce_events(
         batch_rows: batch_rows(streams),
         tables: options.tables.clone(),
     };
-    let mut merge_all = |streams: Vec<Box<dyn BatchStream + '_>>| -> Result<()> {
-        let mut merge = TimeMerge::new(streams).with_min_rows(options.min_chunk_rows);
-        while let Some(chunk) = merge.next_chunk()? {
-            emit(Message::Chunk(chunk))?;
-        }
-        Ok(())
-    };
+    let mut merge_all =
+        |drops: Vec<StageDrop>, streams: Vec<Box<dyn BatchStream + '_>>| -> Result<()> {
+            for d in drops {
+                emit(Message::Dropped(d))?;
+            }
+            let mut merge = TimeMerge::new(streams).with_min_rows(options.min_chunk_rows);
+            while let Some(chunk) = merge.next_chunk()? {
+                emit(Message::Chunk(chunk))?;
+            }
+            Ok(())
+        };
     if pooled {
         return decode_parallel(
             sources,
@@ -109,8 +108,10 @@ pub fn produce_events(
             &mut merge_all,
         );
     }
+    let mut drops = Vec::new();
     let mut prepared: Vec<Box<dyn PreparedStream + '_>> = Vec::new();
     for (first, s) in sources.iter() {
+        drops.extend(s.dropped()?);
         prepared.extend(s.prepare(*first, &stream_options)?);
     }
     let streams = prepared
@@ -118,5 +119,5 @@ pub fn produce_events(
         .filter(|p| stream_options.wants(p.table()))
         .map(|p| p.open())
         .collect::<Result<Vec<_>>>()?;
-    merge_all(streams)
+    merge_all(drops, streams)
 }
