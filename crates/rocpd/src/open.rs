@@ -149,7 +149,10 @@ impl Inputs {
                 proton.push((p.clone(), kind));
             } else if rocpd_rocprofv3::sniff(p, &h).is_some()
                 || ["csv", "json"].contains(&ext.as_str())
-                || (ext == "gz" && p.to_string_lossy().to_ascii_lowercase().contains(".json"))
+                || (ext == "gz" && {
+                    let name = p.to_string_lossy().to_ascii_lowercase();
+                    name.contains(".json") || name.ends_with(".csv.gz")
+                })
             {
                 // Unrecognised .csv/.json files go to the importer too: it says what is wrong.
                 rocprof.push(p.clone());

@@ -150,12 +150,10 @@ pub(crate) fn kind_of_header(line: &str) -> Option<CsvKind> {
     kind_of_fields(&header_fields(line))
 }
 
-/// The kind a rocprofv3 file name announces (`1234_kernel_trace.csv` → `KernelTrace`).
+/// The kind a rocprofv3 file name announces (`1234_kernel_trace.csv` → `KernelTrace`;
+/// also `1234_kernel_trace.csv.gz`).
 pub(crate) fn kind_of_name(path: &Path) -> Option<CsvKind> {
-    if !path.extension()?.to_str()?.eq_ignore_ascii_case("csv") {
-        return None;
-    }
-    let stem = path.file_stem()?.to_str()?;
+    let stem = crate::csv_stem(path)?;
     let (_, part) = crate::walk::split_name(stem);
     let part = part?;
     Some(if part == "agent_info" {
@@ -617,11 +615,12 @@ struct State<'o, 'c> {
     ordinal: i64,
 }
 
-type FileReader = CsvReader<std::fs::File>;
+type FileReader = CsvReader<Box<dyn std::io::Read + Send>>;
 
+/// Opens a CSV file, decompressing a gzip one (`*.csv.gz`) as it is read: line numbers
+/// in messages are those of the decompressed text.
 fn open_csv(path: &Path) -> Result<FileReader> {
-    let f = std::fs::File::open(path).map_err(|e| Error::input(path, "open", e.to_string()))?;
-    Ok(CsvReader::new(f))
+    Ok(CsvReader::new(crate::open_text(path)?))
 }
 
 fn read_error(path: &Path, line: u64, e: &std::io::Error) -> Error {

@@ -54,15 +54,20 @@ pub const SNIFF_BYTES: usize = 8192;
 ///   is recognised too when the file name announces the kind (`*_kernel_trace.csv`, ...)
 ///   and the header shares at least two of the kind's columns, one of them particular to
 ///   it (`Kernel_Name` with `Dispatch_Id`, ...): [`import`] then names the missing columns.
-/// * JSON: the text starts with `{` and names `"rocprofiler-sdk-tool"` early; gzip input
-///   (magic `1f 8b`) is decompressed in memory as far as `head` allows and checked the same
-///   way.
+/// * JSON: the text starts with `{` and names `"rocprofiler-sdk-tool"` early.
+/// * Gzip input (magic `1f 8b`, e.g. `*_results.json.gz`, `*_kernel_trace.csv.gz`) is
+///   decompressed in memory as far as `head` allows and checked the same way, JSON first,
+///   then as CSV.
 ///
 /// `path` is only used to read more of the file when `head` ends inside the CSV header.
 pub fn sniff(path: &Path, head: &[u8]) -> Option<Detected> {
     if head.starts_with(&[0x1f, 0x8b]) {
         let text = json_import::gunzip_prefix(head, SNIFF_BYTES);
-        return json_import::looks_like_json(&text).then_some(Detected::Json);
+        if json_import::looks_like_json(&text) {
+            return Some(Detected::Json);
+        }
+        let line = header_of(path, &text)?;
+        return csv_import::kind_of_named_header(path, &line).map(Detected::Csv);
     }
     if json_import::looks_like_json(head) {
         return Some(Detected::Json);
@@ -71,12 +76,13 @@ pub fn sniff(path: &Path, head: &[u8]) -> Option<Detected> {
     csv_import::kind_of_named_header(path, &line).map(Detected::Csv)
 }
 
-/// The header line of a CSV file: from `head`, or, when `head` ends inside it (or the file
-/// is just a header without a line end), from the first 64 KiB of `path`.
+/// The header line of a CSV file: from `head` (decompressed, for gzip), or, when `head`
+/// ends inside it (or the file is just a header without a line end), from the first 64 KiB
+/// of `path`'s text.
 pub(crate) fn header_of(path: &Path, head: &[u8]) -> Option<String> {
     csv_import::first_line(head).or_else(|| {
         let mut buf = Vec::new();
-        std::fs::File::open(path)
+        open_text(path)
             .ok()?
             .take(65536)
             .read_to_end(&mut buf)
@@ -84,6 +90,42 @@ pub(crate) fn header_of(path: &Path, head: &[u8]) -> Option<String> {
         let whole = buf.len() < 65536;
         csv_import::header_line(&buf, whole)
     })
+}
+
+/// Opens `path` for reading its text: gzip data (magic `1f 8b`, one member or several
+/// concatenated, as `gzip` and `cat a.gz b.gz` write) is decompressed as it is read.
+pub(crate) fn open_text(path: &Path) -> Result<Box<dyn Read + Send>> {
+    let err = |e: std::io::Error| Error::input(path, "open", e.to_string());
+    let mut f = std::fs::File::open(path).map_err(err)?;
+    let mut magic = Vec::with_capacity(2);
+    (&mut f)
+        .take(2)
+        .read_to_end(&mut magic)
+        .map_err(|e| Error::input(path, "byte 0", e.to_string()))?;
+    let f = std::fs::File::open(path).map_err(err)?;
+    Ok(if magic == [0x1f, 0x8b] {
+        Box::new(flate2::read::MultiGzDecoder::new(
+            std::io::BufReader::with_capacity(1 << 16, f),
+        ))
+    } else {
+        Box::new(f)
+    })
+}
+
+/// The stem of a CSV file name without its `.csv` or `.csv.gz` ending (any case), or
+/// `None` when the name has neither.
+pub(crate) fn csv_stem(path: &Path) -> Option<&str> {
+    let name = path.file_name()?.to_str()?;
+    let lower = name.to_ascii_lowercase();
+    let cut = if lower.ends_with(".csv.gz") {
+        7
+    } else if lower.ends_with(".csv") {
+        4
+    } else {
+        return None;
+    };
+    // The endings are ASCII, so the cut falls on a character boundary.
+    Some(&name[..name.len() - cut])
 }
 
 /// Reads the first [`SNIFF_BYTES`] of `path` and calls [`sniff`].

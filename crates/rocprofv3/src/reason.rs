@@ -156,20 +156,30 @@ pub fn unrecognised_reason(path: &Path, head: &[u8]) -> Option<String> {
             if sniff(path, head).is_some() {
                 return None;
             }
-            match c {
+            // A `*.csv.gz` file is judged by its decompressed text.
+            let (text, c, gz) = match c {
                 Content::Gzip => {
-                    return Some(
-                        "gzip-compressed; compressed CSV files are not read (gunzip it first)"
-                            .into(),
-                    )
+                    let text = json_import::gunzip_prefix(head, SNIFF_BYTES);
+                    let c = content(&text);
+                    if c == Content::Empty {
+                        return Some(
+                            "gzip-compressed, but the data is corrupt or truncated".into(),
+                        );
+                    }
+                    (text, c, "gzip-compressed; ")
                 }
-                Content::Empty | Content::Whitespace | Content::Sqlite | Content::Binary => {
-                    return Some(generic(c, "CSV text"))
-                }
+                c => (head.to_vec(), c, ""),
+            };
+            match c {
+                Content::Empty
+                | Content::Whitespace
+                | Content::Sqlite
+                | Content::Binary
+                | Content::Gzip => return Some(format!("{gz}{}", generic(c, "CSV text"))),
                 _ => {}
             }
-            let Some(line) = crate::header_of(path, head) else {
-                return Some("no complete header line in the first 64 KiB".into());
+            let Some(line) = crate::header_of(path, &text) else {
+                return Some(format!("{gz}no complete header line in the first 64 KiB"));
             };
             let cols = crate::csv_import::header_columns(&line);
             let mut missing = missing_columns(kind, &cols);
@@ -188,10 +198,13 @@ pub fn unrecognised_reason(path: &Path, head: &[u8]) -> Option<String> {
                     .collect();
             }
             Some(if missing.is_empty() {
-                format!("CSV header is not that of a rocprofv3 {} file", kind.name())
+                format!(
+                    "{gz}CSV header is not that of a rocprofv3 {} file",
+                    kind.name()
+                )
             } else {
                 format!(
-                    "CSV header lacks {} (not a rocprofv3 {} file)",
+                    "{gz}CSV header lacks {} (not a rocprofv3 {} file)",
                     missing.join(", "),
                     kind.name()
                 )

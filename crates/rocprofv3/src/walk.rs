@@ -145,9 +145,10 @@ pub(crate) fn group_runs(paths: &[PathBuf]) -> Result<Vec<Run>> {
             }
             Detected::Csv(kind) => {
                 let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-                let stem = path
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
+                // `1234_kernel_trace.csv.gz` groups with `1234_kernel_trace.csv`'s run.
+                let stem = crate::csv_stem(&path)
+                    .map(str::to_string)
+                    .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
                     .unwrap_or_default();
                 let (prefix, name_kind) = split_name(&stem);
                 let key = (dir, prefix, name_kind.is_some());

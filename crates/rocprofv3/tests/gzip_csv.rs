@@ -1,0 +1,122 @@
+//! Gzip-compressed CSV (`*.csv.gz`): recognised by content, grouped with the plain files of
+//! its run, imported to the same rows as the plain file; corrupt data is an error naming
+//! the file and the line.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use common::fixtures;
+use rocpd_rocprofv3::{group_runs, import, sniff_file, unrecognised_reason, Detected, Run};
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+/// The llama.cpp fixture's `decode_*` files copied to `dir`, those of `compress` gzipped
+/// (`<name>.csv.gz`).
+fn decode_run(dir: &Path, compress: &[&str]) -> Vec<PathBuf> {
+    let src = fixtures().join("rocprofv3-csv-llamacpp");
+    let mut out = Vec::new();
+    for name in ["decode_hip_api_trace.csv", "decode_kernel_trace.csv"] {
+        let bytes = std::fs::read(src.join(name)).unwrap();
+        let path = if compress.contains(&name) {
+            let p = dir.join(format!("{name}.gz"));
+            std::fs::write(&p, gzip(&bytes)).unwrap();
+            p
+        } else {
+            let p = dir.join(name);
+            std::fs::write(&p, &bytes).unwrap();
+            p
+        };
+        out.push(path);
+    }
+    out
+}
+
+fn rows_of(run: &Run) -> Vec<(String, u64)> {
+    let dir = tempfile::tempdir().unwrap();
+    let report = import(run, &dir.path().join("out.db"), &Default::default()).unwrap();
+    report.rows
+}
+
+#[test]
+fn a_gzipped_csv_set_imports_the_same_rows_as_the_plain_one() {
+    let plain = tempfile::tempdir().unwrap();
+    let packed = tempfile::tempdir().unwrap();
+    let mixed = tempfile::tempdir().unwrap();
+    decode_run(plain.path(), &[]);
+    let files = decode_run(
+        packed.path(),
+        &["decode_hip_api_trace.csv", "decode_kernel_trace.csv"],
+    );
+    decode_run(mixed.path(), &["decode_kernel_trace.csv"]);
+    assert!(matches!(
+        sniff_file(&files[1]).unwrap(),
+        Some(Detected::Csv(_))
+    ));
+
+    let want = {
+        let runs = group_runs(&[plain.path().to_path_buf()]).unwrap();
+        assert_eq!(runs.len(), 1);
+        rows_of(&runs[0])
+    };
+    assert!(want
+        .iter()
+        .any(|(t, n)| t == "rocpd_kernel_dispatch" && *n == 144));
+    for dir in [&packed, &mixed] {
+        // One run of two files: `decode_kernel_trace.csv.gz` has the prefix `decode_`.
+        let runs = group_runs(&[dir.path().to_path_buf()]).unwrap();
+        assert_eq!(
+            runs.len(),
+            1,
+            "{:?}",
+            runs.iter().map(|r| &r.label).collect::<Vec<_>>()
+        );
+        assert_eq!(runs[0].files.len(), 2);
+        assert_eq!(rows_of(&runs[0]), want);
+    }
+}
+
+#[test]
+fn a_truncated_gzip_csv_fails_naming_the_file_and_line_and_leaves_no_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes =
+        std::fs::read(fixtures().join("rocprofv3-csv-llamacpp/decode_kernel_trace.csv")).unwrap();
+    let packed = gzip(&bytes);
+    let path = dir.path().join("decode_kernel_trace.csv.gz");
+    // Cut inside the compressed stream, well after the header.
+    std::fs::write(&path, &packed[..packed.len() / 2]).unwrap();
+    let runs = group_runs(std::slice::from_ref(&path)).unwrap();
+    let dest = dir.path().join("out.db");
+    let err = import(&runs[0], &dest, &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("decode_kernel_trace.csv.gz"), "{err}");
+    assert!(err.contains("line "), "{err}");
+    assert!(!dest.exists());
+}
+
+#[test]
+fn a_csv_gz_name_with_bad_content_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("1_kernel_trace.csv.gz");
+    // gzip magic, then garbage.
+    let corrupt = [0x1f, 0x8b, 0x08, 0x00, 1, 2, 3, 4, 5, 6, 7];
+    std::fs::write(&path, corrupt).unwrap();
+    assert_eq!(sniff_file(&path).unwrap(), None);
+    assert_eq!(
+        unrecognised_reason(&path, &corrupt).as_deref(),
+        Some("gzip-compressed, but the data is corrupt or truncated")
+    );
+    let not_trace = gzip(b"a,b,c\n1,2,3\n");
+    std::fs::write(&path, &not_trace).unwrap();
+    let why = unrecognised_reason(&path, &not_trace).unwrap();
+    assert!(
+        why.starts_with("gzip-compressed; CSV header lacks Kernel_Name"),
+        "{why}"
+    );
+}
