@@ -20,10 +20,14 @@
 //!
 //! * **A lake** (`--lake-only`): the eight databases of the multi cases into one Parquet
 //!   dataset, by one run, by eight `--append` runs in turn and by eight at once.
+//! * **Proton chrome traces** (`--proton-only`): generated `.chrome_trace` files of 0.5M
+//!   and 1.5M events (about 75 and 225 MB) through `convert -f pftrace`, beside a floor
+//!   that only parses the JSON (this binary's hidden `--step-json FILE` mode).
 //!
 //! Usage (from the workspace root):
 //!   cargo build --release -p rocpd-cli -p rocpd-bench && target/release/rocpd-bench
 //!     [--quick] [--summary-only] [--baseline-only] [--many-only] [--lake-only]
+//!     [--proton-only]
 //!
 //! `--quick` runs every case at a tenth of its events. The `--*-only` flags run just
 //! those sections (they combine); without them every section runs.
@@ -150,8 +154,12 @@ fn prepare(args: &[String]) -> Result<()> {
                 }
             }
         }
+        [kind, file, events] if kind == "chrome" => {
+            write_chrome_trace(Path::new(file), events.parse().context("events")?)?;
+        }
         _ => bail!(
-            "usage: rocpd-bench --prepare db DIR PROCESSES ITERATIONS | csv|json DB_DIR OUT_DIR"
+            "usage: rocpd-bench --prepare db DIR PROCESSES ITERATIONS | csv|json DB_DIR OUT_DIR \
+             | chrome FILE EVENTS"
         ),
     }
     Ok(())
@@ -231,6 +239,7 @@ const FLAGS: &[&str] = &[
     "--baseline-only",
     "--many-only",
     "--lake-only",
+    "--proton-only",
 ];
 
 fn main() -> Result<()> {
@@ -238,6 +247,7 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("--step-sqlite") => return step_sqlite(&args[1..]),
         Some("--prepare") => return prepare(&args[1..]),
+        Some("--step-json") => return step_json(&args[1..]),
         _ => {}
     }
     if let Some(a) = args.iter().find(|a| !FLAGS.contains(&a.as_str())) {
@@ -300,6 +310,7 @@ fn main() -> Result<()> {
         "--baseline-only",
         "--many-only",
         "--lake-only",
+        "--proton-only",
     ]
     .into_iter()
     .filter(|f| flag(f))
@@ -316,6 +327,9 @@ fn main() -> Result<()> {
         }
         if only.contains(&"--lake-only") {
             lake_section(&rocpd, &cases[4..], &root)?;
+        }
+        if only.contains(&"--proton-only") {
+            proton_section(&exe, &rocpd, &root, scale)?;
         }
         return Ok(());
     }
@@ -890,5 +904,150 @@ fn many_section(exe: &Path, rocpd: &Path, root: &Path, scale: u32) -> Result<()>
         "(many-inputs section: {:.0} s)",
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// Writes a Proton-like chrome trace of `events` complete events: kernels on eight GPU
+/// streams and scopes on four CPU threads, with call stacks as Proton writes them, keys
+/// sorted. Deterministic.
+fn write_chrome_trace(path: &Path, events: u64) -> Result<()> {
+    use std::io::Write;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    write!(w, "{{\"displayTimeUnit\":\"us\",\"traceEvents\":[")?;
+    let mut ts = [0u64; 12];
+    for i in 0..events {
+        let lane = (i % 12) as usize;
+        let kernel = lane < 8;
+        let dur_ns = 800 + (i.wrapping_mul(2654435761) % 20_000);
+        let sep = if i == 0 { "" } else { "," };
+        let (cat, name, tid) = if kernel {
+            ("kernel", format!("matmul_kernel_{}", i % 97), lane as u64)
+        } else {
+            ("scope", format!("step_{}", i % 13), 100 + lane as u64)
+        };
+        write!(
+            w,
+            "{sep}{{\"args\":{{\"call_stack\":[\"ROOT\",\"train\",\"{name}\"]}},\"cat\":\"{cat}\",\
+             \"dur\":{}.{:03},\"name\":\"{name}\",\"ph\":\"X\",\"pid\":0,\"tid\":{tid},\"ts\":{}.{:03}}}",
+            dur_ns / 1000,
+            dur_ns % 1000,
+            ts[lane] / 1000,
+            ts[lane] % 1000
+        )?;
+        ts[lane] += dur_ns + 150;
+    }
+    writeln!(w, "]}}")?;
+    w.flush()?;
+    Ok(())
+}
+
+/// The hidden `--step-json FILE` mode, the floor under a chrome trace conversion: parses the
+/// file with serde_json, reading every value and keeping none, and prints the number of
+/// complete events on stdout.
+fn step_json(args: &[String]) -> Result<()> {
+    use serde_json::Value;
+    let [file] = args else {
+        bail!("usage: rocpd-bench --step-json FILE");
+    };
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        #[serde(rename = "traceEvents")]
+        events: Events,
+    }
+    struct Events(u64);
+    impl<'de> serde::Deserialize<'de> for Events {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> serde::de::Visitor<'de> for V {
+                type Value = Events;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("events")
+                }
+                fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                    self,
+                    mut seq: A,
+                ) -> Result<Events, A::Error> {
+                    let mut n = 0;
+                    while let Some(ev) = seq.next_element::<Value>()? {
+                        n += u64::from(ev.get("ph").and_then(Value::as_str) == Some("X"));
+                    }
+                    Ok(Events(n))
+                }
+            }
+            d.deserialize_seq(V)
+        }
+    }
+    let f = std::io::BufReader::with_capacity(1 << 16, std::fs::File::open(file)?);
+    let doc: Doc = serde_json::from_reader(f).context("parsing the chrome trace")?;
+    println!("{}", doc.events.0);
+    Ok(())
+}
+
+/// Generated chrome traces of two sizes through `convert -f pftrace`, beside the JSON floor:
+/// time, events/s, peak RSS, and the temporary disk the import used (its database).
+fn proton_section(exe: &Path, rocpd: &Path, root: &Path, scale: u32) -> Result<()> {
+    let started = Instant::now();
+    println!("\nProton chrome traces through convert -f pftrace (baseline: parse the JSON only):");
+    println!(
+        "{:<12} {:>9} {:>8} {:<9} {:>8} {:>10} {:>9}",
+        "case", "events", "in MiB", "command", "seconds", "events/s", "peak MiB"
+    );
+    let dir = root.join("proton");
+    std::fs::create_dir_all(&dir)?;
+    let mut peaks = Vec::new();
+    for (name, events) in [("chrome-0.5M", 500_000u64), ("chrome-1.5M", 1_500_000)] {
+        let events = events / u64::from(scale);
+        let file = dir.join(format!("{name}-{events}.chrome_trace"));
+        if !file.exists() {
+            let tmp = file.with_extension("part");
+            prepare_in_child(&[
+                "chrome".as_ref(),
+                tmp.as_os_str(),
+                events.to_string().as_ref(),
+            ])?;
+            std::fs::rename(&tmp, &file)?;
+        }
+        let in_mib = std::fs::metadata(&file)?.len() as f64 / 1048576.0;
+        let count = dir.join("floor-events.txt");
+        let mut floor = Command::new(exe);
+        floor
+            .arg("--step-json")
+            .arg(&file)
+            .stdout(std::fs::File::create(&count)?);
+        let (fs, fk) = run_measured(&mut floor)?;
+        let stepped: u64 = std::fs::read_to_string(&count)?.trim().parse()?;
+        if stepped != events {
+            bail!("{name}: the floor read {stepped} events, {events} were written");
+        }
+        let out = dir.join("out");
+        let _ = std::fs::remove_dir_all(&out);
+        let mut convert = Command::new(rocpd);
+        convert
+            .args(["convert", "-q", "-f", "pftrace", "-o", "t", "-i"])
+            .arg(&file)
+            .arg("-d")
+            .arg(&out)
+            .stdout(Stdio::null());
+        let (cs, ck) = run_measured(&mut convert)?;
+        for (command, seconds, kib) in [("baseline", fs, fk), ("pftrace", cs, ck)] {
+            println!(
+                "{:<12} {:>9} {:>8.1} {:<9} {:>8.2} {:>10.0} {:>9.1}",
+                name,
+                events,
+                in_mib,
+                command,
+                seconds,
+                events as f64 / seconds,
+                kib as f64 / 1024.0
+            );
+        }
+        peaks.push(ck as f64 / 1024.0);
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    println!(
+        "peak RSS, 1.5M events against 0.5M: {:.2}x",
+        peaks[1] / peaks[0]
+    );
+    println!("(proton section: {:.0} s)", started.elapsed().as_secs_f64());
     Ok(())
 }

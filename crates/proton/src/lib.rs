@@ -193,9 +193,12 @@ pub fn sniff_file(path: &Path) -> Result<Option<ProtonKind>> {
     Ok(sniff(path, &head))
 }
 
-/// The deterministic guid of a file: FNV-1a hashes of the format, file name, size and
-/// first 64 KiB, laid out as a UUIDv7-shaped string.
-fn file_guid(path: &Path, kind: ProtonKind, bytes: &[u8]) -> String {
+/// Bytes of the start of a file that its guid hashes.
+const GUID_HEAD: usize = 65536;
+
+/// The deterministic guid of a file: FNV-1a hashes of the format, file name, size (`len`)
+/// and first 64 KiB (of `head`), laid out as a UUIDv7-shaped string.
+fn file_guid(path: &Path, kind: ProtonKind, len: u64, head: &[u8]) -> String {
     let mut a = FNV_OFFSET;
     let mut b = FNV_OFFSET_2;
     let name = path
@@ -206,8 +209,8 @@ fn file_guid(path: &Path, kind: ProtonKind, bytes: &[u8]) -> String {
     for part in [
         kind_tag.as_bytes(),
         name.as_bytes(),
-        &(bytes.len() as u64).to_le_bytes(),
-        &bytes[..bytes.len().min(65536)],
+        &len.to_le_bytes(),
+        &head[..head.len().min(GUID_HEAD)],
     ] {
         a = fnv1a64(part, a);
         b = fnv1a64(part, b);
@@ -243,8 +246,26 @@ pub fn import(path: &Path, kind: ProtonKind, dest: &Path) -> Result<ImportReport
 }
 
 fn import_inner(path: &Path, kind: ProtonKind, dest: &Path) -> Result<ImportReport> {
-    let bytes = std::fs::read(path).map_err(|e| Error::input(path, "open", e.to_string()))?;
-    let guid = file_guid(path, kind, &bytes);
+    let open = |e: std::io::Error| Error::input(path, "open", e.to_string());
+    // A chrome trace is streamed; a tree is parsed from memory (its nodes are kept anyway
+    // for the flame layout).
+    let bytes = match kind {
+        ProtonKind::ChromeTrace => None,
+        ProtonKind::Tree | ProtonKind::TreeMsgpack => Some(std::fs::read(path).map_err(open)?),
+    };
+    let guid = match &bytes {
+        Some(b) => file_guid(path, kind, b.len() as u64, b),
+        None => {
+            use std::io::Read;
+            let f = std::fs::File::open(path).map_err(open)?;
+            let len = f.metadata().map_err(open)?.len();
+            let mut head = Vec::new();
+            f.take(GUID_HEAD as u64)
+                .read_to_end(&mut head)
+                .map_err(|e| Error::input(path, "byte 0", e.to_string()))?;
+            file_guid(path, kind, len, &head)
+        }
+    };
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -253,11 +274,9 @@ fn import_inner(path: &Path, kind: ProtonKind, dest: &Path) -> Result<ImportRepo
     let node_hash = (fnv1a64(b"proton", FNV_OFFSET) % i64::MAX as u64) as i64;
     w.node("unknown", node_hash)?;
     let mut notes = Vec::new();
-    match kind {
-        ProtonKind::Tree | ProtonKind::TreeMsgpack => {
-            tree::import(path, &name, &bytes, kind, &mut w, &mut notes)?
-        }
-        ProtonKind::ChromeTrace => trace::import(path, &name, &bytes, &mut w, &mut notes)?,
+    match &bytes {
+        Some(bytes) => tree::import(path, &name, bytes, kind, &mut w, &mut notes)?,
+        None => trace::import(path, &name, &mut w, &mut notes)?,
     }
     let rows = w.finish()?;
     Ok(ImportReport { rows, notes, guid })

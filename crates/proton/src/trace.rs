@@ -1,28 +1,24 @@
-//! `.chrome_trace` (Proton trace mode) → regions on their pid/tid.
+//! `.chrome_trace` (Proton trace mode) → regions on their pid/tid, streaming.
+//!
+//! The file is read once, through serde_json's reader-based deserializer with visitors
+//! over each document and its `traceEvents` array: one event is held at a time (as a small
+//! `Value`), never the file or the document, so memory does not grow with the trace. What
+//! the whole file decides is settled at the end, in the database being written: thread
+//! and process names (`ph: "M"` events may come after the events they name), the
+//! `document` field of the first document's events (known to be needed once a second
+//! document starts), and a `baseTimeNanoseconds` that follows its document's events.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::rc::Rc;
 
 use rocpd_model::{Error, Result};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use crate::writer::Writer;
-
-/// Byte offset of a serde_json error (from its 1-based line and column).
-fn offset_of(bytes: &[u8], e: &serde_json::Error) -> usize {
-    if e.is_eof() {
-        return bytes.len();
-    }
-    let mut line = 1usize;
-    let mut off = 0usize;
-    while line < e.line() && off < bytes.len() {
-        if bytes[off] == b'\n' {
-            line += 1;
-        }
-        off += 1;
-    }
-    (off + e.column().saturating_sub(1)).min(bytes.len())
-}
 
 fn key_of(v: Option<&Value>) -> String {
     match v {
@@ -73,314 +69,619 @@ fn id_of(v: Option<&Value>, what: &str) -> std::result::Result<Option<i64>, Stri
     }
 }
 
-/// The events of one document: its `traceEvents` array, or the document itself when it is
-/// an array. Any other shape is an error message.
-fn events_of(d: &Value) -> std::result::Result<&[Value], String> {
-    match d {
-        Value::Object(o) => match o.get("traceEvents") {
-            Some(Value::Array(a)) => Ok(a),
-            Some(other) => Err(format!(
-                "\"traceEvents\": expected an array of events, found {}",
-                describe(other)
-            )),
-            None => Err("expected a \"traceEvents\" array of events, found an object without one".into()),
-        },
-        Value::Array(a) => Ok(a),
-        other => Err(format!(
-            "a chrome trace document must be an object with a \"traceEvents\" array or an array of events, found {}",
-            describe(other)
-        )),
+/// Where the JSON deserializer is in the file: bytes pulled, and the starts of the last few
+/// lines, so that its (line, column) errors become byte offsets without the file at hand.
+#[derive(Default)]
+struct Position {
+    pulled: u64,
+    /// (1-based line number, byte offset of its first byte), the newest last.
+    line_starts: std::collections::VecDeque<(u64, u64)>,
+}
+
+impl Position {
+    /// The byte offset of (1-based) `line`, `column`, if that line is one of the last few.
+    fn offset(&self, line: u64, column: u64) -> Option<u64> {
+        let (_, start) = self.line_starts.iter().find(|(l, _)| *l == line)?;
+        Some(start + column.saturating_sub(1))
     }
+}
+
+/// Counts what the JSON deserializer pulls (see [`Position`]).
+struct Counting<R> {
+    inner: R,
+    at: Rc<std::cell::RefCell<Position>>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut at = self.at.borrow_mut();
+        for (i, b) in buf[..n].iter().enumerate() {
+            if *b == b'\n' {
+                let line = at.line_starts.back().map_or(1, |(l, _)| l + 1);
+                let start = at.pulled + i as u64 + 1;
+                at.line_starts.push_back((line, start));
+                if at.line_starts.len() > 4 {
+                    at.line_starts.pop_front();
+                }
+            }
+        }
+        at.pulled += n as u64;
+        Ok(n)
+    }
+}
+
+/// A thread as first seen: what its name defaults to when no `thread_name` names it.
+struct SeenThread {
+    pid: i64,
+    pid_key: String,
+    tid_key: String,
+    /// `GPU Stream N` (a kernel event) or `Thread N`.
+    fallback: String,
+}
+
+/// Everything one import keeps between events: ids, names, counts. Bounded by the number
+/// of distinct processes and threads, not by the number of events.
+struct Trace<'a> {
+    path: &'a Path,
+    w: &'a mut Writer,
+    pids: HashMap<String, i64>,
+    pid_names: HashMap<String, String>,
+    tids: HashMap<(String, String), i64>,
+    tid_names: HashMap<(String, String), String>,
+    taken: HashSet<i64>,
+    next_pid: i64,
+    next_tid: i64,
+    threads: BTreeMap<i64, SeenThread>,
+    ignored: BTreeMap<String, u64>,
+    written: u64,
+    negative_durations: u64,
+    /// The document being read (0-based).
+    doc: usize,
+    /// Its `baseTimeNanoseconds`, once read.
+    base: i64,
+    /// The first event id of the current document, and whether its events were read.
+    doc_first_event: i64,
+    doc_events_seen: bool,
+    /// Our own error, raised inside a visitor (serde's error only says "stop").
+    failed: Option<Error>,
+}
+
+impl Trace<'_> {
+    fn fail<E: de::Error>(&mut self, place: String, message: impl Into<String>) -> E {
+        self.failed = Some(Error::input(self.path, place, message.into()));
+        E::custom("stopped")
+    }
+
+    fn keep<T, E: de::Error>(&mut self, r: Result<T>) -> std::result::Result<T, E> {
+        r.map_err(|e| {
+            self.failed = Some(e);
+            E::custom("stopped")
+        })
+    }
+
+    fn doc_place(&self) -> String {
+        format!("document {}", self.doc)
+    }
+
+    /// One element of a `traceEvents` array.
+    fn event(&mut self, ev: Value, ei: usize) -> Result<()> {
+        let path = self.path;
+        let place = || format!("document {}, event {ei}", self.doc);
+        if !ev.is_object() {
+            return Err(Error::input(
+                path,
+                place(),
+                format!("expected an event object, found {}", describe(&ev)),
+            ));
+        }
+        let ph = match ev.get("ph") {
+            None => "",
+            Some(Value::String(s)) => s.as_str(),
+            Some(other) => {
+                return Err(Error::input(
+                    path,
+                    place(),
+                    format!("\"ph\": expected a string, found {}", describe(other)),
+                ))
+            }
+        };
+        if ph == "M" {
+            let name = ev.pointer("/args/name").and_then(Value::as_str);
+            let (pk, tk) = (key_of(ev.get("pid")), key_of(ev.get("tid")));
+            match (ev.get("name").and_then(Value::as_str), name) {
+                (Some("process_name"), Some(n)) => {
+                    self.pid_names.insert(pk, n.to_string());
+                }
+                (Some("thread_name"), Some(n)) => {
+                    self.tid_names.insert((pk, tk), n.to_string());
+                }
+                _ => {}
+            }
+            return Ok(());
+        }
+        if ph != "X" {
+            *self.ignored.entry(format!("ph \"{ph}\"")).or_default() += 1;
+            return Ok(());
+        }
+        // The arguments move into the region's extdata, not copied.
+        let mut ev = ev;
+        let args = ev.as_object_mut().and_then(|o| o.remove("args"));
+        let Some(ts) = ev.get("ts").and_then(Value::as_f64) else {
+            return Err(Error::input(
+                path,
+                place(),
+                "complete event without a numeric \"ts\"",
+            ));
+        };
+        let dur = match ev.get("dur") {
+            None | Some(Value::Null) => 0.0,
+            Some(v) => v.as_f64().ok_or_else(|| {
+                Error::input(
+                    path,
+                    place(),
+                    format!("\"dur\": expected a number, found {}", describe(v)),
+                )
+            })?,
+        };
+        // A negative duration (clock skew) becomes 0; the notes count them.
+        let dur = if dur < 0.0 {
+            self.negative_durations += 1;
+            0.0
+        } else {
+            dur
+        };
+        let ts_ns = us_to_ns(ts).ok_or_else(|| {
+            Error::input(
+                path,
+                place(),
+                format!("\"ts\": {ts} µs does not fit a signed 64-bit nanosecond time"),
+            )
+        })?;
+        let dur_ns = us_to_ns(dur).ok_or_else(|| {
+            Error::input(
+                path,
+                place(),
+                format!("\"dur\": {dur} µs does not fit a signed 64-bit nanosecond time"),
+            )
+        })?;
+        let base = self.base;
+        let start = base.checked_add(ts_ns).ok_or_else(|| {
+            Error::input(
+                path,
+                place(),
+                format!(
+                    "start time baseTimeNanoseconds {base} + ts {ts_ns} ns does not fit a signed 64-bit integer"
+                ),
+            )
+        })?;
+        let end = start.checked_add(dur_ns).ok_or_else(|| {
+            Error::input(
+                path,
+                place(),
+                format!("end time {start} + dur {dur_ns} ns does not fit a signed 64-bit integer"),
+            )
+        })?;
+        let num_pid = id_of(ev.get("pid"), "pid").map_err(|m| Error::input(path, place(), m))?;
+        let num_tid = id_of(ev.get("tid"), "tid").map_err(|m| Error::input(path, place(), m))?;
+        let pk = key_of(ev.get("pid"));
+        let tk = key_of(ev.get("tid"));
+        let string_pid = matches!(ev.get("pid"), Some(Value::String(_)));
+        let pid = match self.pids.get(&pk) {
+            Some(p) => *p,
+            None => {
+                let p = match num_pid {
+                    Some(p) if !string_pid => p,
+                    _ => {
+                        self.next_pid = self.next_pid.checked_add(1).ok_or_else(|| {
+                            Error::input(path, place(), "too many synthetic pids")
+                        })?;
+                        self.next_pid
+                    }
+                };
+                self.pids.insert(pk.clone(), p);
+                p
+            }
+        };
+        let cat = ev.get("cat").and_then(Value::as_str).unwrap_or("");
+        let tid_key = (pk, tk);
+        let tid = match self.tids.get(&tid_key) {
+            Some(t) => *t,
+            None => {
+                let t = match num_tid {
+                    Some(t)
+                        if !self.taken.contains(&t)
+                            && !matches!(ev.get("tid"), Some(Value::String(_))) =>
+                    {
+                        t
+                    }
+                    _ => {
+                        while self.taken.contains(&self.next_tid) {
+                            self.next_tid = self.next_tid.checked_add(1).ok_or_else(|| {
+                                Error::input(path, place(), "too many synthetic tids")
+                            })?;
+                        }
+                        self.next_tid
+                    }
+                };
+                self.taken.insert(t);
+                self.tids.insert(tid_key.clone(), t);
+                let fallback = if cat == "kernel" {
+                    format!("GPU Stream {}", num_tid.unwrap_or(0))
+                } else {
+                    format!("Thread {}", num_tid.unwrap_or(0))
+                };
+                let (pid_key, tid_key) = tid_key;
+                self.threads.insert(
+                    t,
+                    SeenThread {
+                        pid,
+                        pid_key,
+                        tid_key,
+                        fallback,
+                    },
+                );
+                t
+            }
+        };
+        let category = if string_pid {
+            "PROTON_INTRA_KERNEL".to_string()
+        } else if matches!(cat, "scope" | "metric" | "kernel") {
+            format!("PROTON_{}", cat.to_ascii_uppercase())
+        } else {
+            "PROTON_TRACE".to_string()
+        };
+        let name = ev.get("name").and_then(Value::as_str).unwrap_or("");
+        let mut ext = match args {
+            Some(Value::Object(m)) => m,
+            Some(other) => {
+                let mut m = Map::new();
+                m.insert("args".into(), other);
+                m
+            }
+            None => Map::new(),
+        };
+        ext.insert("cat".into(), cat.into());
+        ext.insert("ts_us".into(), ts.into());
+        ext.insert("dur_us".into(), dur.into());
+        if let Some(p @ Value::String(_)) = ev.get("pid") {
+            ext.insert("source_pid".into(), p.clone());
+        }
+        if let Some(t @ Value::String(_)) = ev.get("tid") {
+            ext.insert("source_tid".into(), t.clone());
+        }
+        // Documents after the first are numbered here; the first one's events get theirs
+        // once a second document shows the file has several (`finish_documents`).
+        if self.doc > 0 {
+            ext.insert("document".into(), self.doc.into());
+        }
+        self.w.region(
+            pid,
+            tid,
+            start,
+            end,
+            name,
+            &category,
+            &Value::Object(ext).to_string(),
+        )?;
+        self.written += 1;
+        Ok(())
+    }
+
+    /// A document's `baseTimeNanoseconds`: checked, and applied to the events of the
+    /// document already written when it follows them.
+    fn set_base(&mut self, v: &Value) -> Result<()> {
+        let base = match v {
+            Value::Null => 0,
+            v => int_of(v).map_err(|m| {
+                Error::input(
+                    self.path,
+                    self.doc_place(),
+                    format!("\"baseTimeNanoseconds\": {m}"),
+                )
+            })?,
+        };
+        if self.doc_events_seen {
+            let (from, to) = (self.doc_first_event, self.w.next_event_id());
+            let shift = base.checked_sub(self.base);
+            let ok = match shift {
+                Some(d) => self.w.shift_regions(from, to, d)?,
+                None => false,
+            };
+            if !ok {
+                return Err(Error::input(
+                    self.path,
+                    self.doc_place(),
+                    format!(
+                        "baseTimeNanoseconds {base} (after the events) moves their times out of the signed 64-bit range"
+                    ),
+                ));
+            }
+        }
+        self.base = base;
+        Ok(())
+    }
+
+    /// Starts document `doc`; at the second, the first document's events get their number.
+    fn begin_document(&mut self) -> Result<()> {
+        if self.doc == 1 {
+            let end = self.w.next_event_id();
+            self.w.mark_document_zero(end)?;
+        }
+        self.base = 0;
+        self.doc_first_event = self.w.next_event_id();
+        self.doc_events_seen = false;
+        Ok(())
+    }
+}
+
+/// A document: an object with a `traceEvents` array, or an array of events.
+struct DocSeed<'t, 'a>(&'t mut Trace<'a>);
+
+impl<'de> DeserializeSeed<'de> for DocSeed<'_, '_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+/// The shape of a value that is not what a place expects, for messages.
+fn found<E: de::Error>(t: &mut Trace<'_>, place: String, prefix: &str, what: String) -> E {
+    t.fail(place, format!("{prefix}{what}"))
+}
+
+const DOC_SHAPE: &str =
+    "a chrome trace document must be an object with a \"traceEvents\" array or an array of events, found ";
+
+macro_rules! refuse_scalars {
+    ($place:expr, $prefix:expr) => {
+        fn visit_bool<E: de::Error>(self, v: bool) -> std::result::Result<(), E> {
+            let p = $place(&*self.0);
+            Err(found(self.0, p, $prefix, describe(&Value::Bool(v))))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<(), E> {
+            let p = $place(&*self.0);
+            Err(found(self.0, p, $prefix, describe(&Value::from(v))))
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<(), E> {
+            let p = $place(&*self.0);
+            Err(found(self.0, p, $prefix, describe(&Value::from(v))))
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<(), E> {
+            let p = $place(&*self.0);
+            Err(found(self.0, p, $prefix, describe(&Value::from(v))))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<(), E> {
+            let p = $place(&*self.0);
+            Err(found(self.0, p, $prefix, describe(&Value::from(v))))
+        }
+        fn visit_unit<E: de::Error>(self) -> std::result::Result<(), E> {
+            let p = $place(&*self.0);
+            Err(found(self.0, p, $prefix, "null".into()))
+        }
+    };
+}
+
+impl<'de> Visitor<'de> for DocSeed<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a chrome trace document")
+    }
+
+    refuse_scalars!(Trace::doc_place, DOC_SHAPE);
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<(), A::Error> {
+        read_events(self.0, seq)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        let t = self.0;
+        let mut had_events = false;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "traceEvents" => {
+                    map.next_value_seed(EventsSeed(t))?;
+                    had_events = true;
+                }
+                "baseTimeNanoseconds" => {
+                    let v: Value = map.next_value()?;
+                    let r = t.set_base(&v);
+                    t.keep(r)?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if !had_events {
+            let p = t.doc_place();
+            return Err(t.fail(
+                p,
+                "expected a \"traceEvents\" array of events, found an object without one",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The value of a `traceEvents` key: an array of events.
+struct EventsSeed<'t, 'a>(&'t mut Trace<'a>);
+
+impl<'de> DeserializeSeed<'de> for EventsSeed<'_, '_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventsSeed<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of events")
+    }
+
+    refuse_scalars!(
+        Trace::doc_place,
+        "\"traceEvents\": expected an array of events, found "
+    );
+
+    fn visit_map<A: MapAccess<'de>>(self, _map: A) -> std::result::Result<(), A::Error> {
+        let p = self.0.doc_place();
+        Err(self.0.fail(
+            p,
+            "\"traceEvents\": expected an array of events, found an object",
+        ))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<(), A::Error> {
+        read_events(self.0, seq)
+    }
+}
+
+/// Every event of an array, one at a time.
+fn read_events<'de, A: SeqAccess<'de>>(
+    t: &mut Trace<'_>,
+    mut seq: A,
+) -> std::result::Result<(), A::Error> {
+    let mut ei = 0usize;
+    while let Some(ev) = seq.next_element::<Value>()? {
+        t.doc_events_seen = true;
+        let r = t.event(ev, ei);
+        t.keep(r)?;
+        ei += 1;
+    }
+    Ok(())
 }
 
 pub(crate) fn import(
     path: &Path,
     file_name: &str,
-    bytes: &[u8],
     w: &mut Writer,
     notes: &mut Vec<String>,
 ) -> Result<()> {
+    let io = |place: String, e: std::io::Error| Error::input(path, place, e.to_string());
+    let file = std::fs::File::open(path).map_err(|e| io("open".into(), e))?;
+    let mut reader = BufReader::with_capacity(1 << 16, file);
     // A UTF-8 byte-order mark is skipped (offsets in messages still count it).
-    let (bytes, bom) = match bytes.strip_prefix(&[0xEF, 0xBB, 0xBF][..]) {
-        Some(rest) => (rest, 3),
-        None => (bytes, 0),
+    let bom = {
+        let head = reader.fill_buf().map_err(|e| io("byte 0".into(), e))?;
+        if head.starts_with(&[0xEF, 0xBB, 0xBF]) {
+            3
+        } else {
+            0
+        }
+    };
+    reader.consume(bom);
+    let at = Rc::new(std::cell::RefCell::new(Position {
+        pulled: 0,
+        line_starts: [(1, 0)].into_iter().collect(),
+    }));
+    let counted = Counting {
+        inner: reader,
+        at: at.clone(),
+    };
+    let mut de = serde_json::Deserializer::from_reader(counted);
+    let mut t = Trace {
+        path,
+        w,
+        pids: HashMap::new(),
+        pid_names: HashMap::new(),
+        tids: HashMap::new(),
+        tid_names: HashMap::new(),
+        taken: HashSet::new(),
+        next_pid: 1_000_000,
+        next_tid: 1 << 24,
+        threads: BTreeMap::new(),
+        ignored: BTreeMap::new(),
+        written: 0,
+        negative_durations: 0,
+        doc: 0,
+        base: 0,
+        doc_first_event: 0,
+        doc_events_seen: false,
+        failed: None,
+    };
+    let offset = |e: &serde_json::Error| {
+        let at = at.borrow();
+        let off = if e.is_eof() {
+            at.pulled
+        } else {
+            at.offset(e.line() as u64, e.column() as u64)
+                .unwrap_or(at.pulled)
+        };
+        off + bom as u64
     };
     // Several JSON documents may be concatenated (3.5–3.7: one per stream).
-    let mut docs: Vec<Value> = Vec::new();
-    let mut it = serde_json::Deserializer::from_slice(bytes).into_iter::<Value>();
-    for doc in it.by_ref() {
-        match doc {
-            Ok(v) => docs.push(v),
-            Err(e) => {
-                let off = offset_of(bytes, &e) + bom;
-                return Err(Error::input(path, format!("byte {off}"), e.to_string()));
-            }
-        }
-    }
-    // Every document and event has the right shape before anything is used.
-    let mut all_events: Vec<&[Value]> = Vec::with_capacity(docs.len());
-    for (di, d) in docs.iter().enumerate() {
-        let evs = events_of(d).map_err(|m| Error::input(path, format!("document {di}"), m))?;
-        for (ei, ev) in evs.iter().enumerate() {
-            if !ev.is_object() {
+    loop {
+        match de.end() {
+            Ok(()) => break,
+            Err(e) if e.is_io() => {
                 return Err(Error::input(
                     path,
-                    format!("document {di}, event {ei}"),
-                    format!("expected an event object, found {}", describe(ev)),
-                ));
+                    format!("byte {}", offset(&e)),
+                    e.to_string(),
+                ))
             }
-            if let Some(ph) = ev.get("ph").filter(|p| !p.is_string()) {
-                return Err(Error::input(
-                    path,
-                    format!("document {di}, event {ei}"),
-                    format!("\"ph\": expected a string, found {}", describe(ph)),
-                ));
-            }
+            // Not at the end: another document follows.
+            Err(_) => {}
         }
-        all_events.push(evs);
+        t.begin_document()?;
+        let r = DocSeed(&mut t).deserialize(&mut de);
+        if let Some(e) = t.failed.take() {
+            return Err(e);
+        }
+        if let Err(e) = r {
+            return Err(Error::input(
+                path,
+                format!("byte {}", offset(&e)),
+                e.to_string(),
+            ));
+        }
+        t.doc += 1;
     }
-    if docs.is_empty() {
+    let docs = t.doc;
+    if docs == 0 {
         notes.push(format!("{file_name}: empty chrome trace (no events)"));
     }
-    let mut pids: HashMap<String, i64> = HashMap::new();
-    let mut pid_names: HashMap<String, String> = HashMap::new();
-    let mut tids: HashMap<(String, String), i64> = HashMap::new();
-    let mut tid_names: HashMap<(String, String), String> = HashMap::new();
-    let mut taken: HashSet<i64> = HashSet::new();
-    let mut next_pid = 1_000_000i64;
-    let mut next_tid = 1i64 << 24;
-    let mut threads: BTreeMap<i64, (i64, String, String)> = BTreeMap::new();
-    let mut ignored: BTreeMap<String, u64> = BTreeMap::new();
-    let mut written = 0u64;
-    let mut negative_durations = 0u64;
-    let multi = docs.len() > 1;
-
-    // Metadata first (names of processes and lanes).
-    for evs in &all_events {
-        for ev in evs.iter() {
-            if ev.get("ph").and_then(Value::as_str) != Some("M") {
-                continue;
-            }
-            let name = ev
-                .pointer("/args/name")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            let (pk, tk) = (key_of(ev.get("pid")), key_of(ev.get("tid")));
-            match (ev.get("name").and_then(Value::as_str), name) {
-                (Some("process_name"), Some(n)) => {
-                    pid_names.insert(pk, n);
-                }
-                (Some("thread_name"), Some(n)) => {
-                    tid_names.insert((pk, tk), n);
-                }
-                _ => {}
-            }
-        }
-    }
-
-    for (di, (d, evs)) in docs.iter().zip(&all_events).enumerate() {
-        let base = match d.get("baseTimeNanoseconds") {
-            None | Some(Value::Null) => 0,
-            Some(v) => int_of(v).map_err(|m| {
-                Error::input(
-                    path,
-                    format!("document {di}"),
-                    format!("\"baseTimeNanoseconds\": {m}"),
-                )
-            })?,
-        };
-        for (ei, ev) in evs.iter().enumerate() {
-            let place = || format!("document {di}, event {ei}");
-            let ph = ev.get("ph").and_then(Value::as_str).unwrap_or("");
-            if ph == "M" {
-                continue;
-            }
-            if ph != "X" {
-                *ignored.entry(format!("ph \"{ph}\"")).or_default() += 1;
-                continue;
-            }
-            let Some(ts) = ev.get("ts").and_then(Value::as_f64) else {
-                return Err(Error::input(
-                    path,
-                    place(),
-                    "complete event without a numeric \"ts\"",
-                ));
-            };
-            let dur = match ev.get("dur") {
-                None | Some(Value::Null) => 0.0,
-                Some(v) => v.as_f64().ok_or_else(|| {
-                    Error::input(
-                        path,
-                        place(),
-                        format!("\"dur\": expected a number, found {}", describe(v)),
-                    )
-                })?,
-            };
-            // A negative duration (clock skew) becomes 0; the notes count them.
-            let dur = if dur < 0.0 {
-                negative_durations += 1;
-                0.0
-            } else {
-                dur
-            };
-            let ts_ns = us_to_ns(ts).ok_or_else(|| {
-                Error::input(
-                    path,
-                    place(),
-                    format!("\"ts\": {ts} µs does not fit a signed 64-bit nanosecond time"),
-                )
-            })?;
-            let dur_ns = us_to_ns(dur).ok_or_else(|| {
-                Error::input(
-                    path,
-                    place(),
-                    format!("\"dur\": {dur} µs does not fit a signed 64-bit nanosecond time"),
-                )
-            })?;
-            let start = base.checked_add(ts_ns).ok_or_else(|| {
-                Error::input(
-                    path,
-                    place(),
-                    format!(
-                        "start time baseTimeNanoseconds {base} + ts {ts_ns} ns does not fit a signed 64-bit integer"
-                    ),
-                )
-            })?;
-            let end = start.checked_add(dur_ns).ok_or_else(|| {
-                Error::input(
-                    path,
-                    place(),
-                    format!(
-                        "end time {start} + dur {dur_ns} ns does not fit a signed 64-bit integer"
-                    ),
-                )
-            })?;
-            let num_pid =
-                id_of(ev.get("pid"), "pid").map_err(|m| Error::input(path, place(), m))?;
-            let num_tid =
-                id_of(ev.get("tid"), "tid").map_err(|m| Error::input(path, place(), m))?;
-            let pk = key_of(ev.get("pid"));
-            let tk = key_of(ev.get("tid"));
-            let string_pid = matches!(ev.get("pid"), Some(Value::String(_)));
-            let pid = match pids.get(&pk) {
-                Some(p) => *p,
-                None => {
-                    let p = match num_pid {
-                        Some(p) if !string_pid => p,
-                        _ => {
-                            next_pid = next_pid.checked_add(1).ok_or_else(|| {
-                                Error::input(path, place(), "too many synthetic pids")
-                            })?;
-                            next_pid
-                        }
-                    };
-                    pids.insert(pk.clone(), p);
-                    p
-                }
-            };
-            let tid = match tids.get(&(pk.clone(), tk.clone())) {
-                Some(t) => *t,
-                None => {
-                    let t = match num_tid {
-                        Some(t)
-                            if !taken.contains(&t)
-                                && !matches!(ev.get("tid"), Some(Value::String(_))) =>
-                        {
-                            t
-                        }
-                        _ => {
-                            while taken.contains(&next_tid) {
-                                next_tid = next_tid.checked_add(1).ok_or_else(|| {
-                                    Error::input(path, place(), "too many synthetic tids")
-                                })?;
-                            }
-                            next_tid
-                        }
-                    };
-                    taken.insert(t);
-                    tids.insert((pk.clone(), tk.clone()), t);
-                    let tname = tid_names
-                        .get(&(pk.clone(), tk.clone()))
-                        .cloned()
-                        .or_else(|| tk.strip_prefix("s:").map(str::to_string))
-                        .unwrap_or_else(|| {
-                            if ev.get("cat").and_then(Value::as_str) == Some("kernel") {
-                                format!("GPU Stream {}", num_tid.unwrap_or(0))
-                            } else {
-                                format!("Thread {}", num_tid.unwrap_or(0))
-                            }
-                        });
-                    let pname = pid_names
-                        .get(&pk)
-                        .cloned()
-                        .or_else(|| pk.strip_prefix("s:").map(str::to_string))
-                        .unwrap_or_else(|| file_name.to_string());
-                    threads.insert(t, (pid, tname, pname));
-                    t
-                }
-            };
-            let cat = ev.get("cat").and_then(Value::as_str).unwrap_or("");
-            let category = if string_pid {
-                "PROTON_INTRA_KERNEL".to_string()
-            } else if matches!(cat, "scope" | "metric" | "kernel") {
-                format!("PROTON_{}", cat.to_ascii_uppercase())
-            } else {
-                "PROTON_TRACE".to_string()
-            };
-            let mut ext = match ev.get("args") {
-                Some(Value::Object(m)) => m.clone(),
-                Some(other) => {
-                    let mut m = Map::new();
-                    m.insert("args".into(), other.clone());
-                    m
-                }
-                None => Map::new(),
-            };
-            ext.insert("cat".into(), cat.into());
-            ext.insert("ts_us".into(), ts.into());
-            ext.insert("dur_us".into(), dur.into());
-            if let Some(p @ Value::String(_)) = ev.get("pid") {
-                ext.insert("source_pid".into(), p.clone());
-            }
-            if let Some(t @ Value::String(_)) = ev.get("tid") {
-                ext.insert("source_tid".into(), t.clone());
-            }
-            if multi {
-                ext.insert("document".into(), di.into());
-            }
-            let name = ev.get("name").and_then(Value::as_str).unwrap_or("");
-            w.region(
-                pid,
-                tid,
-                start,
-                end,
-                name,
-                &category,
-                &Value::Object(ext).to_string(),
-            )?;
-            written += 1;
-        }
-    }
-    for (tid, (pid, tname, _)) in &threads {
-        w.thread(*pid, *tid, Some(tname))?;
-    }
+    let names_of = |t: &Trace<'_>, th: &SeenThread| {
+        let key = (th.pid_key.clone(), th.tid_key.clone());
+        let tname = t
+            .tid_names
+            .get(&key)
+            .cloned()
+            .or_else(|| th.tid_key.strip_prefix("s:").map(str::to_string))
+            .unwrap_or_else(|| th.fallback.clone());
+        let pname = t
+            .pid_names
+            .get(&th.pid_key)
+            .cloned()
+            .or_else(|| th.pid_key.strip_prefix("s:").map(str::to_string))
+            .unwrap_or_else(|| file_name.to_string());
+        (tname, pname)
+    };
     let mut procs: BTreeMap<i64, String> = BTreeMap::new();
-    for (pid, _, pname) in threads.values() {
-        procs.entry(*pid).or_insert_with(|| pname.clone());
+    for (tid, th) in &t.threads {
+        let (tname, pname) = names_of(&t, th);
+        t.w.thread(th.pid, *tid, Some(&tname))?;
+        procs.entry(th.pid).or_insert(pname);
     }
     for (pid, pname) in &procs {
         let ext = serde_json::json!({"source_format": "proton-chrome-trace", "file": file_name});
-        w.process(*pid, pname, &ext.to_string())?;
+        t.w.process(*pid, pname, &ext.to_string())?;
     }
     notes.push(format!(
-        "{file_name}: {written} complete (X) events written as regions"
+        "{file_name}: {} complete (X) events written as regions",
+        t.written
     ));
-    if negative_durations > 0 {
+    if t.negative_durations > 0 {
         notes.push(format!(
-            "{file_name}: {negative_durations} complete events with a negative \"dur\" written with duration 0"
+            "{file_name}: {} complete events with a negative \"dur\" written with duration 0",
+            t.negative_durations
         ));
     }
-    for (what, n) in ignored {
+    for (what, n) in &t.ignored {
         notes.push(format!(
             "{file_name}: {n} events with {what} ignored (flows, instants, ...)"
         ));

@@ -186,6 +186,51 @@ impl Writer {
         )
     }
 
+    /// The id the next event will get (ids count up from 1 in write order).
+    pub fn next_event_id(&self) -> i64 {
+        self.next_event
+    }
+
+    /// Adds `delta` to the start and end of the regions of events `from..to`; `false`
+    /// (and nothing changed) when a time would leave the signed 64-bit range.
+    pub fn shift_regions(&self, from: i64, to: i64, delta: i64) -> Result<bool> {
+        let r = self.t("rocpd_region");
+        let (lo, hi): (Option<i64>, Option<i64>) = self
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT MIN(MIN(start), MIN(\"end\")), MAX(MAX(start), MAX(\"end\")) \
+                     FROM {r} WHERE id >= ? AND id < ?"
+                ),
+                [from, to],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .map_err(|e| self.err(e))?;
+        let fits = |t: Option<i64>| t.is_none_or(|t| t.checked_add(delta).is_some());
+        if !fits(lo) || !fits(hi) {
+            return Ok(false);
+        }
+        self.exec(
+            &format!(
+                "UPDATE {r} SET start = start + ?1, \"end\" = \"end\" + ?1 WHERE id >= ?2 AND id < ?3"
+            ),
+            params![delta, from, to],
+        )?;
+        Ok(true)
+    }
+
+    /// Gives the events with ids below `end` (those of a file's first document) the
+    /// extdata field `"document": 0`, once the file turns out to hold several documents.
+    pub fn mark_document_zero(&self, end: i64) -> Result<()> {
+        self.exec(
+            &format!(
+                "UPDATE {} SET extdata = json_set(extdata, '$.document', 0) WHERE id < ?",
+                self.t("rocpd_event")
+            ),
+            [end],
+        )
+    }
+
     /// Commits and returns the rows per table.
     pub fn finish(self) -> Result<Vec<(String, u64)>> {
         self.conn.execute_batch("COMMIT").map_err(|e| self.err(e))?;
