@@ -1,13 +1,15 @@
-//! Writing one process database: opening the SQLite file with bulk-load
-//! pragmas, creating the schema-v3 tables and views, and a [`Writer`] that
-//! holds one prepared `INSERT` per table for the whole transaction.
+//! Writing one process database: the file, its pragmas, tables, views and
+//! metadata rows come from `rocpd-dbwrite` (as for the importers), and a
+//! [`Writer`] holds one prepared multi-row `INSERT` per table for the whole
+//! transaction. Strings are written with the ids the simulation chose, so
+//! this writer does not use `rocpd_dbwrite::Strings`.
 //!
 //! Rows always carry their `id` explicitly (ids are pids, tids, handles,
 //! correlation ids… never SQLite's choice); the `guid` column is left to its
 //! default.
 
 use anyhow::{Context, Result};
-use rocpd_schema::{create_tables_sql, create_views_sql, metadata_rows, table_name};
+use rocpd_schema::table_name;
 use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection, Statement};
 use std::path::Path;
@@ -18,19 +20,10 @@ use std::path::Path;
 /// written before the rows they reference, e.g. strings last); the tests
 /// check `PRAGMA foreign_key_check` on the result instead.
 pub fn create(path: &Path, guid: &str) -> Result<Connection> {
-    let conn = Connection::open(path).with_context(|| format!("creating {}", path.display()))?;
-    conn.execute_batch(
-        "PRAGMA page_size = 4096;
-         PRAGMA foreign_keys = OFF;
-         PRAGMA journal_mode = OFF;
-         PRAGMA synchronous = OFF;
-         PRAGMA locking_mode = EXCLUSIVE;
-         PRAGMA temp_store = MEMORY;
-         PRAGMA cache_size = -32768;",
-    )?;
-    conn.execute_batch(&create_tables_sql(guid))?;
-    conn.execute_batch(&create_views_sql(guid))?;
-    Ok(conn)
+    // A larger cache than the importers': the generator writes 3M-event files for the
+    // benchmarks and is not itself measured for memory.
+    rocpd_dbwrite::create(path, guid, 32 << 10)
+        .with_context(|| format!("creating {}", path.display()))
 }
 
 /// Build `INSERT INTO "<table>" ("c1", …) VALUES (?, …), …` for `rows` rows.
@@ -48,7 +41,6 @@ fn insert_sql(base: &str, guid: &str, cols: &[&str], rows: usize) -> String {
 /// One buffered insert per table, valid for the life of the connection's
 /// open transaction. Call [`Writer::finish`] before committing.
 pub struct Writer<'c> {
-    metadata: Inserter<'c>,
     string: Inserter<'c>,
     node: Inserter<'c>,
     process: Inserter<'c>,
@@ -215,7 +207,6 @@ impl<'c> Writer<'c> {
     pub fn new(conn: &'c Connection, guid: &str) -> Result<Self> {
         let p = |base: &str, cols: &[&str]| Inserter::new(conn, base, guid, cols);
         Ok(Writer {
-            metadata: p("rocpd_metadata", &["tag", "value"])?,
             string: p("rocpd_string", &["id", "string"])?,
             node: p(
                 "rocpd_info_node",
@@ -281,7 +272,6 @@ impl<'c> Writer<'c> {
     /// Write all buffered rows. Must be called before committing.
     pub fn finish(&mut self) -> Result<()> {
         for ins in [
-            &mut self.metadata,
             &mut self.string,
             &mut self.node,
             &mut self.process,
@@ -303,14 +293,6 @@ impl<'c> Writer<'c> {
             &mut self.alloc,
         ] {
             ins.flush()?;
-        }
-        Ok(())
-    }
-
-    /// The three `rocpd_metadata` rows.
-    pub fn metadata(&mut self, guid: &str) -> Result<()> {
-        for (tag, value) in metadata_rows(guid) {
-            ins!(self.metadata, tag, value)?;
         }
         Ok(())
     }

@@ -302,7 +302,6 @@ impl<'w, 'c> Sim<'w, 'c> {
         for m in self.msgs.all() {
             self.strings.id(m);
         }
-        self.w.metadata(&self.proc_.guid)?;
         self.w.node(self.node)?;
 
         // Threads.

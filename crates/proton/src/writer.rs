@@ -1,17 +1,18 @@
-//! A small RocPD v3 writer: one database, one transaction, the rows this importer needs.
+//! A small RocPD v3 writer: one database (created by `rocpd-dbwrite`), one transaction,
+//! the rows this importer needs.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use rocpd_dbwrite::Strings;
 use rocpd_model::{Error, Result};
-use rocpd_schema::{create_tables_sql, create_views_sql, metadata_rows, table_name, TABLES};
-use rusqlite::{params, Connection, OptionalExtension};
+use rocpd_schema::table_name;
+use rusqlite::{params, Connection};
 
 pub(crate) struct Writer {
     conn: Connection,
     path: PathBuf,
     guid: String,
-    strings: HashMap<String, i64>,
+    strings: Strings,
     next_event: i64,
     pub nid: i64,
 }
@@ -19,33 +20,17 @@ pub(crate) struct Writer {
 impl Writer {
     pub fn create(path: &Path, guid: &str) -> Result<Writer> {
         let err = |e: rusqlite::Error| Error::output(path, e.to_string());
-        let conn = Connection::open(path).map_err(err)?;
-        conn.execute_batch(
-            "PRAGMA page_size = 4096; PRAGMA foreign_keys = OFF; PRAGMA journal_mode = OFF;
-             PRAGMA synchronous = OFF; PRAGMA locking_mode = EXCLUSIVE;",
-        )
-        .map_err(err)?;
-        conn.execute_batch(&create_tables_sql(guid)).map_err(err)?;
-        conn.execute_batch(&create_views_sql(guid)).map_err(err)?;
+        let conn =
+            rocpd_dbwrite::create(path, guid, rocpd_dbwrite::DEFAULT_CACHE_KIB).map_err(err)?;
         conn.execute_batch("BEGIN").map_err(err)?;
-        let w = Writer {
+        Ok(Writer {
             conn,
             path: path.to_path_buf(),
             guid: guid.to_string(),
-            strings: HashMap::new(),
+            strings: Strings::new(guid),
             next_event: 1,
             nid: 0,
-        };
-        for (tag, value) in metadata_rows(guid) {
-            w.exec(
-                &format!(
-                    "INSERT INTO {} (tag, value) VALUES (?, ?)",
-                    w.t("rocpd_metadata")
-                ),
-                params![tag, value],
-            )?;
-        }
-        Ok(w)
+        })
     }
 
     fn err(&self, e: rusqlite::Error) -> Error {
@@ -65,24 +50,8 @@ impl Writer {
     }
 
     pub fn string(&mut self, s: &str) -> Result<i64> {
-        if let Some(id) = self.strings.get(s) {
-            return Ok(*id);
-        }
-        let t = self.t("rocpd_string");
-        let found: Option<i64> = self
-            .conn
-            .prepare_cached(&format!("SELECT id FROM {t} WHERE string = ?"))
-            .and_then(|mut st| st.query_row([s], |r| r.get(0)).optional())
-            .map_err(|e| self.err(e))?;
-        let id = match found {
-            Some(id) => id,
-            None => {
-                self.exec(&format!("INSERT INTO {t} (string) VALUES (?)"), [s])?;
-                self.conn.last_insert_rowid()
-            }
-        };
-        self.strings.insert(s.to_string(), id);
-        Ok(id)
+        let r = self.strings.id(&self.conn, s);
+        r.map_err(|e| self.err(e))
     }
 
     /// The machine row (a synthetic node named `host`).
@@ -234,16 +203,7 @@ impl Writer {
     /// Commits and returns the rows per table.
     pub fn finish(self) -> Result<Vec<(String, u64)>> {
         self.conn.execute_batch("COMMIT").map_err(|e| self.err(e))?;
-        let mut rows = Vec::new();
-        for t in TABLES {
-            let n: i64 = self
-                .conn
-                .query_row(&format!("SELECT COUNT(*) FROM {}", self.t(t)), [], |r| {
-                    r.get(0)
-                })
-                .map_err(|e| self.err(e))?;
-            rows.push((t.to_string(), n as u64));
-        }
+        let rows = rocpd_dbwrite::row_counts(&self.conn, &self.guid).map_err(|e| self.err(e))?;
         self.conn
             .close()
             .map_err(|(_, e)| Error::output(&self.path, e.to_string()))?;

@@ -11,38 +11,20 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use rocpd_dbwrite::insert_sql;
 use rocpd_model::hash::{fnv1a64, FNV_OFFSET};
 use rocpd_model::{Error, Result};
-use rocpd_schema::{create_tables_sql, create_views_sql, metadata_rows, table_name, TABLES};
+use rocpd_schema::table_name;
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
-
-/// Distinct strings kept in the in-memory cache before it is cleared (lookups then go
-/// through the UNIQUE index of `rocpd_string`).
-const STRING_CACHE: usize = 100_000;
 
 fn out_err(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
     move |e| Error::output(path, e.to_string())
 }
 
-/// Creates the database file and its schema-v3 tables and views.
+/// Creates the database file and its schema-v3 tables, views and metadata rows.
 pub(crate) fn create(path: &Path, guid: &str) -> Result<Connection> {
-    let err = out_err(path);
-    let conn = Connection::open(path).map_err(&err)?;
-    conn.execute_batch(
-        "PRAGMA page_size = 4096;
-         PRAGMA foreign_keys = OFF;
-         PRAGMA journal_mode = OFF;
-         PRAGMA synchronous = OFF;
-         PRAGMA locking_mode = EXCLUSIVE;
-         PRAGMA temp_store = FILE;
-         PRAGMA cache_size = -8192;",
-    )
-    .map_err(&err)?;
-    conn.set_prepared_statement_cache_capacity(64);
-    conn.execute_batch(&create_tables_sql(guid)).map_err(&err)?;
-    conn.execute_batch(&create_views_sql(guid)).map_err(&err)?;
-    Ok(conn)
+    rocpd_dbwrite::create(path, guid, rocpd_dbwrite::DEFAULT_CACHE_KIB).map_err(out_err(path))
 }
 
 pub(crate) fn begin(conn: &Connection, path: &Path) -> Result<()> {
@@ -59,35 +41,10 @@ pub(crate) fn table_counts(
     path: &Path,
     guid: &str,
 ) -> Result<Vec<(String, u64)>> {
-    TABLES
-        .iter()
-        .map(|t| {
-            let n: i64 = conn
-                .query_row(
-                    &format!("SELECT COUNT(*) FROM \"{}\"", table_name(t, guid)),
-                    [],
-                    |r| r.get(0),
-                )
-                .map_err(out_err(path))?;
-            Ok((t.to_string(), n as u64))
-        })
-        .collect()
-}
-
-/// `INSERT INTO "<table>" ("c1", ...) VALUES (?, ...)`.
-fn insert_sql(base: &str, guid: &str, cols: &[&str]) -> String {
-    let names: Vec<String> = cols.iter().map(|c| format!("\"{c}\"")).collect();
-    format!(
-        "INSERT INTO \"{}\" ({}) VALUES ({})",
-        table_name(base, guid),
-        names.join(", "),
-        vec!["?"; cols.len()].join(", ")
-    )
+    rocpd_dbwrite::row_counts(conn, guid).map_err(out_err(path))
 }
 
 struct Sql {
-    string: String,
-    string_find: String,
     event: String,
     region: String,
     dispatch: String,
@@ -105,15 +62,12 @@ struct Sql {
     thread: String,
     queue: String,
     stream: String,
-    metadata: String,
 }
 
 impl Sql {
     fn new(guid: &str) -> Sql {
         let t = |b: &str| format!("\"{}\"", table_name(b, guid));
         Sql {
-            string: insert_sql("rocpd_string", guid, &["string"]),
-            string_find: format!("SELECT id FROM {} WHERE string = ?", t("rocpd_string")),
             event: insert_sql(
                 "rocpd_event",
                 guid,
@@ -146,7 +100,6 @@ impl Sql {
             thread: insert_sql("rocpd_info_thread", guid, &rocpd_schema::data_columns("rocpd_info_thread")),
             queue: insert_sql("rocpd_info_queue", guid, &rocpd_schema::data_columns("rocpd_info_queue")),
             stream: insert_sql("rocpd_info_stream", guid, &rocpd_schema::data_columns("rocpd_info_stream")),
-            metadata: insert_sql("rocpd_metadata", guid, &["tag", "value"]),
         }
     }
 }
@@ -488,7 +441,7 @@ pub(crate) struct Out<'c> {
     path: PathBuf,
     guid: String,
     sql: Sql,
-    strings: HashMap<String, i64>,
+    strings: rocpd_dbwrite::Strings,
     next_event: i64,
     next_copy: i64,
     next_alloc: i64,
@@ -509,12 +462,12 @@ pub(crate) struct Out<'c> {
 
 impl<'c> Out<'c> {
     pub fn new(conn: &'c Connection, path: &Path, guid: &str) -> Result<Out<'c>> {
-        let out = Out {
+        Ok(Out {
             conn,
             path: path.to_path_buf(),
             guid: guid.to_string(),
             sql: Sql::new(guid),
-            strings: HashMap::new(),
+            strings: rocpd_dbwrite::Strings::new(guid),
             next_event: 1,
             next_copy: 1,
             next_alloc: 1,
@@ -530,11 +483,7 @@ impl<'c> Out<'c> {
             code_objects: HashSet::new(),
             pmcs: HashSet::new(),
             untimed: false,
-        };
-        for (tag, value) in metadata_rows(guid) {
-            out.exec(&out.sql.metadata, params![tag, value])?;
-        }
-        Ok(out)
+        })
     }
 
     fn err(&self, e: rusqlite::Error) -> Error {
@@ -581,26 +530,8 @@ impl<'c> Out<'c> {
 
     /// The id of string `s` in `rocpd_string`, inserting it if new.
     pub fn string(&mut self, s: &str) -> Result<i64> {
-        if let Some(id) = self.strings.get(s) {
-            return Ok(*id);
-        }
-        let found: Option<i64> = self
-            .conn
-            .prepare_cached(&self.sql.string_find)
-            .and_then(|mut st| st.query_row([s], |r| r.get(0)).optional())
-            .map_err(|e| self.err(e))?;
-        let id = match found {
-            Some(id) => id,
-            None => {
-                self.exec(&self.sql.string, [s])?;
-                self.conn.last_insert_rowid()
-            }
-        };
-        if self.strings.len() >= STRING_CACHE {
-            self.strings.clear();
-        }
-        self.strings.insert(s.to_string(), id);
-        Ok(id)
+        let r = self.strings.id(self.conn, s);
+        r.map_err(|e| self.err(e))
     }
 
     /// Sets the node (otherwise an "unknown" node is written).
