@@ -6,7 +6,7 @@ use crate::out::{stdout, stdout_line};
 
 /// Prints processes, agents, time span and row counts per table.
 pub fn run(args: &[std::ffi::OsString], as_json: bool) -> Result<()> {
-    let mut inputs = crate::open_inputs(args, false)?;
+    let mut inputs = crate::open_inputs(args, false, rocpd::default_threads())?;
     let info = inputs.info()?;
     if as_json {
         return stdout_line(&serde_json::to_string_pretty(&info)?);

@@ -163,8 +163,8 @@ struct ConvertArgs {
     #[arg(long, default_value_t = 64)]
     max_open: usize,
     /// Decode threads (default: the machine's available parallelism). 1 decodes and writes
-    /// on one thread; N decodes the inputs on N threads, the writers on one more. The
-    /// output is the same for every N.
+    /// on one thread; N decodes the inputs on N threads, the writers on one more, and
+    /// imports N rocprofv3 or Proton inputs at once. The output is the same for every N.
     #[arg(long)]
     threads: Option<usize>,
     /// Also write the run report (events in/out per table and output) as JSON.
@@ -372,9 +372,18 @@ fn split_of(args: &ConvertArgs) -> Result<Option<rocpd::Split>> {
     )?)
 }
 
-/// Opens the inputs of `-i`, printing the files directory walks left out.
-fn open_inputs(args: &[std::ffi::OsString], skip_bad_rows: bool) -> Result<rocpd::Inputs> {
-    let inputs = rocpd::Inputs::open(args, &rocpd::OpenOptions { skip_bad_rows })?;
+/// Opens the inputs of `-i` (importing rocprofv3 and Proton files on `threads` threads),
+/// printing the files directory walks left out.
+fn open_inputs(
+    args: &[std::ffi::OsString],
+    skip_bad_rows: bool,
+    threads: usize,
+) -> Result<rocpd::Inputs> {
+    let options = rocpd::OpenOptions {
+        skip_bad_rows,
+        threads,
+    };
+    let inputs = rocpd::Inputs::open(args, &options)?;
     for w in inputs.warnings() {
         out::stderr_line(&format!("rocpd: warning: {w}"));
     }
@@ -442,7 +451,11 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
         report: args.report.clone(),
     };
     conversion.validate()?;
-    let mut inputs = open_inputs(&args.input, args.select.skip_bad_rows)?;
+    let mut inputs = open_inputs(
+        &args.input,
+        args.select.skip_bad_rows,
+        threads(args.threads),
+    )?;
     let bar = progress_bar(quiet);
     let report = inputs.convert(&conversion, &mut |p| {
         if let (Some((lo, hi)), Some(t)) = (p.span, p.time) {
@@ -491,7 +504,11 @@ fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
         report: args.report.clone(),
         ..Default::default()
     };
-    let mut inputs = open_inputs(&args.input, args.select.skip_bad_rows)?;
+    let mut inputs = open_inputs(
+        &args.input,
+        args.select.skip_bad_rows,
+        rocpd::default_threads(),
+    )?;
     let report = inputs.convert(&conversion, &mut |_| {})?;
     if !quiet {
         out::stderr_line(&report.render());
@@ -522,7 +539,11 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
             .then_some(args.bins),
         threads: threads(args.threads),
     };
-    let mut inputs = open_inputs(&args.input, args.select.skip_bad_rows)?;
+    let mut inputs = open_inputs(
+        &args.input,
+        args.select.skip_bad_rows,
+        threads(args.threads),
+    )?;
     let bar = progress_bar(quiet);
     let run = inputs.summary(&options, &mut |p| {
         bar.set_message(format!("{} events", p.rows))
@@ -551,7 +572,11 @@ fn run_query(args: QueryArgs, quiet: bool) -> Result<()> {
         },
         threads: threads(args.threads),
     };
-    let mut inputs = open_inputs(&args.input, args.select.skip_bad_rows)?;
+    let mut inputs = open_inputs(
+        &args.input,
+        args.select.skip_bad_rows,
+        threads(args.threads),
+    )?;
     let result = if args.output_file.is_some() || args.output_path.is_some() {
         let dir = args
             .output_path

@@ -397,9 +397,17 @@ impl Inputs {
 #[pymethods]
 impl Inputs {
     #[new]
-    #[pyo3(signature = (paths, skip_bad_rows=false))]
-    fn new(py: Python<'_>, paths: Vec<PathBuf>, skip_bad_rows: bool) -> PyResult<Self> {
-        let options = rocpd::OpenOptions { skip_bad_rows };
+    #[pyo3(signature = (paths, skip_bad_rows=false, threads=None))]
+    fn new(
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        skip_bad_rows: bool,
+        threads: Option<usize>,
+    ) -> PyResult<Self> {
+        let options = rocpd::OpenOptions {
+            skip_bad_rows,
+            threads: self::threads(threads),
+        };
         let inputs = interruptible(py, move || rocpd::Inputs::open(&paths, &options))?;
         Ok(Inputs {
             slot: Arc::new(Mutex::new(Slot::Ready(Box::new(inputs)))),

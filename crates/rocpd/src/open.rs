@@ -36,6 +36,76 @@ pub const CACHE_BUDGET_KIB: usize = 4 << 10;
 pub struct OpenOptions {
     /// Skip rocprofv3 rows that cannot be read (counted in the report) instead of failing.
     pub skip_bad_rows: bool,
+    /// Threads importing rocprofv3 and Proton inputs, one input (run) each at a time;
+    /// 0 for the machine's available parallelism. The imported data does not depend on it.
+    pub threads: usize,
+}
+
+impl OpenOptions {
+    /// [`OpenOptions::threads`], with 0 resolved.
+    fn threads(&self) -> usize {
+        match self.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+    }
+}
+
+/// What one import job wrote.
+enum Imported {
+    Proton(rocpd_proton::ImportReport),
+    Rocprof(rocpd_rocprofv3::ImportReport),
+}
+
+/// Runs `job(0)`, ..., `job(count - 1)` on up to `threads` threads, each job once, started
+/// in index order; returns the results in index order. When a job fails no further job
+/// is started, the ones running finish, and the error of the lowest-index failed job is
+/// returned: the same error whatever the number of threads, since every job before it
+/// was started (and, unless it failed too, succeeded).
+fn in_parallel<T: Send>(
+    count: usize,
+    threads: usize,
+    job: impl Fn(usize) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let done: Mutex<Vec<Option<Result<T>>>> = Mutex::new((0..count).map(|_| None).collect());
+    let work = || loop {
+        if failed.load(Ordering::SeqCst) {
+            return;
+        }
+        let i = next.fetch_add(1, Ordering::SeqCst);
+        if i >= count {
+            return;
+        }
+        let r = job(i);
+        if r.is_err() {
+            failed.store(true, Ordering::SeqCst);
+        }
+        done.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
+    };
+    let threads = threads.clamp(1, count.max(1));
+    if threads == 1 {
+        work();
+    } else {
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(work);
+            }
+        });
+    }
+    let mut out = Vec::with_capacity(count);
+    for r in done.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        match r {
+            Some(Ok(v)) => out.push(v),
+            Some(Err(e)) => return Err(e),
+            // Not started: a job before it failed, and its error came first.
+            None => return Err(Error::Usage("internal: an import was skipped".into())),
+        }
+    }
+    Ok(out)
 }
 
 /// Where an imported input came from.
@@ -171,23 +241,6 @@ impl Inputs {
         });
         let tmp = imports.dir.path().to_path_buf();
         self.imports = Some(imports);
-        for (i, (path, kind)) in proton.iter().enumerate() {
-            let dest = tmp.join(format!("proton-{i:04}.db"));
-            let report = rocpd_proton::import(path, *kind, &dest)?;
-            self.notes.extend(
-                report
-                    .notes
-                    .iter()
-                    .map(|n| format!("{}: {n}", path.display())),
-            );
-            self.push(
-                dest,
-                Some(Origin {
-                    format: "proton".into(),
-                    files: vec![path.clone()],
-                }),
-            );
-        }
         let runs = if rocprof.is_empty() {
             Vec::new()
         } else {
@@ -196,24 +249,64 @@ impl Inputs {
         let opts = rocpd_rocprofv3::ImportOptions {
             skip_bad_rows: options.skip_bad_rows,
         };
-        for (i, run) in runs.iter().enumerate() {
-            let dest = tmp.join(format!("import-{i:04}.db"));
-            let report = rocpd_rocprofv3::import(run, &dest, &opts)?;
-            let format = match run.source {
-                rocpd_rocprofv3::RunSource::Csv { .. } => "rocprofv3-csv",
-                rocpd_rocprofv3::RunSource::Json { .. } => "rocprofv3-json",
-            };
-            self.skipped_rows += report.skipped_rows;
-            for s in report.skipped.iter().chain(&report.ignored) {
-                self.notes.push(format!("{}: {s}", run.label));
+        // Every import writes its own database: they run side by side, and their results
+        // are taken in input order, so inputs, notes and errors do not depend on timing.
+        let dest = |job: usize| {
+            if job < proton.len() {
+                tmp.join(format!("proton-{job:04}.db"))
+            } else {
+                tmp.join(format!("import-{:04}.db", job - proton.len()))
             }
-            self.push(
-                dest,
-                Some(Origin {
-                    format: format.into(),
-                    files: run.files.clone(),
-                }),
-            );
+        };
+        let reports = in_parallel(proton.len() + runs.len(), options.threads(), |job| {
+            Ok(match proton.get(job) {
+                Some((path, kind)) => {
+                    Imported::Proton(rocpd_proton::import(path, *kind, &dest(job))?)
+                }
+                None => Imported::Rocprof(rocpd_rocprofv3::import(
+                    &runs[job - proton.len()],
+                    &dest(job),
+                    &opts,
+                )?),
+            })
+        })?;
+        for (job, report) in reports.into_iter().enumerate() {
+            match report {
+                Imported::Proton(report) => {
+                    let path = &proton[job].0;
+                    self.notes.extend(
+                        report
+                            .notes
+                            .iter()
+                            .map(|n| format!("{}: {n}", path.display())),
+                    );
+                    self.push(
+                        dest(job),
+                        Some(Origin {
+                            format: "proton".into(),
+                            files: vec![path.clone()],
+                        }),
+                    );
+                }
+                Imported::Rocprof(report) => {
+                    let run = &runs[job - proton.len()];
+                    let format = match run.source {
+                        rocpd_rocprofv3::RunSource::Csv { .. } => "rocprofv3-csv",
+                        rocpd_rocprofv3::RunSource::Json { .. } => "rocprofv3-json",
+                    };
+                    self.skipped_rows += report.skipped_rows;
+                    for s in report.skipped.iter().chain(&report.ignored) {
+                        self.notes.push(format!("{}: {s}", run.label));
+                    }
+                    self.push(
+                        dest(job),
+                        Some(Origin {
+                            format: format.into(),
+                            files: run.files.clone(),
+                        }),
+                    );
+                }
+            }
         }
         Ok(())
     }
@@ -564,4 +657,38 @@ fn run_projection(stages: &[Box<dyn Stage>], sinks: &[Box<dyn Sink>]) -> Project
         });
     }
     p.unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn jobs_come_back_in_order_and_the_lowest_failed_job_is_the_error() {
+        for threads in [1, 2, 5, 64] {
+            let squares = in_parallel(20, threads, |i| Ok(i * i)).unwrap();
+            assert_eq!(squares, (0..20).map(|i| i * i).collect::<Vec<_>>());
+            let started = AtomicUsize::new(0);
+            let e = in_parallel(20, threads, |i| {
+                started.fetch_add(1, Ordering::SeqCst);
+                if i == 7 || i == 9 {
+                    Err(Error::Usage(format!("job {i}")))
+                } else {
+                    Ok(i)
+                }
+            })
+            .unwrap_err();
+            assert_eq!(e.to_string(), "job 7", "threads {threads}");
+            if threads == 1 {
+                assert_eq!(
+                    started.load(Ordering::SeqCst),
+                    8,
+                    "nothing after the failure"
+                );
+            }
+        }
+        assert!(in_parallel(0, 4, Ok::<usize, Error>).unwrap().is_empty());
+    }
 }

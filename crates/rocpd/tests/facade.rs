@@ -515,3 +515,70 @@ fn splits_of_order_free_formats_over_more_inputs_than_a_group() {
         }
     }
 }
+
+#[test]
+fn imports_on_several_threads_give_the_same_inputs_notes_and_output() {
+    // Six CSV runs (decode, decode_fetch, ... prefill_stall), imported side by side.
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/rocprofv3-csv-llamacpp");
+    let mut seen = Vec::new();
+    for threads in [1, 2, 4] {
+        let options = rocpd::OpenOptions {
+            threads,
+            ..Default::default()
+        };
+        let mut inputs = Inputs::open(&[&fixture], &options).unwrap();
+        assert_eq!(inputs.len(), 6);
+        let out = tempfile::tempdir().unwrap();
+        let c = Conversion {
+            formats: vec![Format::Pftrace],
+            dir: out.path().to_path_buf(),
+            threads: 1,
+            ..Default::default()
+        };
+        inputs.convert(&c, &mut |_| {}).unwrap();
+        let files: Vec<String> = inputs
+            .input_files()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        seen.push((
+            files,
+            inputs.import_notes(),
+            format!("{:?}", inputs.catalog().processes),
+            tree(out.path()),
+        ));
+    }
+    assert_eq!(seen[0], seen[1], "2 threads");
+    assert_eq!(seen[0], seen[2], "4 threads");
+}
+
+#[test]
+fn an_import_error_is_the_first_bad_input_whatever_the_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/rocprofv3-csv-llamacpp");
+    // Three runs; the second and the third have a kernel trace cut inside a quoted field.
+    for prefix in ["a_", "b_", "c_"] {
+        let mut text = std::fs::read(fixture.join("decode_kernel_trace.csv")).unwrap();
+        if prefix != "a_" {
+            text.truncate(text.len() / 2);
+            text.extend_from_slice(b"\n\"unterminated");
+        }
+        std::fs::write(dir.path().join(format!("{prefix}kernel_trace.csv")), text).unwrap();
+    }
+    let mut errors = Vec::new();
+    for threads in [1, 2, 3] {
+        let options = rocpd::OpenOptions {
+            threads,
+            ..Default::default()
+        };
+        let e = Inputs::open(&[dir.path()], &options)
+            .unwrap_err()
+            .to_string();
+        errors.push(e);
+    }
+    assert!(errors[0].contains("b_kernel_trace.csv"), "{}", errors[0]);
+    assert_eq!(errors[0], errors[1]);
+    assert_eq!(errors[0], errors[2]);
+}

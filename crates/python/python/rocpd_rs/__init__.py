@@ -131,10 +131,16 @@ class Inputs:
     directory that lives as long as this object (or until :meth:`close`); nothing is
     ever written beside an input. A process given twice is refused. One call at a time
     per object: a second thread's call while one runs raises ``RuntimeError``.
+    ``threads`` imports that many such inputs at once (default: the machine's cores); the
+    imported data does not depend on it.
     """
 
-    def __init__(self, paths: Paths, skip_bad_rows: bool = False) -> None:
-        self._inputs: Optional[_native.Inputs] = _native.Inputs(_paths(paths), bool(skip_bad_rows))
+    def __init__(
+        self, paths: Paths, skip_bad_rows: bool = False, threads: Optional[int] = None
+    ) -> None:
+        self._inputs: Optional[_native.Inputs] = _native.Inputs(
+            _paths(paths), bool(skip_bad_rows), threads
+        )
         for w in self._inputs.warnings():
             warnings.warn(w, RocpdWarning, stacklevel=3)
 
@@ -328,7 +334,7 @@ def convert(
 ) -> Dict[str, Any]:
     """Opens ``paths`` and converts them: :meth:`Inputs.convert` with the same keywords.
     Returns the run report."""
-    with Inputs(paths, skip_bad_rows) as inputs:
+    with Inputs(paths, skip_bad_rows, options.get("threads")) as inputs:
         return inputs.convert(formats, output_dir, name, **options)
 
 
@@ -342,7 +348,7 @@ def summary(
     **options: Any,
 ) -> Dict[str, pa.Table]:
     """Opens ``paths`` and computes their flat profile: :meth:`Inputs.summary`."""
-    with Inputs(paths, skip_bad_rows) as inputs:
+    with Inputs(paths, skip_bad_rows, options.get("threads")) as inputs:
         return inputs.summary(by_rank, domain_summary, region_categories, **options)
 
 
