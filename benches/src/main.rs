@@ -22,12 +22,17 @@
 //!   dataset, by one run, by eight `--append` runs in turn and by eight at once.
 //! * **Proton chrome traces** (`--proton-only`): generated `.chrome_trace` files of 0.5M
 //!   and 1.5M events (about 75 and 225 MB) through `convert -f pftrace`, beside a floor
-//!   that only parses the JSON (this binary's hidden `--step-json FILE` mode).
+//!   that only parses the JSON (this binary's hidden `--step-json FILE` mode), and
+//!   generated `.hatchet` trees of 0.1M and 0.3M nodes beside a floor that parses them
+//!   keeping nothing (`--step-any FILE`).
+//! * **rocprofv3 CSV and JSON** (`--import-only`): the single and multi cases written out
+//!   as CSV sets and JSON files, converted beside the same trace as databases: time, peak
+//!   memory and the most temporary disk (`TMPDIR`) each run used.
 //!
 //! Usage (from the workspace root):
 //!   cargo build --release -p rocpd-cli -p rocpd-bench && target/release/rocpd-bench
 //!     [--quick] [--summary-only] [--baseline-only] [--many-only] [--lake-only]
-//!     [--proton-only]
+//!     [--proton-only] [--import-only]
 //!
 //! `--quick` runs every case at a tenth of its events. The `--*-only` flags run just
 //! those sections (they combine); without them every section runs.
@@ -51,6 +56,37 @@ struct Measured {
     output_bytes: u64,
     seconds: f64,
     peak_rss_kib: i64,
+    /// The most the run's `TMPDIR` held at once (files SQLite unlinks at once, such as
+    /// its sorters, are not seen).
+    peak_tmp_bytes: u64,
+}
+
+/// Runs `f` while a thread samples the size of `tmp` every 20 ms; returns `f`'s result
+/// and the largest size seen.
+fn with_tmp_sampled<T>(tmp: &Path, f: impl FnOnce() -> Result<T>) -> Result<(T, u64)> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let stop = AtomicBool::new(false);
+    let peak = AtomicU64::new(0);
+    let r = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(Ordering::SeqCst) {
+                peak.fetch_max(dir_size(tmp), Ordering::SeqCst);
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        let r = f();
+        stop.store(true, Ordering::SeqCst);
+        r
+    });
+    Ok((r?, peak.load(Ordering::SeqCst)))
+}
+
+/// A fresh, empty `tmp` directory under `dir`, for a child's `TMPDIR`.
+fn fresh_tmp(dir: &Path) -> Result<PathBuf> {
+    let tmp = dir.join("tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)?;
+    Ok(tmp)
 }
 
 /// Runs `cmd`, returning (wall seconds, peak RSS in KiB of the child).
@@ -157,9 +193,12 @@ fn prepare(args: &[String]) -> Result<()> {
         [kind, file, events] if kind == "chrome" => {
             write_chrome_trace(Path::new(file), events.parse().context("events")?)?;
         }
+        [kind, file, scopes] if kind == "tree" => {
+            write_tree(Path::new(file), scopes.parse().context("scopes")?)?;
+        }
         _ => bail!(
             "usage: rocpd-bench --prepare db DIR PROCESSES ITERATIONS | csv|json DB_DIR OUT_DIR \
-             | chrome FILE EVENTS"
+             | chrome FILE EVENTS | tree FILE SCOPES"
         ),
     }
     Ok(())
@@ -217,7 +256,10 @@ fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Mea
         .arg("--report")
         .arg(&report)
         .args(extra);
-    let (seconds, peak_rss_kib) = run_measured(&mut cmd)?;
+    let tmp = fresh_tmp(&dir)?;
+    cmd.env("TMPDIR", &tmp);
+    let ((seconds, peak_rss_kib), peak_tmp_bytes) =
+        with_tmp_sampled(&tmp, || run_measured(&mut cmd))?;
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&report)?)?;
     let events = v["rows_in"]
         .as_object()
@@ -229,6 +271,7 @@ fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Mea
         output_bytes: dir_size(&out),
         seconds,
         peak_rss_kib,
+        peak_tmp_bytes,
     })
 }
 
@@ -240,6 +283,7 @@ const FLAGS: &[&str] = &[
     "--many-only",
     "--lake-only",
     "--proton-only",
+    "--import-only",
 ];
 
 fn main() -> Result<()> {
@@ -248,6 +292,7 @@ fn main() -> Result<()> {
         Some("--step-sqlite") => return step_sqlite(&args[1..]),
         Some("--prepare") => return prepare(&args[1..]),
         Some("--step-json") => return step_json(&args[1..]),
+        Some("--step-any") => return step_any(&args[1..]),
         _ => {}
     }
     if let Some(a) = args.iter().find(|a| !FLAGS.contains(&a.as_str())) {
@@ -311,6 +356,7 @@ fn main() -> Result<()> {
         "--many-only",
         "--lake-only",
         "--proton-only",
+        "--import-only",
     ]
     .into_iter()
     .filter(|f| flag(f))
@@ -330,6 +376,9 @@ fn main() -> Result<()> {
         }
         if only.contains(&"--proton-only") {
             proton_section(&exe, &rocpd, &root, scale)?;
+        }
+        if only.contains(&"--import-only") {
+            import_section(&rocpd, &cases, &root)?;
         }
         return Ok(());
     }
@@ -429,30 +478,7 @@ fn main() -> Result<()> {
         }
     }
 
-    // Reading rocprofv3 CSV and JSON (the same traces written out): import + convert.
-    for (title, flag) in [
-        ("rocprofv3 CSV input (-f pftrace)", "--csv"),
-        ("rocprofv3 JSON input (-f pftrace)", "--json"),
-    ] {
-        println!("\n{title}:");
-        println!(
-            "{:<12} {:>10} {:>8} {:>8} {:>10} {:>9}",
-            "case", "events", "in MiB", "seconds", "events/s", "peak MiB"
-        );
-        for i in [0, 1, 3, 4] {
-            let case = &cases[i];
-            let m = measure(&rocpd, case, &root, &[flag])?;
-            println!(
-                "{:<12} {:>10} {:>8.1} {:>8.2} {:>10.0} {:>9.1}",
-                case.name,
-                m.events,
-                m.input_bytes as f64 / 1048576.0,
-                m.seconds,
-                m.events as f64 / m.seconds,
-                m.peak_rss_kib as f64 / 1024.0
-            );
-        }
-    }
+    import_section(&rocpd, &cases, &root)?;
 
     summary_section(&rocpd, &cases, &root)?;
 
@@ -941,6 +967,58 @@ fn write_chrome_trace(path: &Path, events: u64) -> Result<()> {
     Ok(())
 }
 
+/// Kernels under each scope of a generated tree.
+const TREE_FANOUT: u64 = 1000;
+
+/// Writes a Proton-like `.hatchet` tree: a `ROOT` placeholder, `scopes` scopes of
+/// [`TREE_FANOUT`] kernels each, with time, count and a flops metric; names repeat (ten
+/// scope names, fifty kernel names) as a profiled program's do. Deterministic.
+fn write_tree(path: &Path, scopes: u64) -> Result<()> {
+    use std::io::Write;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    write!(
+        w,
+        "[{{\"frame\":{{\"name\":\"ROOT\",\"type\":\"function\"}},\"metrics\":{{}},\"children\":["
+    )?;
+    for i in 0..scopes {
+        let sep = if i == 0 { "" } else { "," };
+        write!(
+            w,
+            "{sep}{{\"frame\":{{\"name\":\"scope_{}\",\"type\":\"function\"}},\"metrics\":{{\"count\":1}},\"children\":[",
+            i % 10
+        )?;
+        for j in 0..TREE_FANOUT {
+            let k = i * TREE_FANOUT + j;
+            let sep = if j == 0 { "" } else { "," };
+            write!(
+                w,
+                "{sep}{{\"frame\":{{\"name\":\"kernel_{}\",\"type\":\"function\"}},\"metrics\":{{\
+                 \"count\":{},\"device_id\":\"0\",\"device_type\":\"HIP\",\"flops\":{},\"time (ns)\":{}}},\
+                 \"children\":[]}}",
+                j % 50,
+                1 + k % 100,
+                k.wrapping_mul(2654435761) % 1_000_000_000,
+                1 + k.wrapping_mul(40503) % 1_000_000
+            )?;
+        }
+        write!(w, "]}}")?;
+    }
+    writeln!(w, "]}},{{\"HIP\":{{\"0\":{{\"arch\":\"gfx90a\"}}}}}}]")?;
+    w.flush()?;
+    Ok(())
+}
+
+/// The hidden `--step-any FILE` mode, the floor under a tree conversion: parses the JSON
+/// file keeping nothing.
+fn step_any(args: &[String]) -> Result<()> {
+    let [file] = args else {
+        bail!("usage: rocpd-bench --step-any FILE");
+    };
+    let f = std::io::BufReader::with_capacity(1 << 16, std::fs::File::open(file)?);
+    let _: serde::de::IgnoredAny = serde_json::from_reader(f).context("parsing the tree")?;
+    Ok(())
+}
+
 /// The hidden `--step-json FILE` mode, the floor under a chrome trace conversion: parses the
 /// file with serde_json, reading every value and keeping none, and prints the number of
 /// complete events on stdout.
@@ -987,37 +1065,46 @@ fn step_json(args: &[String]) -> Result<()> {
 /// time, events/s, peak RSS, and the temporary disk the import used (its database).
 fn proton_section(exe: &Path, rocpd: &Path, root: &Path, scale: u32) -> Result<()> {
     let started = Instant::now();
-    println!("\nProton chrome traces through convert -f pftrace (baseline: parse the JSON only):");
+    println!("\nProton chrome traces and trees through convert -f pftrace (baseline: parse the JSON only):");
     println!(
-        "{:<12} {:>9} {:>8} {:<9} {:>8} {:>10} {:>9}",
-        "case", "events", "in MiB", "command", "seconds", "events/s", "peak MiB"
+        "{:<12} {:>9} {:>8} {:<9} {:>8} {:>10} {:>9} {:>8}",
+        "case", "events", "in MiB", "command", "seconds", "events/s", "peak MiB", "tmp MiB"
     );
     let dir = root.join("proton");
     std::fs::create_dir_all(&dir)?;
     let mut peaks = Vec::new();
-    for (name, events) in [("chrome-0.5M", 500_000u64), ("chrome-1.5M", 1_500_000)] {
-        let events = events / u64::from(scale);
-        let file = dir.join(format!("{name}-{events}.chrome_trace"));
+    // (case, chrome events or tree scopes, is a tree)
+    for (name, size, tree) in [
+        ("chrome-0.5M", 500_000u64, false),
+        ("chrome-1.5M", 1_500_000, false),
+        ("tree-0.1M", 100, true),
+        ("tree-0.3M", 300, true),
+    ] {
+        let size = size / u64::from(scale);
+        let (kind, ext, events) = if tree {
+            ("tree", "hatchet", size * (TREE_FANOUT + 1))
+        } else {
+            ("chrome", "chrome_trace", size)
+        };
+        let file = dir.join(format!("{name}-{size}.{ext}"));
         if !file.exists() {
             let tmp = file.with_extension("part");
-            prepare_in_child(&[
-                "chrome".as_ref(),
-                tmp.as_os_str(),
-                events.to_string().as_ref(),
-            ])?;
+            prepare_in_child(&[kind.as_ref(), tmp.as_os_str(), size.to_string().as_ref()])?;
             std::fs::rename(&tmp, &file)?;
         }
         let in_mib = std::fs::metadata(&file)?.len() as f64 / 1048576.0;
         let count = dir.join("floor-events.txt");
         let mut floor = Command::new(exe);
         floor
-            .arg("--step-json")
+            .arg(if tree { "--step-any" } else { "--step-json" })
             .arg(&file)
             .stdout(std::fs::File::create(&count)?);
         let (fs, fk) = run_measured(&mut floor)?;
-        let stepped: u64 = std::fs::read_to_string(&count)?.trim().parse()?;
-        if stepped != events {
-            bail!("{name}: the floor read {stepped} events, {events} were written");
+        if !tree {
+            let stepped: u64 = std::fs::read_to_string(&count)?.trim().parse()?;
+            if stepped != events {
+                bail!("{name}: the floor read {stepped} events, {events} were written");
+            }
         }
         let out = dir.join("out");
         let _ = std::fs::remove_dir_all(&out);
@@ -1028,26 +1115,79 @@ fn proton_section(exe: &Path, rocpd: &Path, root: &Path, scale: u32) -> Result<(
             .arg("-d")
             .arg(&out)
             .stdout(Stdio::null());
-        let (cs, ck) = run_measured(&mut convert)?;
-        for (command, seconds, kib) in [("baseline", fs, fk), ("pftrace", cs, ck)] {
+        let tmp = fresh_tmp(&dir)?;
+        convert.env("TMPDIR", &tmp);
+        let ((cs, ck), tmp_bytes) = with_tmp_sampled(&tmp, || run_measured(&mut convert))?;
+        for (command, seconds, kib, tmp_bytes) in
+            [("baseline", fs, fk, 0), ("pftrace", cs, ck, tmp_bytes)]
+        {
             println!(
-                "{:<12} {:>9} {:>8.1} {:<9} {:>8.2} {:>10.0} {:>9.1}",
+                "{:<12} {:>9} {:>8.1} {:<9} {:>8.2} {:>10.0} {:>9.1} {:>8.1}",
                 name,
                 events,
                 in_mib,
                 command,
                 seconds,
                 events as f64 / seconds,
-                kib as f64 / 1024.0
+                kib as f64 / 1024.0,
+                tmp_bytes as f64 / 1048576.0
             );
         }
         peaks.push(ck as f64 / 1024.0);
         let _ = std::fs::remove_dir_all(&out);
     }
     println!(
-        "peak RSS, 1.5M events against 0.5M: {:.2}x",
-        peaks[1] / peaks[0]
+        "peak RSS, 1.5M events against 0.5M: {:.2}x; tree of 0.3M nodes against 0.1M: {:.2}x",
+        peaks[1] / peaks[0],
+        peaks[3] / peaks[2]
     );
     println!("(proton section: {:.0} s)", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// rocprofv3 CSV and JSON inputs (the same traces written out by the generator) against
+/// the same trace as a database, each converted to pftrace in turn: time, peak memory and
+/// the most temporary disk the run used, beside the input's size.
+fn import_section(rocpd: &Path, cases: &[Case], root: &Path) -> Result<()> {
+    println!("\nrocprofv3 CSV and JSON input against the database (-f pftrace):");
+    println!(
+        "{:<12} {:<5} {:>10} {:>8} {:>8} {:>10} {:>7} {:>9} {:>8} {:>7}",
+        "case",
+        "input",
+        "events",
+        "in MiB",
+        "seconds",
+        "events/s",
+        "vs db",
+        "peak MiB",
+        "tmp MiB",
+        "tmp/in"
+    );
+    for i in [0, 1, 2, 4, 5] {
+        let case = &cases[i];
+        let mut db_rate = None;
+        for (label, extra) in [
+            ("db", &[][..]),
+            ("csv", &["--csv"][..]),
+            ("json", &["--json"][..]),
+        ] {
+            let m = measure(rocpd, case, root, extra)?;
+            let rate = m.events as f64 / m.seconds;
+            let base = *db_rate.get_or_insert(rate);
+            println!(
+                "{:<12} {:<5} {:>10} {:>8.1} {:>8.2} {:>10.0} {:>6.2}x {:>9.1} {:>8.1} {:>7.2}",
+                case.name,
+                label,
+                m.events,
+                m.input_bytes as f64 / 1048576.0,
+                m.seconds,
+                rate,
+                rate / base,
+                m.peak_rss_kib as f64 / 1024.0,
+                m.peak_tmp_bytes as f64 / 1048576.0,
+                m.peak_tmp_bytes as f64 / m.input_bytes.max(1) as f64
+            );
+        }
+    }
     Ok(())
 }

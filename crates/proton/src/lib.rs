@@ -247,24 +247,16 @@ pub fn import(path: &Path, kind: ProtonKind, dest: &Path) -> Result<ImportReport
 
 fn import_inner(path: &Path, kind: ProtonKind, dest: &Path) -> Result<ImportReport> {
     let open = |e: std::io::Error| Error::input(path, "open", e.to_string());
-    // A chrome trace is streamed; a tree is parsed from memory (its nodes are kept anyway
-    // for the flame layout).
-    let bytes = match kind {
-        ProtonKind::ChromeTrace => None,
-        ProtonKind::Tree | ProtonKind::TreeMsgpack => Some(std::fs::read(path).map_err(open)?),
-    };
-    let guid = match &bytes {
-        Some(b) => file_guid(path, kind, b.len() as u64, b),
-        None => {
-            use std::io::Read;
-            let f = std::fs::File::open(path).map_err(open)?;
-            let len = f.metadata().map_err(open)?.len();
-            let mut head = Vec::new();
-            f.take(GUID_HEAD as u64)
-                .read_to_end(&mut head)
-                .map_err(|e| Error::input(path, "byte 0", e.to_string()))?;
-            file_guid(path, kind, len, &head)
-        }
+    // Every kind is streamed: only the head is read here, for the guid.
+    let guid = {
+        use std::io::Read;
+        let f = std::fs::File::open(path).map_err(open)?;
+        let len = f.metadata().map_err(open)?.len();
+        let mut head = Vec::new();
+        f.take(GUID_HEAD as u64)
+            .read_to_end(&mut head)
+            .map_err(|e| Error::input(path, "byte 0", e.to_string()))?;
+        file_guid(path, kind, len, &head)
     };
     let name = path
         .file_name()
@@ -274,9 +266,11 @@ fn import_inner(path: &Path, kind: ProtonKind, dest: &Path) -> Result<ImportRepo
     let node_hash = (fnv1a64(b"proton", FNV_OFFSET) % i64::MAX as u64) as i64;
     w.node("unknown", node_hash)?;
     let mut notes = Vec::new();
-    match &bytes {
-        Some(bytes) => tree::import(path, &name, bytes, kind, &mut w, &mut notes)?,
-        None => trace::import(path, &name, &mut w, &mut notes)?,
+    match kind {
+        ProtonKind::Tree | ProtonKind::TreeMsgpack => {
+            tree::import(path, &name, kind, &mut w, &mut notes)?
+        }
+        ProtonKind::ChromeTrace => trace::import(path, &name, &mut w, &mut notes)?,
     }
     let rows = w.finish()?;
     Ok(ImportReport { rows, notes, guid })

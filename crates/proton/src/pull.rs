@@ -2,6 +2,11 @@
 //!
 //! Both yield the same [`Tok`] stream, so the tree builder works on either format and on
 //! trees of any depth. Errors carry the byte offset where the input went wrong.
+//!
+//! Both read through a [`Window`] over any `Read`: only the bytes of the token being read
+//! are held, so a tree file is never in memory whole.
+
+use std::io::Read;
 
 use serde_json::{Number, Value};
 
@@ -28,6 +33,86 @@ pub(crate) struct PullError {
 }
 
 pub(crate) type PResult<T> = std::result::Result<T, PullError>;
+
+/// How much a [`Window`] reads at a time.
+const CHUNK: usize = 64 * 1024;
+
+/// A forward-only view of a reader by absolute byte offset. Bytes before the last
+/// [`Window::release`] point may be dropped; everything from there on stays until the next
+/// release, so a token's bytes can be sliced while it is being read.
+pub(crate) struct Window<R> {
+    r: R,
+    buf: Vec<u8>,
+    /// Input offset of `buf[0]`.
+    base: usize,
+    eof: bool,
+}
+
+impl<R: Read> Window<R> {
+    pub fn new(r: R) -> Self {
+        Window {
+            r,
+            buf: Vec::new(),
+            base: 0,
+            eof: false,
+        }
+    }
+
+    /// One past the last byte read so far.
+    fn end(&self) -> usize {
+        self.base + self.buf.len()
+    }
+
+    /// Reads until the bytes before `end` are held; `false` when the input ends first.
+    fn fill_to(&mut self, end: usize) -> PResult<bool> {
+        while self.end() < end && !self.eof {
+            let len = self.buf.len();
+            self.buf.resize(len + CHUNK, 0);
+            match self.r.read(&mut self.buf[len..]) {
+                Ok(n) => {
+                    self.buf.truncate(len + n);
+                    self.eof = n == 0;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => self.buf.truncate(len),
+                Err(e) => {
+                    self.buf.truncate(len);
+                    return perr(self.end(), format!("cannot read: {e}"));
+                }
+            }
+        }
+        Ok(self.end() >= end)
+    }
+
+    /// The byte at `pos`, or `None` at the end of the input.
+    fn byte(&mut self, pos: usize) -> PResult<Option<u8>> {
+        if pos >= self.end() && !self.fill_to(pos + 1)? {
+            return Ok(None);
+        }
+        Ok(self.buf.get(pos - self.base).copied())
+    }
+
+    /// Bytes `start..end`, all of which must have been read and not released.
+    fn slice(&self, start: usize, end: usize) -> &[u8] {
+        &self.buf[start - self.base..end - self.base]
+    }
+
+    /// `n` bytes from `pos` if the input holds them, else what is left.
+    fn ahead(&mut self, pos: usize, n: usize) -> PResult<&[u8]> {
+        self.fill_to(pos.saturating_add(n))?;
+        let end = self.end().min(pos.saturating_add(n));
+        Ok(self.slice(pos.min(end), end))
+    }
+
+    /// Bytes before `pos` are no longer needed.
+    fn release(&mut self, pos: usize) {
+        let k = pos.saturating_sub(self.base).min(self.buf.len());
+        // Compacting only once half the buffer is dead keeps the copying linear.
+        if k >= CHUNK && 2 * k >= self.buf.len() {
+            self.buf.drain(..k);
+            self.base += k;
+        }
+    }
+}
 
 /// A source of tokens.
 pub(crate) trait Pull {
@@ -133,41 +218,37 @@ struct JCtx {
     count: usize,
 }
 
-/// A JSON pull parser over a byte slice.
-pub(crate) struct JsonPull<'a> {
-    b: &'a [u8],
+/// A JSON pull parser over a reader.
+pub(crate) struct JsonPull<R> {
+    b: Window<R>,
     pos: usize,
     stack: Vec<JCtx>,
     after_key: bool,
     done: bool,
 }
 
-impl<'a> JsonPull<'a> {
-    pub fn new(b: &'a [u8]) -> Self {
-        // A UTF-8 byte-order mark is tolerated.
-        let pos = if b.starts_with(&[0xEF, 0xBB, 0xBF]) {
-            3
-        } else {
-            0
-        };
+impl<R: Read> JsonPull<R> {
+    pub fn new(r: R) -> Self {
         JsonPull {
-            b,
-            pos,
+            b: Window::new(r),
+            pos: 0,
             stack: Vec::new(),
             after_key: false,
+            // Not started: the byte-order mark check comes with the first token.
             done: false,
         }
     }
 
-    fn ws(&mut self) {
-        while self.pos < self.b.len() && matches!(self.b[self.pos], b' ' | b'\t' | b'\n' | b'\r') {
+    fn ws(&mut self) -> PResult<()> {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.byte(self.pos)? {
             self.pos += 1;
         }
+        Ok(())
     }
 
-    fn peek(&self) -> PResult<u8> {
-        match self.b.get(self.pos) {
-            Some(c) => Ok(*c),
+    fn peek(&mut self) -> PResult<u8> {
+        match self.b.byte(self.pos)? {
+            Some(c) => Ok(c),
             None => perr(self.pos, "unexpected end of input (truncated JSON)"),
         }
     }
@@ -185,13 +266,10 @@ impl<'a> JsonPull<'a> {
     }
 
     fn hex4(&mut self) -> PResult<u32> {
-        let s = self
-            .b
-            .get(self.pos..self.pos + 4)
-            .ok_or_else(|| PullError {
-                offset: self.pos,
-                message: "unexpected end of input in \\u escape".into(),
-            })?;
+        let s = self.b.ahead(self.pos, 4)?;
+        if s.len() < 4 {
+            return perr(self.pos, "unexpected end of input in \\u escape");
+        }
         let s = std::str::from_utf8(s).ok();
         let v = s.and_then(|s| u32::from_str_radix(s, 16).ok());
         match v {
@@ -208,13 +286,16 @@ impl<'a> JsonPull<'a> {
         let mut out: Vec<u8> = Vec::new();
         loop {
             let start = self.pos;
-            while self.pos < self.b.len() && !matches!(self.b[self.pos], b'"' | b'\\') {
-                if self.b[self.pos] < 0x20 {
+            while let Some(c) = self.b.byte(self.pos)? {
+                if matches!(c, b'"' | b'\\') {
+                    break;
+                }
+                if c < 0x20 {
                     return perr(self.pos, "control character in string");
                 }
                 self.pos += 1;
             }
-            out.extend_from_slice(&self.b[start..self.pos]);
+            out.extend_from_slice(self.b.slice(start, self.pos));
             match self.peek()? {
                 b'"' => {
                     self.pos += 1;
@@ -236,7 +317,7 @@ impl<'a> JsonPull<'a> {
                         b'u' => {
                             let mut cp = self.hex4()?;
                             if (0xD800..0xDC00).contains(&cp)
-                                && self.b.get(self.pos..self.pos + 2) == Some(b"\\u")
+                                && self.b.ahead(self.pos, 2)? == b"\\u"
                             {
                                 self.pos += 2;
                                 let lo = self.hex4()?;
@@ -264,15 +345,15 @@ impl<'a> JsonPull<'a> {
     fn number(&mut self) -> PResult<Value> {
         let start = self.pos;
         let mut float = false;
-        while self.pos < self.b.len() {
-            match self.b[self.pos] {
+        while let Some(c) = self.b.byte(self.pos)? {
+            match c {
                 b'0'..=b'9' | b'-' | b'+' => {}
                 b'.' | b'e' | b'E' => float = true,
                 _ => break,
             }
             self.pos += 1;
         }
-        let text = std::str::from_utf8(&self.b[start..self.pos]).unwrap_or("");
+        let text = std::str::from_utf8(self.b.slice(start, self.pos)).unwrap_or("");
         if !float {
             if let Ok(i) = text.parse::<i64>() {
                 return Ok(Value::Number(i.into()));
@@ -293,18 +374,22 @@ impl<'a> JsonPull<'a> {
     }
 
     fn literal(&mut self, word: &[u8], v: Value) -> PResult<Value> {
-        if self.b.get(self.pos..self.pos + word.len()) == Some(word) {
+        let got = self.b.ahead(self.pos, word.len())?;
+        if got == word {
             self.pos += word.len();
             Ok(v)
-        } else if self.pos + word.len() > self.b.len() && word.starts_with(&self.b[self.pos..]) {
-            perr(self.b.len(), "unexpected end of input (truncated JSON)")
+        } else if got.len() < word.len() && word.starts_with(got) {
+            perr(
+                self.pos + got.len(),
+                "unexpected end of input (truncated JSON)",
+            )
         } else {
             perr(self.pos, "invalid literal")
         }
     }
 
     fn value(&mut self) -> PResult<Tok> {
-        self.ws();
+        self.ws()?;
         match self.peek()? {
             b'{' => {
                 self.pos += 1;
@@ -333,21 +418,26 @@ impl<'a> JsonPull<'a> {
     }
 }
 
-impl Pull for JsonPull<'_> {
+impl<R: Read> Pull for JsonPull<R> {
     fn offset(&self) -> usize {
         self.pos
     }
 
     fn next_tok(&mut self) -> PResult<Tok> {
-        self.ws();
+        self.b.release(self.pos);
+        self.ws()?;
         let Some(top) = self.stack.last_mut() else {
             if self.done {
-                if self.pos < self.b.len() {
+                if self.b.byte(self.pos)?.is_some() {
                     return perr(self.pos, "trailing data after the JSON document");
                 }
                 return Ok(Tok::Eof);
             }
             self.done = true;
+            // A UTF-8 byte-order mark is tolerated.
+            if self.pos == 0 && self.b.ahead(0, 3)? == [0xEF, 0xBB, 0xBF] {
+                self.pos = 3;
+            }
             return self.value();
         };
         if top.map {
@@ -355,25 +445,25 @@ impl Pull for JsonPull<'_> {
                 self.after_key = false;
                 return self.value();
             }
-            if self.b.get(self.pos) == Some(&b'}') {
+            if self.b.byte(self.pos)? == Some(b'}') {
                 self.pos += 1;
                 self.stack.pop();
                 return Ok(Tok::EndMap);
             }
             if top.count > 0 {
                 self.expect(b',')?;
-                self.ws();
+                self.ws()?;
             }
             if let Some(t) = self.stack.last_mut() {
                 t.count += 1;
             }
             let k = self.string()?;
-            self.ws();
+            self.ws()?;
             self.expect(b':')?;
             self.after_key = true;
             Ok(Tok::Key(k))
         } else {
-            if self.b.get(self.pos) == Some(&b']') {
+            if self.b.byte(self.pos)? == Some(b']') {
                 self.pos += 1;
                 self.stack.pop();
                 return Ok(Tok::EndArr);
@@ -397,9 +487,9 @@ struct MCtx {
     left: usize,
 }
 
-/// A MessagePack pull parser over a byte slice.
-pub(crate) struct MsgpackPull<'a> {
-    b: &'a [u8],
+/// A MessagePack pull parser over a reader.
+pub(crate) struct MsgpackPull<R> {
+    b: Window<R>,
     pos: usize,
     stack: Vec<MCtx>,
     done: bool,
@@ -412,23 +502,26 @@ enum MItem {
     Val(Value),
 }
 
-impl<'a> MsgpackPull<'a> {
-    pub fn new(b: &'a [u8]) -> Self {
+impl<R: Read> MsgpackPull<R> {
+    pub fn new(r: R) -> Self {
         MsgpackPull {
-            b,
+            b: Window::new(r),
             pos: 0,
             stack: Vec::new(),
             done: false,
         }
     }
 
-    fn take(&mut self, n: usize) -> PResult<&'a [u8]> {
-        match self.b.get(self.pos..self.pos.saturating_add(n)) {
-            Some(s) if self.pos.checked_add(n).is_some() => {
-                self.pos += n;
-                Ok(s)
+    /// The next `n` bytes (read in pieces, so a length field larger than the input costs
+    /// no more than the input).
+    fn take(&mut self, n: usize) -> PResult<&[u8]> {
+        let start = self.pos;
+        match start.checked_add(n) {
+            Some(end) if self.b.fill_to(end)? => {
+                self.pos = end;
+                Ok(self.b.slice(start, end))
             }
-            _ => perr(self.pos, "unexpected end of input (truncated MessagePack)"),
+            _ => perr(start, "unexpected end of input (truncated MessagePack)"),
         }
     }
 
@@ -529,15 +622,16 @@ impl<'a> MsgpackPull<'a> {
     }
 }
 
-impl Pull for MsgpackPull<'_> {
+impl<R: Read> Pull for MsgpackPull<R> {
     fn offset(&self) -> usize {
         self.pos
     }
 
     fn next_tok(&mut self) -> PResult<Tok> {
+        self.b.release(self.pos);
         let Some(top) = self.stack.last_mut() else {
             if self.done {
-                if self.pos < self.b.len() {
+                if self.b.byte(self.pos)?.is_some() {
                     return perr(self.pos, "trailing data after the MessagePack document");
                 }
                 return Ok(Tok::Eof);
@@ -587,11 +681,11 @@ mod tests {
 
     #[test]
     fn json_errors_have_offsets() {
-        let e = all(&mut JsonPull::new(b"[1, 2")).unwrap_err();
+        let e = all(&mut JsonPull::new(&b"[1, 2"[..])).unwrap_err();
         assert_eq!(e.offset, 5);
-        let e = all(&mut JsonPull::new(b"[1,, 2]")).unwrap_err();
+        let e = all(&mut JsonPull::new(&b"[1,, 2]"[..])).unwrap_err();
         assert_eq!(e.offset, 3);
-        let e = all(&mut JsonPull::new(b"[1] x")).unwrap_err();
+        let e = all(&mut JsonPull::new(&b"[1] x"[..])).unwrap_err();
         assert_eq!(e.offset, 4);
     }
 
@@ -602,9 +696,90 @@ mod tests {
             0x82, 0xa1, b'a', 0x94, 0x01, 0xff, 0xcd, 0x01, 0x2c, 0xcb, 0x3f, 0xf8, 0, 0, 0, 0, 0,
             0, 0x07, 0xc0,
         ];
-        let v = all(&mut MsgpackPull::new(&b)).unwrap();
+        let v = all(&mut MsgpackPull::new(&b[..])).unwrap();
         assert_eq!(v, serde_json::json!({"a": [1, -1, 300, 1.5], "7": null}));
         let e = all(&mut MsgpackPull::new(&b[..5])).unwrap_err();
         assert_eq!(e.offset, 5);
+    }
+
+    /// Hands out at most `n` bytes per read, to put token boundaries across reads.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(out.len()).min(self.1);
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn tokens_split_across_reads_parse_the_same() {
+        let text = r#"{"name": "a\u00e9\ud83d\ude00b", "v": [true, false, null, -12.5e-3, 18446744073709551615], "k": {}}"#;
+        let want = all(&mut JsonPull::new(text.as_bytes())).unwrap();
+        for n in 1..5 {
+            let got = all(&mut JsonPull::new(Trickle(text.as_bytes(), n))).unwrap();
+            assert_eq!(got, want, "{n} bytes a read");
+        }
+        let b = [
+            0x82, 0xa1, b'a', 0x92, 0xcd, 0x01, 0x2c, 0xa3, b'x', b'y', b'z', 0x07, 0xc3,
+        ];
+        let want = all(&mut MsgpackPull::new(&b[..])).unwrap();
+        assert_eq!(want, serde_json::json!({"a": [300, "xyz"], "7": true}));
+        for n in 1..4 {
+            assert_eq!(all(&mut MsgpackPull::new(Trickle(&b, n))).unwrap(), want);
+        }
+        // A truncated literal at the end of the input still names where the input ended.
+        let e = all(&mut JsonPull::new(Trickle(b"[tru", 1))).unwrap_err();
+        assert_eq!((e.offset, e.message.contains("truncated")), (4, true));
+    }
+
+    /// An endless-looking JSON array `[0,1,2,...]` of `n` numbers, made as it is read.
+    struct Numbers {
+        next: u64,
+        n: u64,
+        pending: Vec<u8>,
+    }
+
+    impl Read for Numbers {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            while self.pending.len() < out.len() && self.next <= self.n {
+                let piece = match self.next {
+                    0 => "[0".to_string(),
+                    i if i == self.n => "]".to_string(),
+                    i => format!(",{i}"),
+                };
+                self.pending.extend_from_slice(piece.as_bytes());
+                self.next += 1;
+            }
+            let k = self.pending.len().min(out.len());
+            out[..k].copy_from_slice(&self.pending[..k]);
+            self.pending.drain(..k);
+            Ok(k)
+        }
+    }
+
+    #[test]
+    fn the_window_holds_a_token_not_the_input() {
+        // About 7 MB of input; the window must stay near its read size.
+        let mut p = JsonPull::new(Numbers {
+            next: 0,
+            n: 1_000_000,
+            pending: Vec::new(),
+        });
+        let mut count = 0u64;
+        let mut most = 0usize;
+        loop {
+            match p.next_tok().unwrap() {
+                Tok::Eof => break,
+                Tok::Scalar(_) => count += 1,
+                _ => {}
+            }
+            most = most.max(p.b.buf.len());
+        }
+        assert_eq!(count, 1_000_000);
+        assert!(p.offset() > 6_000_000, "read {} bytes", p.offset());
+        assert!(most <= 3 * CHUNK, "the window grew to {most} bytes");
     }
 }

@@ -1,4 +1,5 @@
-//! `.hatchet` / `.hatchet_msgpack` trees → synthetic-time flame layout of regions.
+//! `.hatchet` / `.hatchet_msgpack` trees → synthetic-time flame layout of regions, streamed:
+//! two passes over the file, holding only the open nodes (the depth of the tree).
 
 use std::path::Path;
 
@@ -15,21 +16,36 @@ pub const TREE_THREAD_NAME: &str = "Proton tree (aggregated, synthetic time)";
 /// The event category of tree nodes.
 pub const TREE_CATEGORY: &str = "PROTON_TREE";
 
-const NO_PARENT: usize = usize::MAX;
-
+/// What a node object says, once its `}` is read (its children were visited before).
 #[derive(Debug, Default)]
-pub(crate) struct Node {
+pub(crate) struct NodeFields {
     pub name: Option<String>,
     pub top_name: Option<String>,
     pub frame_type: Option<String>,
     pub metrics: Map<String, Value>,
-    pub parent: usize,
-    pub children: Vec<usize>,
 }
 
-pub(crate) struct Parsed {
-    /// Nodes in pre-order; index 0 is the root.
-    pub nodes: Vec<Node>,
+impl NodeFields {
+    /// The frame name, else the top-level `name`, else empty.
+    fn display_name(&self) -> String {
+        self.name
+            .clone()
+            .or_else(|| self.top_name.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// What the walk over a tree tells, node by node in document order.
+trait Visit {
+    /// Node `index` (pre-order, the root is 0) begins; its parent is the innermost open one.
+    fn open(&mut self, index: usize) -> Result<()>;
+    /// Node `index` ends: all its children have ended before.
+    fn close(&mut self, index: usize, node: NodeFields) -> Result<()>;
+}
+
+/// What follows the root in the tree array.
+#[derive(Default)]
+pub(crate) struct Tail {
     pub devices: Option<Value>,
     pub extra_elements: usize,
 }
@@ -41,144 +57,143 @@ fn bad<T>(p: &dyn Pull, msg: &str) -> PResult<T> {
     })
 }
 
-/// Parses a whole tree document (array `[root, devices, ...]` or a bare root object).
-pub(crate) fn parse(p: &mut dyn Pull) -> PResult<Parsed> {
-    let mut out = Parsed {
-        nodes: Vec::new(),
-        devices: None,
-        extra_elements: 0,
-    };
-    match p.next_tok()? {
-        Tok::BeginMap => out.nodes = parse_nodes(p)?,
+/// Walks a whole tree document (array `[root, devices, ...]` or a bare root object),
+/// telling `v` of every node; holds only the open nodes (the tree's depth), never the tree.
+fn walk(path: &Path, p: &mut dyn Pull, v: &mut dyn Visit) -> Result<Tail> {
+    let pe = |e| parse_error(path, e);
+    let mut tail = Tail::default();
+    match p.next_tok().map_err(pe)? {
+        Tok::BeginMap => walk_nodes(path, p, v)?,
         Tok::BeginArr => {
-            match p.next_tok()? {
-                Tok::BeginMap => out.nodes = parse_nodes(p)?,
-                _ => return bad(p, "element 0 of the tree array is not a node object"),
+            match p.next_tok().map_err(pe)? {
+                Tok::BeginMap => walk_nodes(path, p, v)?,
+                _ => return bad(p, "element 0 of the tree array is not a node object").map_err(pe),
             }
-            let t = p.next_tok()?;
+            let t = p.next_tok().map_err(pe)?;
             if t != Tok::EndArr {
-                out.devices = Some(read_value(p, t)?);
+                tail.devices = Some(read_value(p, t).map_err(pe)?);
                 loop {
-                    let t = p.next_tok()?;
+                    let t = p.next_tok().map_err(pe)?;
                     if t == Tok::EndArr {
                         break;
                     }
-                    skip_value(p, t)?;
-                    out.extra_elements += 1;
+                    skip_value(p, t).map_err(pe)?;
+                    tail.extra_elements += 1;
                 }
             }
         }
-        Tok::Eof => return bad(p, "empty input"),
+        Tok::Eof => return bad(p, "empty input").map_err(pe),
         _ => {
             return bad(
                 p,
                 "a Proton tree is a JSON array [root, devices] or a root object",
             )
+            .map_err(pe)
         }
     }
-    match p.next_tok()? {
-        Tok::Eof => Ok(out),
-        _ => bad(p, "trailing data after the tree"),
+    match p.next_tok().map_err(pe)? {
+        Tok::Eof => Ok(tail),
+        _ => bad(p, "trailing data after the tree").map_err(pe),
     }
 }
 
-/// Parses the node whose `{` was just read, and all its descendants, with an explicit stack.
-fn parse_nodes(p: &mut dyn Pull) -> PResult<Vec<Node>> {
-    let mut nodes = vec![Node {
-        parent: NO_PARENT,
-        ..Default::default()
-    }];
-    // (node, inside its children array)
-    let mut stack: Vec<(usize, bool)> = vec![(0, false)];
-    while let Some(&(cur, in_children)) = stack.last() {
-        let tok = p.next_tok()?;
-        if in_children {
+/// Walks the node whose `{` was just read, and all its descendants, with an explicit stack.
+fn walk_nodes(path: &Path, p: &mut dyn Pull, v: &mut dyn Visit) -> Result<()> {
+    let pe = |e| parse_error(path, e);
+    // (pre-order index, fields so far, inside its children array)
+    let mut stack: Vec<(usize, NodeFields, bool)> = vec![(0, NodeFields::default(), false)];
+    let mut next_index = 1usize;
+    v.open(0)?;
+    while let Some(top) = stack.last_mut() {
+        let tok = p.next_tok().map_err(pe)?;
+        if top.2 {
             match tok {
                 Tok::BeginMap => {
-                    let id = nodes.len();
-                    nodes.push(Node {
-                        parent: cur,
-                        ..Default::default()
-                    });
-                    nodes[cur].children.push(id);
-                    stack.push((id, false));
+                    let id = next_index;
+                    next_index += 1;
+                    stack.push((id, NodeFields::default(), false));
+                    v.open(id)?;
                 }
-                Tok::EndArr => {
-                    if let Some(top) = stack.last_mut() {
-                        top.1 = false;
-                    }
-                }
-                _ => return bad(p, "an element of \"children\" is not a node object"),
+                Tok::EndArr => top.2 = false,
+                _ => return bad(p, "an element of \"children\" is not a node object").map_err(pe),
             }
             continue;
         }
         match tok {
             Tok::EndMap => {
-                stack.pop();
+                if let Some((index, fields, _)) = stack.pop() {
+                    v.close(index, fields)?;
+                }
             }
             Tok::Key(k) => {
-                let v = p.next_tok()?;
+                let value = p.next_tok().map_err(pe)?;
                 let key = k.trim().to_ascii_lowercase();
                 if key == "children" {
-                    match v {
-                        Tok::BeginArr => {
-                            if let Some(top) = stack.last_mut() {
-                                top.1 = true;
-                            }
-                        }
+                    match value {
+                        Tok::BeginArr => top.2 = true,
                         Tok::Scalar(Value::Null) => {}
-                        _ => return bad(p, "\"children\" is not an array of node objects"),
+                        _ => {
+                            return bad(p, "\"children\" is not an array of node objects")
+                                .map_err(pe)
+                        }
                     }
                     continue;
                 }
                 let at = p.offset();
-                let value = read_value(p, v)?;
-                let node = &mut nodes[cur];
-                match key.as_str() {
-                    "frame" => match value {
-                        Value::Object(f) => {
-                            for (fk, fv) in f {
-                                match fk.to_ascii_lowercase().as_str() {
-                                    "name" => node.name = Some(text(&fv)),
-                                    "type" => node.frame_type = Some(text(&fv)),
-                                    _ => {}
-                                }
-                            }
-                        }
-                        Value::Null => {}
-                        // A bare name (tolerated).
-                        Value::String(name) => node.name = Some(name),
-                        other => {
-                            return Err(PullError {
-                                offset: at,
-                                message: format!(
-                                    "\"frame\" is not an object (found {})",
-                                    crate::trace::describe(&other)
-                                ),
-                            })
-                        }
-                    },
-                    "metrics" => match value {
-                        Value::Object(m) => node.metrics = m,
-                        Value::Null => {}
-                        other => {
-                            return Err(PullError {
-                                offset: at,
-                                message: format!(
-                                    "\"metrics\" is not an object (found {})",
-                                    crate::trace::describe(&other)
-                                ),
-                            })
-                        }
-                    },
-                    "name" => node.top_name = Some(text(&value)),
-                    _ => {}
-                }
+                let value = read_value(p, value).map_err(pe)?;
+                field(&mut top.1, &key, value).map_err(|message| {
+                    parse_error(
+                        path,
+                        PullError {
+                            offset: at,
+                            message,
+                        },
+                    )
+                })?;
             }
-            _ => return bad(p, "malformed node object"),
+            _ => return bad(p, "malformed node object").map_err(pe),
         }
     }
-    Ok(nodes)
+    Ok(())
+}
+
+/// Records one key of a node object (lower-cased); other keys are ignored.
+fn field(node: &mut NodeFields, key: &str, value: Value) -> std::result::Result<(), String> {
+    match key {
+        "frame" => match value {
+            Value::Object(f) => {
+                for (fk, fv) in f {
+                    match fk.to_ascii_lowercase().as_str() {
+                        "name" => node.name = Some(text(&fv)),
+                        "type" => node.frame_type = Some(text(&fv)),
+                        _ => {}
+                    }
+                }
+            }
+            Value::Null => {}
+            // A bare name (tolerated).
+            Value::String(name) => node.name = Some(name),
+            other => {
+                return Err(format!(
+                    "\"frame\" is not an object (found {})",
+                    crate::trace::describe(&other)
+                ))
+            }
+        },
+        "metrics" => match value {
+            Value::Object(m) => node.metrics = m,
+            Value::Null => {}
+            other => {
+                return Err(format!(
+                    "\"metrics\" is not an object (found {})",
+                    crate::trace::describe(&other)
+                ))
+            }
+        },
+        "name" => node.top_name = Some(text(&value)),
+        _ => {}
+    }
+    Ok(())
 }
 
 fn text(v: &Value) -> String {
@@ -308,161 +323,243 @@ pub(crate) fn is_special(name: &str) -> bool {
         || name == "<metric>"
 }
 
-pub(crate) fn import(
-    path: &Path,
-    file_name: &str,
-    bytes: &[u8],
-    kind: ProtonKind,
-    w: &mut Writer,
-    notes: &mut Vec<String>,
-) -> Result<()> {
-    let parsed = match kind {
-        ProtonKind::TreeMsgpack => parse(&mut MsgpackPull::new(bytes)),
-        _ => parse(&mut JsonPull::new(bytes)),
-    }
-    .map_err(|e| parse_error(path, e))?;
-    if parsed.extra_elements > 0 {
-        notes.push(format!(
-            "{file_name}: {} extra top-level elements after the device table ignored",
-            parsed.extra_elements
-        ));
-    }
-    let nodes = parsed.nodes;
-    let n = nodes.len();
-    let names: Vec<String> = nodes
-        .iter()
-        .map(|x| {
-            x.name
-                .clone()
-                .or_else(|| x.top_name.clone())
-                .unwrap_or_default()
-        })
-        .collect();
-    let root_placeholder = names[0] == "ROOT";
-    // Where a node is, for messages: its pre-order index and name.
-    let place = |i: usize| format!("node {i} ({:?})", names[i]);
-    let known: Vec<Known> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, x)| known(&x.metrics).map_err(|m| Error::input(path, place(i), m)))
-        .collect::<Result<_>>()?;
-    let overflow = |i: usize, what: &str| {
-        Error::input(
-            path,
-            place(i),
-            format!("{what} does not fit a 64-bit integer (metric values too large)"),
-        )
-    };
-    let data = |i: usize| i != 0 || !root_placeholder;
-    let has_time = (0..n).any(|i| data(i) && known[i].time_ns.is_some());
-    let has_cycles = (0..n).any(|i| data(i) && known[i].cycles.is_some());
+/// Opens `path` as a token stream of its kind.
+fn pull(path: &Path, kind: ProtonKind) -> Result<Box<dyn Pull>> {
+    let f = std::fs::File::open(path).map_err(|e| Error::input(path, "open", e.to_string()))?;
+    Ok(match kind {
+        ProtonKind::TreeMsgpack => Box::new(MsgpackPull::new(f)),
+        _ => Box::new(JsonPull::new(f)),
+    })
+}
 
-    // Inclusive sums and widths, children before parents (children have higher indices).
-    let mut incl_time = vec![0u64; n];
-    let mut incl_cycles = vec![0u64; n];
-    let mut child_w = vec![0u64; n];
-    let mut width = vec![0u64; n];
-    for i in (0..n).rev() {
-        if data(i) {
-            incl_time[i] = incl_time[i]
-                .checked_add(known[i].time_ns.unwrap_or(0))
-                .ok_or_else(|| overflow(i, "the inclusive time"))?;
-            incl_cycles[i] = incl_cycles[i]
-                .checked_add(known[i].cycles.unwrap_or(0))
-                .ok_or_else(|| overflow(i, "the inclusive cycles"))?;
+/// Where a node is, for messages: its pre-order index and name.
+fn place(index: usize, name: &str) -> String {
+    format!("node {index} ({name:?})")
+}
+
+fn overflow(path: &Path, index: usize, name: &str, what: &str) -> Error {
+    Error::input(
+        path,
+        place(index, name),
+        format!("{what} does not fit a 64-bit integer (metric values too large)"),
+    )
+}
+
+/// First pass: the facts about the whole tree that every node's layout depends on.
+#[derive(Default)]
+struct Facts {
+    /// The root is Proton's `ROOT` placeholder (not written, not counted).
+    root_placeholder: bool,
+    /// Some data node has a time metric (widths are then times).
+    has_time: bool,
+    /// Some data node has a cycles metric (widths are cycles when no node has time).
+    has_cycles: bool,
+}
+
+struct Survey<'a> {
+    path: &'a Path,
+    facts: Facts,
+}
+
+impl Visit for Survey<'_> {
+    fn open(&mut self, _index: usize) -> Result<()> {
+        Ok(())
+    }
+
+    fn close(&mut self, index: usize, node: NodeFields) -> Result<()> {
+        let name = node.display_name();
+        let k =
+            known(&node.metrics).map_err(|m| Error::input(self.path, place(index, &name), m))?;
+        if index == 0 {
+            let f = &mut self.facts;
+            f.root_placeholder = name == "ROOT";
+            f.has_time |= k.time_ns.is_some() && !f.root_placeholder;
+            f.has_cycles |= k.cycles.is_some() && !f.root_placeholder;
+        } else {
+            self.facts.has_time |= k.time_ns.is_some();
+            self.facts.has_cycles |= k.cycles.is_some();
         }
-        let metric = if has_time {
-            incl_time[i]
-        } else if has_cycles {
-            incl_cycles[i]
+        Ok(())
+    }
+}
+
+/// A node of the second pass whose children are still being laid out.
+struct Open {
+    start: u64,
+    /// Where the next child starts.
+    cursor: u64,
+    depth: u32,
+    /// Sums over the children that have ended.
+    incl_time: u64,
+    incl_cycles: u64,
+    child_w: u64,
+}
+
+/// Second pass: lays each node out when it ends (its width needs its subtree) and writes
+/// it as a region. A node starts where its previous sibling ended, so its start is known
+/// when it begins; ids follow pre-order, as the nodes appear in the file.
+struct Layout<'a> {
+    path: &'a Path,
+    facts: &'a Facts,
+    w: &'a mut Writer,
+    pid: i64,
+    first_id: i64,
+    open: Vec<Open>,
+    written: u64,
+}
+
+impl Visit for Layout<'_> {
+    fn open(&mut self, index: usize) -> Result<()> {
+        let (start, depth) = match self.open.last() {
+            Some(parent) => (parent.cursor, parent.depth.checked_add(1)),
+            None => (0, Some(0)),
+        };
+        let depth = depth.ok_or_else(|| overflow(self.path, index, "", "the depth"))?;
+        self.open.push(Open {
+            start,
+            cursor: start,
+            depth,
+            incl_time: 0,
+            incl_cycles: 0,
+            child_w: 0,
+        });
+        Ok(())
+    }
+
+    fn close(&mut self, index: usize, node: NodeFields) -> Result<()> {
+        let Some(o) = self.open.pop() else {
+            return Ok(());
+        };
+        let path = self.path;
+        let f = self.facts;
+        let name = node.display_name();
+        let k = known(&node.metrics).map_err(|m| Error::input(path, place(index, &name), m))?;
+        let data = index != 0 || !f.root_placeholder;
+        let (mut incl_time, mut incl_cycles) = (o.incl_time, o.incl_cycles);
+        if data {
+            incl_time = incl_time
+                .checked_add(k.time_ns.unwrap_or(0))
+                .ok_or_else(|| overflow(path, index, &name, "the inclusive time"))?;
+            incl_cycles = incl_cycles
+                .checked_add(k.cycles.unwrap_or(0))
+                .ok_or_else(|| overflow(path, index, &name, "the inclusive cycles"))?;
+        }
+        let metric = if f.has_time {
+            incl_time
+        } else if f.has_cycles {
+            incl_cycles
         } else {
             0
         };
-        let mut wd = metric.max(child_w[i]);
-        if wd == 0 {
-            wd = known[i].count.unwrap_or(0).max(1);
+        let mut width = metric.max(o.child_w);
+        if width == 0 {
+            width = k.count.unwrap_or(0).max(1);
         }
-        width[i] = wd;
-        let p = nodes[i].parent;
-        if p != NO_PARENT {
-            incl_time[p] = incl_time[p]
-                .checked_add(incl_time[i])
-                .ok_or_else(|| overflow(p, "the inclusive time"))?;
-            incl_cycles[p] = incl_cycles[p]
-                .checked_add(incl_cycles[i])
-                .ok_or_else(|| overflow(p, "the inclusive cycles"))?;
-            child_w[p] = child_w[p]
-                .checked_add(wd)
-                .ok_or_else(|| overflow(p, "the width of the children"))?;
+        if let Some(parent) = self.open.last_mut() {
+            // A parent is named by its index only: its name comes after its children.
+            parent.incl_time = parent
+                .incl_time
+                .checked_add(incl_time)
+                .ok_or_else(|| overflow(path, index, &name, "the parent's inclusive time"))?;
+            parent.incl_cycles = parent
+                .incl_cycles
+                .checked_add(incl_cycles)
+                .ok_or_else(|| overflow(path, index, &name, "the parent's inclusive cycles"))?;
+            parent.child_w = parent
+                .child_w
+                .checked_add(width)
+                .ok_or_else(|| overflow(path, index, &name, "the width of the children"))?;
+            parent.cursor = parent
+                .cursor
+                .checked_add(width)
+                .ok_or_else(|| overflow(path, index, &name, "the synthetic start time"))?;
         }
-    }
-    let mut start = vec![0u64; n];
-    let mut depth = vec![0u32; n];
-    for i in 0..n {
-        let mut cursor = start[i];
-        for &c in &nodes[i].children {
-            start[c] = cursor;
-            depth[c] = depth[i]
-                .checked_add(1)
-                .ok_or_else(|| overflow(c, "the depth"))?;
-            cursor = cursor
-                .checked_add(width[c])
-                .ok_or_else(|| overflow(c, "the synthetic start time"))?;
+        if !data {
+            return Ok(());
         }
-    }
-
-    let pid = (fnv1a64(file_name.as_bytes(), FNV_OFFSET) % 999_983) as i64 + 1;
-    // Synthetic times must fit the signed 64-bit time columns.
-    let to_time = |i: usize, x: Option<u64>| {
-        x.and_then(|x| i64::try_from(x).ok())
-            .ok_or_else(|| overflow(i, "the synthetic end time"))
-    };
-    let mut written = 0u64;
-    for i in 0..n {
-        if !data(i) {
-            continue;
-        }
-        let k = &known[i];
-        let node = &nodes[i];
-        let name = &names[i];
-        let node_kind = if is_special(name) {
+        let node_kind = if is_special(&name) {
             "special"
         } else if k.time_ns.is_some() {
             "kernel"
         } else {
             "scope"
         };
-        let mut ext = node.metrics.clone();
+        let mut ext = node.metrics;
         ext.insert("kind".into(), node_kind.into());
-        ext.insert("inclusive_time_ns".into(), incl_time[i].into());
+        ext.insert("inclusive_time_ns".into(), incl_time.into());
         ext.insert("exclusive_time_ns".into(), k.time_ns.unwrap_or(0).into());
         ext.insert("count".into(), k.count.unwrap_or(0).into());
-        if has_cycles {
-            ext.insert("inclusive_cycles".into(), incl_cycles[i].into());
+        if f.has_cycles {
+            ext.insert("inclusive_cycles".into(), incl_cycles.into());
             ext.insert("exclusive_cycles".into(), k.cycles.unwrap_or(0).into());
         }
-        ext.insert(
-            "device_id".into(),
-            k.device_id.clone().unwrap_or(Value::Null),
-        );
+        ext.insert("device_id".into(), k.device_id.unwrap_or(Value::Null));
         ext.insert(
             "device_type".into(),
-            k.device_type.clone().map_or(Value::Null, Value::from),
+            k.device_type.map_or(Value::Null, Value::from),
         );
-        if let Some(t) = &node.frame_type {
-            ext.insert("frame_type".into(), t.clone().into());
+        if let Some(t) = node.frame_type {
+            ext.insert("frame_type".into(), t.into());
         }
-        ext.insert("depth".into(), depth[i].into());
+        ext.insert("depth".into(), o.depth.into());
         ext.insert("synthetic_time".into(), true.into());
         let extdata = Value::Object(ext).to_string();
-        let s = to_time(i, Some(start[i]))?;
-        let e = to_time(i, start[i].checked_add(width[i]))?;
-        w.region(pid, pid, s, e, name, TREE_CATEGORY, &extdata)?;
-        written += 1;
+        // Synthetic times must fit the signed 64-bit time columns.
+        let to_time = |x: Option<u64>| {
+            x.and_then(|x| i64::try_from(x).ok())
+                .ok_or_else(|| overflow(path, index, &name, "the synthetic end time"))
+        };
+        let s = to_time(Some(o.start))?;
+        let e = to_time(o.start.checked_add(width))?;
+        // Pre-order ids, without the placeholder root.
+        let id = i64::try_from(index)
+            .ok()
+            .and_then(|i| i.checked_sub(i64::from(f.root_placeholder)))
+            .and_then(|i| i.checked_add(self.first_id))
+            .ok_or_else(|| overflow(path, index, &name, "the event id"))?;
+        self.w
+            .region_with_id(id, self.pid, self.pid, s, e, &name, TREE_CATEGORY, &extdata)?;
+        self.written += 1;
+        Ok(())
     }
-    let unit = if has_time {
+}
+
+/// Imports a tree file in two streaming passes (memory follows the tree's depth, not its
+/// size): the first learns which metric sets the widths, the second writes every node.
+pub(crate) fn import(
+    path: &Path,
+    file_name: &str,
+    kind: ProtonKind,
+    w: &mut Writer,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    let mut survey = Survey {
+        path,
+        facts: Facts::default(),
+    };
+    walk(path, &mut *pull(path, kind)?, &mut survey)?;
+    let facts = survey.facts;
+    let pid = (fnv1a64(file_name.as_bytes(), FNV_OFFSET) % 999_983) as i64 + 1;
+    let mut layout = Layout {
+        path,
+        facts: &facts,
+        first_id: w.next_event_id(),
+        w,
+        pid,
+        open: Vec::new(),
+        written: 0,
+    };
+    let tail = walk(path, &mut *pull(path, kind)?, &mut layout)?;
+    let written = layout.written;
+    if tail.extra_elements > 0 {
+        notes.push(format!(
+            "{file_name}: {} extra top-level elements after the device table ignored",
+            tail.extra_elements
+        ));
+    }
+    let unit = if facts.has_time {
         "time (ns)"
-    } else if has_cycles {
+    } else if facts.has_cycles {
         "cycles"
     } else {
         "count (no time metric)"
@@ -474,7 +571,7 @@ pub(crate) fn import(
 
     // Devices (element 1) → GPU agents.
     let mut agent_id = 0i64;
-    match &parsed.devices {
+    match &tail.devices {
         Some(Value::Object(types)) => {
             for (dtype, devs) in types {
                 let Value::Object(devs) = devs else {

@@ -133,10 +133,27 @@ impl Writer {
         category: &str,
         extdata: &str,
     ) -> Result<()> {
+        let id = self.next_event;
+        self.region_with_id(id, pid, tid, start, end, name, category, extdata)
+    }
+
+    /// [`Writer::region`] with the event id chosen by the caller (a tree writes its nodes
+    /// as they end but numbers them as they begin); later ids continue after the largest.
+    #[allow(clippy::too_many_arguments)]
+    pub fn region_with_id(
+        &mut self,
+        id: i64,
+        pid: i64,
+        tid: i64,
+        start: i64,
+        end: i64,
+        name: &str,
+        category: &str,
+        extdata: &str,
+    ) -> Result<()> {
         let cat = self.string(category)?;
         let name_id = self.string(name)?;
-        let id = self.next_event;
-        self.next_event += 1;
+        self.next_event = self.next_event.max(id.saturating_add(1));
         self.exec(
             &format!(
                 "INSERT INTO {} (id, category_id, stack_id, parent_stack_id, correlation_id, extdata) \

@@ -236,14 +236,29 @@ fn tree_metric_overflow_is_refused() {
                 {{"frame": {{"name": "b"}}, "metrics": {{"time (ns)": {b}, "count": 1}}, "children": []}}]}}, {{}}]"#
         )
     };
-    // The sum of the children overflows u64.
+    // A node whose own end overflows the time columns is named first (it is written as
+    // soon as it ends), before its parent's sum would overflow u64.
     let e = error(
         d,
         "sum.hatchet",
         tree("18446744073709551615", "2").as_bytes(),
         t,
     );
-    assert!(e.contains("node 0") && e.contains("does not fit"), "{e}");
+    assert!(
+        e.contains("node 1 (\"a\")") && e.contains("does not fit"),
+        "{e}"
+    );
+    // The sum of the children's cycles overflows u64 while the times stay small.
+    let cycles = r#"[{"frame": {"name": "ROOT"}, "children": [
+        {"frame": {"name": "a"}, "metrics": {"time (ns)": 1, "cycles": 18446744073709551615}},
+        {"frame": {"name": "b"}, "metrics": {"time (ns)": 1, "cycles": 2}}]}]"#;
+    let e = error(d, "cycles.hatchet", cycles.as_bytes(), t);
+    assert!(
+        e.contains("node 2 (\"b\")")
+            && e.contains("inclusive cycles")
+            && e.contains("does not fit"),
+        "{e}"
+    );
     // Fits u64 but not the signed time columns.
     let e = error(
         d,
