@@ -15,6 +15,7 @@ pub mod lanes;
 pub mod naming;
 mod projection;
 mod table;
+pub mod tracked;
 pub mod view;
 
 pub use builder::{BatchBuilder, ColumnBuilder, BATCH_BYTES};

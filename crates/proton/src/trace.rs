@@ -8,11 +8,11 @@
 //! `document` field of the first document's events (known to be needed once a second
 //! document starts), and a `baseTimeNanoseconds` that follows its document's events.
 
+use rocpd_model::tracked::TrackedReader;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::rc::Rc;
 
 use rocpd_model::{Error, Result};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -66,48 +66,6 @@ fn id_of(v: Option<&Value>, what: &str) -> std::result::Result<Option<i64>, Stri
             "\"{what}\": expected a number or a string, found {}",
             describe(other)
         )),
-    }
-}
-
-/// Where the JSON deserializer is in the file: bytes pulled, and the starts of the last few
-/// lines, so that its (line, column) errors become byte offsets without the file at hand.
-#[derive(Default)]
-struct Position {
-    pulled: u64,
-    /// (1-based line number, byte offset of its first byte), the newest last.
-    line_starts: std::collections::VecDeque<(u64, u64)>,
-}
-
-impl Position {
-    /// The byte offset of (1-based) `line`, `column`, if that line is one of the last few.
-    fn offset(&self, line: u64, column: u64) -> Option<u64> {
-        let (_, start) = self.line_starts.iter().find(|(l, _)| *l == line)?;
-        Some(start + column.saturating_sub(1))
-    }
-}
-
-/// Counts what the JSON deserializer pulls (see [`Position`]).
-struct Counting<R> {
-    inner: R,
-    at: Rc<std::cell::RefCell<Position>>,
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        let mut at = self.at.borrow_mut();
-        for (i, b) in buf[..n].iter().enumerate() {
-            if *b == b'\n' {
-                let line = at.line_starts.back().map_or(1, |(l, _)| l + 1);
-                let start = at.pulled + i as u64 + 1;
-                at.line_starts.push_back((line, start));
-                if at.line_starts.len() > 4 {
-                    at.line_starts.pop_front();
-                }
-            }
-        }
-        at.pulled += n as u64;
-        Ok(n)
     }
 }
 
@@ -574,15 +532,7 @@ pub(crate) fn import(
         }
     };
     reader.consume(bom);
-    let at = Rc::new(std::cell::RefCell::new(Position {
-        pulled: 0,
-        line_starts: [(1, 0)].into_iter().collect(),
-    }));
-    let counted = Counting {
-        inner: reader,
-        at: at.clone(),
-    };
-    let mut de = serde_json::Deserializer::from_reader(counted);
+    let mut tracked = TrackedReader::new(reader);
     let mut t = Trace {
         path,
         w,
@@ -603,43 +553,40 @@ pub(crate) fn import(
         doc_events_seen: false,
         failed: None,
     };
-    let offset = |e: &serde_json::Error| {
-        let at = at.borrow();
-        let off = if e.is_eof() {
-            at.pulled
-        } else {
-            at.offset(e.line() as u64, e.column() as u64)
-                .unwrap_or(at.pulled)
-        };
-        off + bom as u64
-    };
     // Several JSON documents may be concatenated (3.5–3.7: one per stream).
-    loop {
-        match de.end() {
-            Ok(()) => break,
-            Err(e) if e.is_io() => {
-                return Err(Error::input(
-                    path,
-                    format!("byte {}", offset(&e)),
-                    e.to_string(),
-                ))
+    let failure = {
+        let mut de = serde_json::Deserializer::from_reader(&mut tracked);
+        loop {
+            match de.end() {
+                Ok(()) => break None,
+                Err(e) if e.is_io() => break Some(e),
+                // Not at the end: another document follows.
+                Err(_) => {}
             }
-            // Not at the end: another document follows.
-            Err(_) => {}
+            t.begin_document()?;
+            let r = DocSeed(&mut t).deserialize(&mut de);
+            if let Some(e) = t.failed.take() {
+                return Err(e);
+            }
+            if let Err(e) = r {
+                break Some(e);
+            }
+            t.doc += 1;
         }
-        t.begin_document()?;
-        let r = DocSeed(&mut t).deserialize(&mut de);
-        if let Some(e) = t.failed.take() {
-            return Err(e);
-        }
-        if let Err(e) = r {
-            return Err(Error::input(
-                path,
-                format!("byte {}", offset(&e)),
-                e.to_string(),
-            ));
-        }
-        t.doc += 1;
+    };
+    if let Some(e) = failure {
+        let off = if e.is_eof() {
+            tracked.consumed()
+        } else {
+            tracked
+                .offset_of(e.line() as u64, e.column() as u64)
+                .unwrap_or(tracked.consumed())
+        };
+        return Err(Error::input(
+            path,
+            format!("byte {}", off + bom as u64),
+            e.to_string(),
+        ));
     }
     let docs = t.doc;
     if docs == 0 {

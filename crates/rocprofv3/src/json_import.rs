@@ -12,13 +12,12 @@
 //! node ids). rocprofv3 writes both before the records; if a file puts records first, they
 //! are kept raw in a temporary table and imported once the object has been read.
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 
+use rocpd_model::tracked::TrackedReader;
 use rocpd_model::{Error, Result};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
@@ -61,26 +60,11 @@ pub(crate) fn gunzip_prefix(head: &[u8], max: usize) -> Vec<u8> {
     out
 }
 
-/// Counts the bytes the JSON parser has consumed (of the decompressed text).
-struct Counting<R> {
-    inner: R,
-    count: Rc<Cell<u64>>,
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count.set(self.count.get() + n as u64);
-        Ok(n)
-    }
-}
-
-/// An opened JSON file: the (decompressed) text behind a buffer, whether it is
-/// compressed, and the count of bytes pulled into the buffer.
+/// An opened JSON file: the (decompressed) text behind a buffer that counts what the
+/// parser consumed, and whether it is compressed.
 struct Opened {
-    reader: BufReader<Counting<Box<dyn Read>>>,
+    reader: TrackedReader<Box<dyn Read>>,
     gz: bool,
-    count: Rc<Cell<u64>>,
     /// Length of the byte-order mark skipped at the start (0 or 3).
     bom: u64,
 }
@@ -88,7 +72,7 @@ struct Opened {
 impl Opened {
     /// Bytes of the (decompressed) text the parser has consumed, the BOM included.
     fn consumed(&self) -> u64 {
-        (self.bom + self.count.get()).saturating_sub(self.reader.buffer().len() as u64)
+        self.bom + self.reader.consumed()
     }
 }
 
@@ -129,17 +113,9 @@ fn open(path: &Path) -> Result<Opened> {
         0
     };
     let chained: Box<dyn Read> = Box::new(std::io::Cursor::new(lead).chain(inner));
-    let count = Rc::new(Cell::new(0));
     Ok(Opened {
-        reader: BufReader::with_capacity(
-            1 << 16,
-            Counting {
-                inner: chained,
-                count: count.clone(),
-            },
-        ),
+        reader: TrackedReader::new(chained),
         gz,
-        count,
         bom,
     })
 }

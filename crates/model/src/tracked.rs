@@ -1,0 +1,152 @@
+//! A buffered reader for text parsers that read one byte at a time (serde_json's
+//! `from_reader`), which knows exactly how many bytes its user has consumed and where the
+//! last few lines began, so a parser's error position becomes a byte offset.
+//!
+//! `std::io::BufReader` behind a counting wrapper costs a full `read` call per byte (the
+//! standard library's one-byte fast path only applies to a `BufReader` taken by value, and
+//! a wrapper can only count what it pulls into the buffer, not what the parser consumed);
+//! this reader serves one-byte reads from its buffer inline.
+
+use std::collections::VecDeque;
+use std::io::{self, Read};
+
+/// How much is read from the inner reader at a time.
+const CHUNK: usize = 64 * 1024;
+
+/// Line starts remembered (the newest last): enough for an error on the current line or
+/// one just before it.
+const LINES_KEPT: usize = 4;
+
+/// See the module documentation.
+pub struct TrackedReader<R> {
+    inner: R,
+    buf: Box<[u8]>,
+    pos: usize,
+    filled: usize,
+    /// Bytes consumed before `buf[pos]` in earlier buffers and this one.
+    consumed: u64,
+    /// (1-based line number, offset of its first byte) of the last lines begun.
+    line_starts: VecDeque<(u64, u64)>,
+}
+
+impl<R: Read> TrackedReader<R> {
+    /// A reader over `inner`, whose first byte is at offset 0 of line 1.
+    pub fn new(inner: R) -> Self {
+        TrackedReader {
+            inner,
+            buf: vec![0; CHUNK].into_boxed_slice(),
+            pos: 0,
+            filled: 0,
+            consumed: 0,
+            line_starts: [(1, 0)].into_iter().collect(),
+        }
+    }
+
+    /// Bytes handed out so far.
+    pub fn consumed(&self) -> u64 {
+        self.consumed
+    }
+
+    /// The byte offset of 1-based `line` and `column` (as serde_json reports them), if
+    /// the line is one of the last few begun.
+    pub fn offset_of(&self, line: u64, column: u64) -> Option<u64> {
+        let (_, start) = self.line_starts.iter().find(|(l, _)| *l == line)?;
+        Some(start + column.saturating_sub(1))
+    }
+
+    fn note_newlines(&mut self, from: usize, to: usize) {
+        for i in from..to {
+            if self.buf[i] == b'\n' {
+                let line = self.line_starts.back().map_or(1, |(l, _)| l + 1);
+                let start = self.consumed + (i - from) as u64 + 1;
+                if self.line_starts.len() == LINES_KEPT {
+                    self.line_starts.pop_front();
+                }
+                self.line_starts.push_back((line, start));
+            }
+        }
+    }
+
+    #[cold]
+    fn refill(&mut self) -> io::Result<()> {
+        loop {
+            match self.inner.read(&mut self.buf) {
+                Ok(n) => {
+                    self.pos = 0;
+                    self.filled = n;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl<R: Read> Read for TrackedReader<R> {
+    #[inline]
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.pos == self.filled {
+            if out.is_empty() {
+                return Ok(0);
+            }
+            self.refill()?;
+        }
+        let n = out.len().min(self.filled - self.pos);
+        if n == 1 {
+            let b = self.buf[self.pos];
+            out[0] = b;
+            if b == b'\n' {
+                self.note_newlines(self.pos, self.pos + 1);
+            }
+        } else {
+            out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+            self.note_newlines(self.pos, self.pos + n);
+        }
+        self.pos += n;
+        self.consumed += n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_what_was_consumed_and_finds_lines() {
+        let text = b"{\"a\": 1,\n \"b\": [\n2, x]}\n";
+        let mut r = TrackedReader::new(&text[..]);
+        let mut one = [0u8; 1];
+        for _ in 0..12 {
+            r.read_exact(&mut one).unwrap();
+        }
+        // Not what was buffered (all of it), what was read.
+        assert_eq!(r.consumed(), 12);
+        let mut rest = Vec::new();
+        r.read_to_end(&mut rest).unwrap();
+        assert_eq!(r.consumed(), text.len() as u64);
+        // Line 3 starts after the second newline, at byte 17; its column 4 is the 'x'.
+        assert_eq!(r.offset_of(3, 4), Some(20));
+        assert_eq!(text[20], b'x');
+        assert_eq!(r.offset_of(1, 1), Some(0));
+    }
+
+    #[test]
+    fn serde_errors_map_to_the_byte_they_name() {
+        let text = "[1,\n 2,\n 3 x]";
+        let mut r = TrackedReader::new(text.as_bytes());
+        let e = serde_json::from_reader::<_, serde_json::Value>(&mut r).unwrap_err();
+        let at = r.offset_of(e.line() as u64, e.column() as u64).unwrap();
+        assert_eq!(&text[at as usize..at as usize + 1], "x", "{e}");
+    }
+
+    #[test]
+    fn only_the_last_few_lines_are_remembered() {
+        let text = "\n".repeat(10);
+        let mut r = TrackedReader::new(text.as_bytes());
+        std::io::copy(&mut r, &mut std::io::sink()).unwrap();
+        assert_eq!(r.offset_of(11, 1), Some(10));
+        assert_eq!(r.offset_of(2, 1), None);
+    }
+}
