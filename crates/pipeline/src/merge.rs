@@ -1,5 +1,8 @@
 //! Time-ordered merging of batch streams into chunks.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::RecordBatch;
@@ -25,6 +28,8 @@ struct Cursor<'a> {
     id: usize,
     /// Counts the stream's batches, so that pieces of one batch can be told apart.
     seq: u64,
+    /// The memory of the current batch (counted once, not per piece).
+    bytes: usize,
 }
 
 impl Cursor<'_> {
@@ -39,15 +44,25 @@ impl Cursor<'_> {
             self.offset = 0;
             self.seq += 1;
             self.batch = self.stream.next_batch()?;
-            if self.batch.is_none() {
-                return Ok(false);
+            match &self.batch {
+                Some(b) => self.bytes = b.get_array_memory_size(),
+                None => return Ok(false),
             }
         }
     }
 
+    /// Starts of the rows not yet taken (empty when the cursor holds none).
     fn starts(&self) -> &[i64] {
-        let b = self.batch.as_ref().expect("filled cursor");
-        &b.column(col::START).as_primitive::<Int64Type>().values()[self.offset..]
+        match &self.batch {
+            Some(b) => &b.column(col::START).as_primitive::<Int64Type>().values()[self.offset..],
+            None => &[],
+        }
+    }
+
+    /// (first, last) start of the rows not yet taken.
+    fn bounds(&self) -> Option<(i64, i64)> {
+        let starts = self.starts();
+        Some((*starts.first()?, *starts.last()?))
     }
 }
 
@@ -59,12 +74,14 @@ struct Piece {
     batch: RecordBatch,
     offset: usize,
     len: usize,
+    /// The memory of `batch`.
+    bytes: usize,
 }
 
 /// The bytes of the buffers `pieces` keep alive (a piece of a batch counts all of it, so
 /// this errs on the small side).
 fn pieces_bytes(pieces: &[Piece]) -> usize {
-    pieces.iter().map(|p| p.batch.get_array_memory_size()).sum()
+    pieces.iter().map(|p| p.bytes).sum()
 }
 
 /// The chunk of joined cuts: the pieces of one batch that follow each other become one
@@ -103,8 +120,19 @@ fn coalesce(mut pieces: Vec<Piece>) -> Chunk {
 /// later than `cut` = the smallest "last start" among the streams' current batches. So the
 /// stream that limits the cut is consumed whole, every chunk makes progress, and memory is
 /// one batch per stream.
+///
+/// A cut costs the streams it takes rows from, not all of them: two heaps keep the
+/// streams by the first start they have not given yet and by the last start of their
+/// batch, so the ranks of a long job that have not begun, or have ended, cost nothing
+/// while the others are merged.
 pub struct TimeMerge<'a> {
     cursors: Vec<Cursor<'a>>,
+    /// (first start not yet taken, cursor): one entry per cursor holding rows.
+    heads: BinaryHeap<Reverse<(i64, usize)>>,
+    /// (last start of the batch, cursor, batch seq): the smallest valid entry is the cut;
+    /// entries of batches since replaced or exhausted are skipped when met.
+    lasts: BinaryHeap<Reverse<(i64, usize, u64)>>,
+    started: bool,
     min_rows: usize,
 }
 
@@ -121,12 +149,28 @@ impl<'a> TimeMerge<'a> {
                 offset: 0,
                 id,
                 seq: 0,
+                bytes: 0,
             })
             .collect();
         TimeMerge {
             cursors,
+            heads: BinaryHeap::new(),
+            lasts: BinaryHeap::new(),
+            started: false,
             min_rows: 0,
         }
+    }
+
+    /// Gives cursor `id` rows if its stream has more and enters it in the heaps.
+    fn refill(&mut self, id: usize) -> Result<()> {
+        let c = &mut self.cursors[id];
+        if c.fill()? {
+            if let Some((first, last)) = c.bounds() {
+                self.heads.push(Reverse((first, id)));
+                self.lasts.push(Reverse((last, id, c.seq)));
+            }
+        }
+        Ok(())
     }
 
     /// Makes chunks of at least `rows` rows (but the last): with many streams of small
@@ -161,38 +205,54 @@ impl<'a> TimeMerge<'a> {
 
     /// The rows of every stream up to the next cut.
     fn next_cut(&mut self) -> Result<Option<Vec<Piece>>> {
-        let mut live = Vec::with_capacity(self.cursors.len());
-        for c in &mut self.cursors {
-            live.push(c.fill()?);
+        if !self.started {
+            self.started = true;
+            for id in 0..self.cursors.len() {
+                self.refill(id)?;
+            }
         }
-        let mut i = 0;
-        self.cursors.retain(|_| {
-            i += 1;
-            live[i - 1]
-        });
-        let Some(cut) = self
-            .cursors
-            .iter()
-            .map(|c| *c.starts().last().expect("non-empty"))
-            .min()
-        else {
-            return Ok(None);
+        // The smallest last start of a batch still current.
+        let cut = loop {
+            let Some(&Reverse((last, id, seq))) = self.lasts.peek() else {
+                return Ok(None);
+            };
+            let c = &self.cursors[id];
+            if c.seq == seq && c.bounds().is_some() {
+                break last;
+            }
+            self.lasts.pop();
         };
         let mut pieces = Vec::new();
-        for c in &mut self.cursors {
-            let n = c.starts().partition_point(|&s| s <= cut);
-            if n == 0 {
-                continue;
+        let mut exhausted = Vec::new();
+        while let Some(&Reverse((head, id))) = self.heads.peek() {
+            if head > cut {
+                break;
             }
+            self.heads.pop();
+            let c = &mut self.cursors[id];
+            let n = c.starts().partition_point(|&s| s <= cut);
+            let Some(batch) = c.batch.clone() else {
+                continue;
+            };
             pieces.push(Piece {
                 id: c.id,
                 seq: c.seq,
                 table: c.table,
-                batch: c.batch.clone().expect("filled"),
+                batch,
                 offset: c.offset,
                 len: n,
+                bytes: c.bytes,
             });
             c.offset += n;
+            match c.bounds() {
+                Some((first, _)) => self.heads.push(Reverse((first, id))),
+                None => exhausted.push(id),
+            }
+        }
+        // Refilled after the cut, so that rows of a next batch that tie with the cut go
+        // to the next cut, as they would had the batch ended a row later.
+        for id in exhausted {
+            self.refill(id)?;
         }
         Ok(Some(pieces))
     }
@@ -365,5 +425,109 @@ pub(crate) mod tests {
         // Whole batches: a cut takes a batch's rows in one piece when nothing limits it.
         let mut big = TimeMerge::new(tied_streams(3, 1000)).with_min_rows(10_000);
         assert_eq!(big.next_chunk().unwrap().unwrap().batches.len(), 3);
+    }
+
+    /// Streams of plain starts in batches (a batch may be empty), for the cut oracle.
+    struct Starts(Vec<Vec<i64>>);
+
+    impl BatchStream for Starts {
+        fn table(&self) -> Table {
+            Table::Region
+        }
+        fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+            if self.0.is_empty() {
+                return Ok(None);
+            }
+            let starts = self.0.remove(0);
+            let mut s = VecStream {
+                table: Table::Region,
+                rows: starts.iter().map(|&s| (s, s + 1)).collect(),
+                per: starts.len().max(1),
+            };
+            Ok(Some(s.next_batch()?.unwrap_or_else(|| {
+                RecordBatch::new_empty(Table::Region.schema())
+            })))
+        }
+    }
+
+    /// The cut as first specified: every stream's rows up to the smallest last start of
+    /// the current batches, all streams looked at on every cut. Pieces as (stream, batch
+    /// number counting empty batches from 1, offset, rows).
+    fn oracle_cuts(streams: &[Vec<Vec<i64>>]) -> Vec<Vec<(usize, u64, usize, usize)>> {
+        // (stream, batches left, current batch, its number, offset)
+        let mut cur: Vec<(usize, Vec<Vec<i64>>, Vec<i64>, u64, usize)> = streams
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (i, b.clone(), Vec::new(), 0, 0))
+            .collect();
+        let mut cuts = Vec::new();
+        loop {
+            cur.retain_mut(|c| {
+                while c.4 >= c.2.len() {
+                    if c.1.is_empty() {
+                        return false;
+                    }
+                    c.2 = c.1.remove(0);
+                    c.3 += 1;
+                    c.4 = 0;
+                }
+                true
+            });
+            let Some(cut) = cur.iter().map(|c| *c.2.last().unwrap()).min() else {
+                return cuts;
+            };
+            let mut pieces = Vec::new();
+            for c in &mut cur {
+                let n = c.2[c.4..].partition_point(|&s| s <= cut);
+                if n > 0 {
+                    pieces.push((c.0, c.3, c.4, n));
+                    c.4 += n;
+                }
+            }
+            cuts.push(pieces);
+        }
+    }
+
+    #[test]
+    fn cuts_from_the_heaps_are_the_cuts_of_a_full_scan() {
+        let mut seed = 7u64;
+        for round in 0..200 {
+            let n = 1 + (lcg(&mut seed).unsigned_abs() % 12) as usize;
+            let streams: Vec<Vec<Vec<i64>>> = (0..n)
+                .map(|_| {
+                    // Staggered like ranks of a job, with ties and empty batches.
+                    let mut t = lcg(&mut seed).rem_euclid(50);
+                    let batches = lcg(&mut seed).rem_euclid(6);
+                    (0..batches)
+                        .map(|_| {
+                            let len = lcg(&mut seed).rem_euclid(5);
+                            (0..len)
+                                .map(|_| {
+                                    t += lcg(&mut seed).rem_euclid(3);
+                                    t
+                                })
+                                .collect()
+                        })
+                        .collect()
+                })
+                .collect();
+            let want = oracle_cuts(&streams);
+            let boxed: Vec<Box<dyn BatchStream>> = streams
+                .iter()
+                .map(|b| Box::new(Starts(b.clone())) as Box<dyn BatchStream>)
+                .collect();
+            let mut merge = TimeMerge::new(boxed);
+            let mut got = Vec::new();
+            while let Some(mut pieces) = merge.next_cut().unwrap() {
+                pieces.sort_by_key(|p| p.id);
+                got.push(
+                    pieces
+                        .iter()
+                        .map(|p| (p.id, p.seq, p.offset, p.len))
+                        .collect::<Vec<_>>(),
+                );
+            }
+            assert_eq!(got, want, "round {round}: {streams:?}");
+        }
     }
 }
