@@ -631,7 +631,9 @@ fn a_sink_that_does_not_finish_leaves_no_file() {
         Message::Chunk(c) => {
             sink.write(&c)?;
             chunks += 1;
-            if chunks == 3 {
+            // The first chunk already opened files; how many chunks the fixture makes
+            // depends on the merge's chunk size, not on the sink.
+            if chunks == 1 {
                 return Err(Error::Usage("stop".into()));
             }
             Ok(())

@@ -30,6 +30,8 @@ struct Cursor<'a> {
     seq: u64,
     /// The memory of the current batch (counted once, not per piece).
     bytes: usize,
+    /// The chunk whose size already counts the current batch.
+    counted_in: Option<u64>,
 }
 
 impl Cursor<'_> {
@@ -43,6 +45,7 @@ impl Cursor<'_> {
             }
             self.offset = 0;
             self.seq += 1;
+            self.counted_in = None;
             self.batch = self.stream.next_batch()?;
             match &self.batch {
                 Some(b) => self.bytes = b.get_array_memory_size(),
@@ -74,12 +77,12 @@ struct Piece {
     batch: RecordBatch,
     offset: usize,
     len: usize,
-    /// The memory of `batch`.
+    /// The memory of `batch` if this is the chunk's first piece of it, else 0.
     bytes: usize,
 }
 
-/// The bytes of the buffers `pieces` keep alive (a piece of a batch counts all of it, so
-/// this errs on the small side).
+/// The bytes of the buffers `pieces` keep alive: each batch a chunk takes rows from counts
+/// whole, once.
 fn pieces_bytes(pieces: &[Piece]) -> usize {
     pieces.iter().map(|p| p.bytes).sum()
 }
@@ -134,6 +137,8 @@ pub struct TimeMerge<'a> {
     lasts: BinaryHeap<Reverse<(i64, usize, u64)>>,
     started: bool,
     min_rows: usize,
+    /// Counts chunks, so a batch's memory is counted once per chunk.
+    chunk_no: u64,
 }
 
 impl<'a> TimeMerge<'a> {
@@ -150,6 +155,7 @@ impl<'a> TimeMerge<'a> {
                 id,
                 seq: 0,
                 bytes: 0,
+                counted_in: None,
             })
             .collect();
         TimeMerge {
@@ -158,6 +164,7 @@ impl<'a> TimeMerge<'a> {
             lasts: BinaryHeap::new(),
             started: false,
             min_rows: 0,
+            chunk_no: 0,
         }
     }
 
@@ -184,6 +191,7 @@ impl<'a> TimeMerge<'a> {
 
     /// The next chunk, or `None` when every stream is exhausted.
     pub fn next_chunk(&mut self) -> Result<Option<Chunk>> {
+        self.chunk_no += 1;
         let Some(mut pieces) = self.next_cut()? else {
             return Ok(None);
         };
@@ -234,6 +242,14 @@ impl<'a> TimeMerge<'a> {
             let Some(batch) = c.batch.clone() else {
                 continue;
             };
+            // A batch that gives rows to several cuts of one chunk keeps its memory alive
+            // once.
+            let bytes = if c.counted_in == Some(self.chunk_no) {
+                0
+            } else {
+                c.counted_in = Some(self.chunk_no);
+                c.bytes
+            };
             pieces.push(Piece {
                 id: c.id,
                 seq: c.seq,
@@ -241,7 +257,7 @@ impl<'a> TimeMerge<'a> {
                 batch,
                 offset: c.offset,
                 len: n,
-                bytes: c.bytes,
+                bytes,
             });
             c.offset += n;
             match c.bounds() {
@@ -454,34 +470,46 @@ pub(crate) mod tests {
     /// the current batches, all streams looked at on every cut. Pieces as (stream, batch
     /// number counting empty batches from 1, offset, rows).
     fn oracle_cuts(streams: &[Vec<Vec<i64>>]) -> Vec<Vec<(usize, u64, usize, usize)>> {
-        // (stream, batches left, current batch, its number, offset)
-        let mut cur: Vec<(usize, Vec<Vec<i64>>, Vec<i64>, u64, usize)> = streams
+        struct Cur {
+            id: usize,
+            left: Vec<Vec<i64>>,
+            batch: Vec<i64>,
+            number: u64,
+            offset: usize,
+        }
+        let mut cur: Vec<Cur> = streams
             .iter()
             .enumerate()
-            .map(|(i, b)| (i, b.clone(), Vec::new(), 0, 0))
+            .map(|(id, b)| Cur {
+                id,
+                left: b.clone(),
+                batch: Vec::new(),
+                number: 0,
+                offset: 0,
+            })
             .collect();
         let mut cuts = Vec::new();
         loop {
             cur.retain_mut(|c| {
-                while c.4 >= c.2.len() {
-                    if c.1.is_empty() {
+                while c.offset >= c.batch.len() {
+                    if c.left.is_empty() {
                         return false;
                     }
-                    c.2 = c.1.remove(0);
-                    c.3 += 1;
-                    c.4 = 0;
+                    c.batch = c.left.remove(0);
+                    c.number += 1;
+                    c.offset = 0;
                 }
                 true
             });
-            let Some(cut) = cur.iter().map(|c| *c.2.last().unwrap()).min() else {
+            let Some(cut) = cur.iter().map(|c| *c.batch.last().unwrap()).min() else {
                 return cuts;
             };
             let mut pieces = Vec::new();
             for c in &mut cur {
-                let n = c.2[c.4..].partition_point(|&s| s <= cut);
+                let n = c.batch[c.offset..].partition_point(|&s| s <= cut);
                 if n > 0 {
-                    pieces.push((c.0, c.3, c.4, n));
-                    c.4 += n;
+                    pieces.push((c.id, c.number, c.offset, n));
+                    c.offset += n;
                 }
             }
             cuts.push(pieces);
