@@ -12,6 +12,8 @@
 //! * [`cleanup`]: cancellation between chunks and the list of temporary paths.
 //! * [`Source`]: what every reader implements (describe an input, prepare its streams).
 //! * [`decode_parallel`]: the streams of many sources decoded on a pool of threads.
+//! * [`RunSorter`]: one table's rows sorted by time in bounded memory, spilling sorted
+//!   runs to Arrow IPC files, for readers of input that is not in time order.
 
 mod chunk;
 pub mod cleanup;
@@ -23,6 +25,7 @@ mod merge;
 mod output;
 mod produce;
 mod report;
+mod sort;
 mod source;
 
 pub use chunk::{Chunk, TimeOrder};
@@ -34,4 +37,5 @@ pub use merge::{BatchStream, TimeMerge};
 pub use output::{temp_sibling, OutputFile};
 pub use produce::{batch_rows, produce, produce_events, ProduceOptions, QUEUE_BYTES, ROW_BUDGET};
 pub use report::{OutputReport, RunReport, StageDrop, TableCounts};
+pub use sort::{RunSorter, SortOptions, SortStats, SortedRuns, MAX_MERGE, SORT_MEMORY};
 pub use source::{PreparedStream, Source, StreamOptions};
