@@ -6,42 +6,10 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use common::*;
-use parquet::file::reader::{FileReader, SerializedFileReader};
-
-/// Every `.parquet` file under `dir` (not under `_` directories), recursively.
-fn parquet_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in rd {
-        let p = e.unwrap().path();
-        let name = p.file_name().unwrap().to_string_lossy().into_owned();
-        if p.is_dir() && !name.starts_with('_') {
-            out.extend(parquet_files(&p));
-        } else if name.ends_with(".parquet") {
-            out.push(p);
-        }
-    }
-    out.sort();
-    out
-}
-
-/// Rows of a table, read from the files' own footers (a torn file fails to open).
-fn rows(table: &Path) -> u64 {
-    parquet_files(table)
-        .iter()
-        .map(|p| {
-            let r = SerializedFileReader::new(std::fs::File::open(p).unwrap())
-                .unwrap_or_else(|e| panic!("{} is not a whole Parquet file: {e}", p.display()));
-            r.metadata().file_metadata().num_rows() as u64
-        })
-        .sum()
-}
 
 fn info_rows(inputs: &[PathBuf]) -> BTreeMap<String, u64> {
     let mut args = vec!["info".to_string(), "--json".into(), "-i".into()];
@@ -102,13 +70,13 @@ fn eight_concurrent_appends_keep_every_row_once() {
         ("pmc_values", "pmc_value"),
     ] {
         assert_eq!(
-            rows(&ds.join(dir)),
+            parquet_rows(&ds.join(dir)),
             want.get(model).copied().unwrap_or(0),
             "{dir}"
         );
     }
-    assert_eq!(rows(&ds.join("sources")), 8);
-    assert_eq!(rows(&ds.join("processes")), 8);
+    assert_eq!(parquet_rows(&ds.join("sources")), 8);
+    assert_eq!(parquet_rows(&ds.join("processes")), 8);
     // Eight runs, eight versions of each log, each file listed once and present.
     let runs = std::fs::read_dir(ds.join("_runs")).unwrap().count();
     assert_eq!(runs, 8);

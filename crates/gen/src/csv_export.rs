@@ -1,6 +1,10 @@
 //! Writing a generated RocPD database out again as a rocprofv3 CSV set (the current,
 //! rocprofiler-sdk 1.x layout: `<host>/<pid>_<kind>.csv`), so that the same trace can be
 //! read as RocPD and as CSV and the two compared, and CSV reading can be benchmarked.
+//!
+//! Thread and process columns carry the OS ids, as rocprofv3 writes them: an event's `pid`
+//! and `tid` are references to `rocpd_info_process` and `rocpd_info_thread` rows, which
+//! are the OS ids themselves only when the generator was not asked for `row_ids`.
 
 use std::path::{Path, PathBuf};
 
@@ -95,7 +99,7 @@ pub fn export_csv(db: &Path, out_dir: &Path) -> Result<(PathBuf, CsvCounts)> {
     ];
     let api = |prefix: &str, function: &str| {
         format!(
-            "SELECT C.string, {function}, R.pid, R.tid, R.id, R.start, R.\"end\" FROM rocpd_region R \
+            "SELECT C.string, {function}, (SELECT PI.pid FROM rocpd_info_process PI WHERE PI.id = R.pid), (SELECT TI.tid FROM rocpd_info_thread TI WHERE TI.id = R.tid), R.id, R.start, R.\"end\" FROM rocpd_region R \
              JOIN rocpd_event E ON E.id = R.event_id JOIN rocpd_string C ON C.id = E.category_id \
              JOIN rocpd_string N ON N.id = R.name_id WHERE C.string LIKE '{prefix}%' ORDER BY R.start"
         )
@@ -127,7 +131,7 @@ pub fn export_csv(db: &Path, out_dir: &Path) -> Result<(PathBuf, CsvCounts)> {
             "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z",
         ],
         &format!(
-            "SELECT 'KERNEL_DISPATCH', {AGENT}K.agent_id), K.queue_id, K.stream_id, K.tid, K.dispatch_id, K.kernel_id, \
+            "SELECT 'KERNEL_DISPATCH', {AGENT}K.agent_id), K.queue_id, K.stream_id, (SELECT TI.tid FROM rocpd_info_thread TI WHERE TI.id = K.tid), K.dispatch_id, K.kernel_id, \
              COALESCE(NULLIF(KS.display_name, ''), KS.kernel_name), E.stack_id, K.start, K.\"end\", K.group_segment_size, K.private_segment_size, \
              KS.arch_vgpr_count, KS.accum_vgpr_count, KS.sgpr_count, K.workgroup_size_x, K.workgroup_size_y, \
              K.workgroup_size_z, K.grid_size_x, K.grid_size_y, K.grid_size_z FROM rocpd_kernel_dispatch K \
@@ -161,7 +165,7 @@ pub fn export_csv(db: &Path, out_dir: &Path) -> Result<(PathBuf, CsvCounts)> {
         &file("scratch_memory_trace"),
         &["Kind", "Operation", "Agent_Id", "Queue_Id", "Thread_Id", "Alloc_Flags", "Start_Timestamp", "End_Timestamp", "Allocation_Size"],
         &format!(
-            "SELECT 'SCRATCH_MEMORY', 'SCRATCH_MEMORY_' || M.type, {AGENT}M.agent_id), M.queue_id, M.tid, \
+            "SELECT 'SCRATCH_MEMORY', 'SCRATCH_MEMORY_' || M.type, {AGENT}M.agent_id), M.queue_id, (SELECT TI.tid FROM rocpd_info_thread TI WHERE TI.id = M.tid), \
              COALESCE(json_extract(M.extdata, '$.flags'), 0), M.start, M.\"end\", M.size \
              FROM rocpd_memory_allocate M WHERE M.level = 'SCRATCH' ORDER BY M.start"
         ),
@@ -175,7 +179,7 @@ pub fn export_csv(db: &Path, out_dir: &Path) -> Result<(PathBuf, CsvCounts)> {
             "SGPR_Count", "Counter_Name", "Counter_Value", "Start_Timestamp", "End_Timestamp",
         ],
         &format!(
-            "SELECT E.stack_id, K.dispatch_id, {AGENT}K.agent_id), K.queue_id, K.pid, K.tid, \
+            "SELECT E.stack_id, K.dispatch_id, {AGENT}K.agent_id), K.queue_id, (SELECT PI.pid FROM rocpd_info_process PI WHERE PI.id = K.pid), (SELECT TI.tid FROM rocpd_info_thread TI WHERE TI.id = K.tid), \
              K.grid_size_x * K.grid_size_y * K.grid_size_z, K.kernel_id, COALESCE(NULLIF(KS.display_name, ''), KS.kernel_name), \
              K.workgroup_size_x * K.workgroup_size_y * K.workgroup_size_z, K.group_segment_size, \
              K.private_segment_size, KS.arch_vgpr_count, KS.accum_vgpr_count, KS.sgpr_count, I.name, P.value, \

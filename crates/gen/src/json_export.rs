@@ -2,6 +2,10 @@
 //! (`<pid>_results.json`, the `{"rocprofiler-sdk-tool": [ ... ]}` layout), so that the same
 //! trace can be read as RocPD, CSV and JSON and the three compared, and JSON reading can
 //! be benchmarked. Records are written one at a time: memory does not grow with the trace.
+//!
+//! Thread and process columns carry the OS ids, as rocprofv3 writes them: an event's `pid`
+//! and `tid` are references to `rocpd_info_process` and `rocpd_info_thread` rows, which
+//! are the OS ids themselves only when the generator was not asked for `row_ids`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -105,7 +109,7 @@ pub fn export_json(db: &Path, out_dir: &Path) -> Result<(PathBuf, BTreeMap<Strin
         rows(
             &conn,
             &format!(
-                "SELECT C.string, N.string, R.tid, E.stack_id, E.correlation_id, E.parent_stack_id, R.start, R.\"end\", \
+                "SELECT C.string, N.string, (SELECT TI.tid FROM rocpd_info_thread TI WHERE TI.id = R.tid), E.stack_id, E.correlation_id, E.parent_stack_id, R.start, R.\"end\", \
                  json_extract(E.extdata, '$.message') FROM rocpd_region R JOIN rocpd_event E ON E.id = R.event_id \
                  JOIN rocpd_string C ON C.id = E.category_id JOIN rocpd_string N ON N.id = R.name_id \
                  WHERE C.string LIKE '{prefix}%' ORDER BY R.start"
@@ -139,7 +143,7 @@ pub fn export_json(db: &Path, out_dir: &Path) -> Result<(PathBuf, BTreeMap<Strin
     rows(
         &conn,
         &format!(
-            "SELECT K.tid, E.stack_id, E.correlation_id, E.parent_stack_id, K.start, K.\"end\", {info}, K.stream_id \
+            "SELECT (SELECT TI.tid FROM rocpd_info_thread TI WHERE TI.id = K.tid), E.stack_id, E.correlation_id, E.parent_stack_id, K.start, K.\"end\", {info}, K.stream_id \
              FROM rocpd_kernel_dispatch K JOIN rocpd_event E ON E.id = K.event_id ORDER BY K.start"
         ),
         |r| {
@@ -159,7 +163,7 @@ pub fn export_json(db: &Path, out_dir: &Path) -> Result<(PathBuf, BTreeMap<Strin
     rows(
         &conn,
         &format!(
-            "SELECT N.string, M.tid, E.stack_id, E.correlation_id, E.parent_stack_id, M.start, M.\"end\", \
+            "SELECT N.string, (SELECT TI.tid FROM rocpd_info_thread TI WHERE TI.id = M.tid), E.stack_id, E.correlation_id, E.parent_stack_id, M.start, M.\"end\", \
              {AGENT_HANDLE}M.dst_agent_id), {AGENT_HANDLE}M.src_agent_id), M.size, M.stream_id \
              FROM rocpd_memory_copy M JOIN rocpd_event E ON E.id = M.event_id JOIN rocpd_string N ON N.id = M.name_id \
              ORDER BY M.start"
@@ -183,7 +187,7 @@ pub fn export_json(db: &Path, out_dir: &Path) -> Result<(PathBuf, BTreeMap<Strin
         rows(
             &conn,
             &format!(
-                "SELECT M.type, M.level, M.tid, E.stack_id, E.correlation_id, E.parent_stack_id, M.start, M.\"end\", \
+                "SELECT M.type, M.level, (SELECT TI.tid FROM rocpd_info_thread TI WHERE TI.id = M.tid), E.stack_id, E.correlation_id, E.parent_stack_id, M.start, M.\"end\", \
                  CASE WHEN M.agent_id IS NULL THEN 0 ELSE {AGENT_HANDLE}M.agent_id) END, M.address, M.size, M.queue_id, \
                  COALESCE(json_extract(M.extdata, '$.flags'), 0) \
                  FROM rocpd_memory_allocate M LEFT JOIN rocpd_event E ON E.id = M.event_id \
@@ -232,7 +236,7 @@ pub fn export_json(db: &Path, out_dir: &Path) -> Result<(PathBuf, BTreeMap<Strin
     rows(
         &conn,
         &format!(
-            "SELECT K.id, K.tid, E.stack_id, E.correlation_id, E.parent_stack_id, K.start, K.\"end\", {info}, \
+            "SELECT K.id, (SELECT TI.tid FROM rocpd_info_thread TI WHERE TI.id = K.tid), E.stack_id, E.correlation_id, E.parent_stack_id, K.start, K.\"end\", {info}, \
              K.stream_id, P.pmc_id, P.value FROM rocpd_pmc_event P JOIN rocpd_kernel_dispatch K ON K.event_id = P.event_id \
              JOIN rocpd_event E ON E.id = K.event_id ORDER BY K.start, K.id, P.id"
         ),

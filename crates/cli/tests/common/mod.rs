@@ -90,6 +90,13 @@ pub struct Decoded {
     pub annotation_names: BTreeSet<String>,
     /// Every slice and instant as (category, name, start), sorted: a multiset to compare.
     pub events: Vec<(String, String, u64)>,
+    /// Names of the tracks that hold instants.
+    pub instant_track_names: BTreeSet<String>,
+    /// Every slice as (track name, slice name, start, duration), sorted.
+    pub slices: Vec<(String, String, u64, u64)>,
+    /// Every flow as the (track name, slice name, start) of its ends, each sorted, and the
+    /// flows sorted: flow ids aside, which slices each arrow joins.
+    pub flow_ends: Vec<Vec<(String, String, u64)>>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -110,7 +117,9 @@ pub fn decode(path: &Path) -> Decoded {
     let mut cats: HashMap<u64, String> = HashMap::new();
     let mut ann_names: HashMap<u64, String> = HashMap::new();
     let mut tracks: HashMap<u64, Kind> = HashMap::new();
-    let mut open: HashMap<u64, Vec<u64>> = HashMap::new();
+    let mut track_name: HashMap<u64, String> = HashMap::new();
+    let mut open: HashMap<u64, Vec<(u64, String)>> = HashMap::new();
+    let mut flow_ends: HashMap<u64, Vec<(String, String, u64)>> = HashMap::new();
     let mut last_ts: HashMap<u64, u64> = HashMap::new();
     let mut flows: HashMap<u64, u32> = HashMap::new();
     let mut cleared = false;
@@ -164,6 +173,12 @@ pub fn decode(path: &Path) -> Decoded {
                     "parent described after child"
                 );
             }
+            let label = if t.thread.is_some() {
+                t.thread.thread_name().to_string()
+            } else {
+                t.name().to_string()
+            };
+            track_name.insert(t.uuid(), label);
             let prev = tracks.insert(t.uuid(), kind);
             assert!(
                 prev.is_none_or(|k| k == kind),
@@ -210,27 +225,34 @@ pub fn decode(path: &Path) -> Decoded {
                     .unwrap_or_else(|| panic!("packet {i}: undefined annotation name iid"));
                 d.annotation_names.insert(n.clone());
             }
+            let on_track = track_name.get(&uuid).cloned().unwrap_or_default();
             for f in &e.flow_ids {
                 *flows.entry(*f).or_default() += 1;
+                flow_ends
+                    .entry(*f)
+                    .or_default()
+                    .push((on_track.clone(), name.clone(), ts));
             }
             match e.type_() {
                 Type::TYPE_SLICE_BEGIN => {
                     assert!(kind != Kind::Counter, "slice on a counter track");
-                    open.entry(uuid).or_default().push(ts);
+                    open.entry(uuid).or_default().push((ts, name.clone()));
                     *d.slices_by_category.entry(cat.clone()).or_default() += 1;
                     d.events.push((cat.clone(), name.clone(), ts));
                     d.names_by_category.entry(cat).or_default().insert(name);
                 }
                 Type::TYPE_SLICE_END => {
-                    let begin = open
+                    let (begin, begun) = open
                         .get_mut(&uuid)
                         .and_then(|s| s.pop())
                         .unwrap_or_else(|| panic!("packet {i}: slice end without a begin"));
                     assert!(begin <= ts);
+                    d.slices.push((on_track, begun, begin, ts - begin));
                 }
                 Type::TYPE_INSTANT => {
                     assert!(kind != Kind::Counter, "instant on a counter track");
                     *d.instants_by_category.entry(cat.clone()).or_default() += 1;
+                    d.instant_track_names.insert(on_track.clone());
                     d.events.push((cat.clone(), name.clone(), ts));
                     d.names_by_category.entry(cat).or_default().insert(name);
                 }
@@ -253,6 +275,15 @@ pub fn decode(path: &Path) -> Decoded {
     }
     d.flows = flows.len() as u64;
     d.events.sort();
+    d.slices.sort();
+    d.flow_ends = flow_ends
+        .into_values()
+        .map(|mut ends| {
+            ends.sort();
+            ends
+        })
+        .collect();
+    d.flow_ends.sort();
     d
 }
 
@@ -413,4 +444,38 @@ pub fn expected_flows(inputs: &[PathBuf]) -> u64 {
         total += conn.query_row(&sql, [], |r| r.get::<_, i64>(0)).unwrap() as u64;
     }
     total
+}
+
+/// Every `.parquet` file under `dir` (not under `_` directories), recursively.
+pub fn parquet_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if p.is_dir() && !name.starts_with('_') {
+            out.extend(parquet_files(&p));
+        } else if name.ends_with(".parquet") {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Rows of a table, read from the files' own footers (a torn file fails to open).
+pub fn parquet_rows(table: &Path) -> u64 {
+    parquet_files(table)
+        .iter()
+        .map(|p| {
+            let r =
+                parquet::file::reader::SerializedFileReader::new(std::fs::File::open(p).unwrap())
+                    .unwrap_or_else(|e| panic!("{} is not a whole Parquet file: {e}", p.display()));
+            parquet::file::reader::FileReader::metadata(&r)
+                .file_metadata()
+                .num_rows() as u64
+        })
+        .sum()
 }
