@@ -28,11 +28,15 @@
 //! * **rocprofv3 CSV and JSON** (`--import-only`): the single and multi cases written out
 //!   as CSV sets and JSON files, converted beside the same trace as databases: time, peak
 //!   memory and the most temporary disk (`TMPDIR`) each run used.
+//! * **External sort** (`--sort-only`): 1M and 3M generated API-call rows in three input
+//!   orders through `rocpd_pipeline::RunSorter`, beside a floor that builds the same
+//!   batches (this binary's hidden `--step-sort` mode): the sort readers of unordered
+//!   input will use, its time, peak memory and temporary disk.
 //!
 //! Usage (from the workspace root):
 //!   cargo build --release -p rocpd-cli -p rocpd-bench && target/release/rocpd-bench
 //!     [--quick] [--summary-only] [--baseline-only] [--many-only] [--lake-only]
-//!     [--proton-only] [--import-only]
+//!     [--proton-only] [--import-only] [--sort-only]
 //!
 //! `--quick` runs every case at a tenth of its events. The `--*-only` flags run just
 //! those sections (they combine); without them every section runs.
@@ -284,6 +288,7 @@ const FLAGS: &[&str] = &[
     "--lake-only",
     "--proton-only",
     "--import-only",
+    "--sort-only",
 ];
 
 fn main() -> Result<()> {
@@ -293,6 +298,7 @@ fn main() -> Result<()> {
         Some("--prepare") => return prepare(&args[1..]),
         Some("--step-json") => return step_json(&args[1..]),
         Some("--step-any") => return step_any(&args[1..]),
+        Some("--step-sort") => return step_sort(&args[1..]),
         _ => {}
     }
     if let Some(a) = args.iter().find(|a| !FLAGS.contains(&a.as_str())) {
@@ -357,6 +363,7 @@ fn main() -> Result<()> {
         "--lake-only",
         "--proton-only",
         "--import-only",
+        "--sort-only",
     ]
     .into_iter()
     .filter(|f| flag(f))
@@ -379,6 +386,9 @@ fn main() -> Result<()> {
         }
         if only.contains(&"--import-only") {
             import_section(&rocpd, &cases, &root)?;
+        }
+        if only.contains(&"--sort-only") {
+            sort_section(&exe, &root, scale)?;
         }
         return Ok(());
     }
@@ -479,6 +489,7 @@ fn main() -> Result<()> {
     }
 
     import_section(&rocpd, &cases, &root)?;
+    sort_section(&exe, &root, scale)?;
 
     summary_section(&rocpd, &cases, &root)?;
 
@@ -1213,5 +1224,170 @@ fn import_section(rocpd: &Path, cases: &[Case], root: &Path) -> Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+/// The orders `--sort-only` feeds the external sort, as a reader of each kind would.
+const SORT_ORDERS: [&str; 3] = ["in-order", "by-end", "random"];
+
+/// The external sort of readers of unordered input (`rocpd_pipeline::RunSorter`) on
+/// generated API-call rows at two sizes and three input orders, beside a floor that only
+/// builds the same batches: time, peak memory and the most temporary disk it used.
+fn sort_section(exe: &Path, root: &Path, scale: u32) -> Result<()> {
+    println!("\nExternal sort of API-call rows (rocpd_pipeline::RunSorter, 16 MiB in memory; baseline: build the batches only):");
+    println!(
+        "{:<9} {:>9} {:<8} {:>8} {:>10} {:>9} {:>8} {:>7} {:>6}",
+        "order", "rows", "command", "seconds", "rows/s", "peak MiB", "tmp MiB", "spills", "merges"
+    );
+    let dir = root.join("sort");
+    std::fs::create_dir_all(&dir)?;
+    let sizes = [
+        1_000_000u64 / u64::from(scale),
+        3_000_000 / u64::from(scale),
+    ];
+    let mut summary = Vec::new();
+    for order in SORT_ORDERS {
+        let mut peaks = Vec::new();
+        for rows in sizes {
+            for mode in ["build", "sort"] {
+                let out = dir.join("stats.txt");
+                let tmp = fresh_tmp(&dir)?;
+                let mut cmd = Command::new(exe);
+                cmd.args(["--step-sort", order, &rows.to_string(), mode])
+                    .env("TMPDIR", &tmp)
+                    .stdout(std::fs::File::create(&out)?);
+                let ((seconds, kib), tmp_bytes) =
+                    with_tmp_sampled(&tmp, || run_measured(&mut cmd))?;
+                let stats: Vec<u64> = std::fs::read_to_string(&out)?
+                    .split_whitespace()
+                    .map(str::parse)
+                    .collect::<std::result::Result<_, _>>()?;
+                let [got, spills, merges] = stats[..] else {
+                    bail!("--step-sort printed {stats:?}");
+                };
+                if got != rows {
+                    bail!("{order}: {mode} gave {got} rows of {rows}");
+                }
+                println!(
+                    "{:<9} {:>9} {:<8} {:>8.2} {:>10.0} {:>9.1} {:>8.1} {:>7} {:>6}",
+                    order,
+                    rows,
+                    if mode == "build" { "baseline" } else { "sort" },
+                    seconds,
+                    rows as f64 / seconds,
+                    kib as f64 / 1024.0,
+                    tmp_bytes as f64 / 1048576.0,
+                    spills,
+                    merges
+                );
+                if mode == "sort" {
+                    peaks.push(kib as f64 / 1024.0);
+                }
+            }
+        }
+        summary.push(format!("{order} {:.2}x", peaks[1] / peaks[0]));
+    }
+    println!(
+        "sort peak RSS, 3x the rows against 1x: {}",
+        summary.join(", ")
+    );
+    Ok(())
+}
+
+/// The hidden `--step-sort ORDER ROWS build|sort` mode: builds `ROWS` API-call rows in
+/// `ORDER` (`in-order`; `by-end`, nested calls written as they end, as rocprofv3 does;
+/// `random`) and, with `sort`, sorts them through a `RunSorter` and checks the order.
+/// Prints the rows it saw, the spills and the merges of run files.
+fn step_sort(args: &[String]) -> Result<()> {
+    use rocpd_model::{BatchBuilder, ColumnBuilder, Table};
+    use rocpd_pipeline::{BatchStream, RunSorter, SortOptions};
+    let [order, rows, mode] = args else {
+        bail!("usage: rocpd-bench --step-sort ORDER ROWS build|sort");
+    };
+    let rows: u64 = rows.parse().context("rows")?;
+    let table = Table::Region;
+    let names: Vec<String> = (0..50).map(|i| format!("hipApiFunction{i}")).collect();
+    let mut seed = 1u64;
+    let mut next = || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as i64
+    };
+    let key = |i: u64, next: &mut dyn FnMut() -> i64| -> (i64, i64) {
+        let i = i as i64;
+        match order.as_str() {
+            "in-order" => (i * 100, i * 100 + 50 + (i % 7) * 10),
+            // Groups of nine: eight inner calls that end first, then the outer one.
+            "by-end" => {
+                let (g, k) = (i / 9, i % 9);
+                if k < 8 {
+                    (g * 1000 + 10 + k * 110, g * 1000 + 110 + k * 110)
+                } else {
+                    (g * 1000, g * 1000 + 950)
+                }
+            }
+            _ => {
+                let s = next().rem_euclid(rows as i64 * 100);
+                (s, s + next().rem_euclid(1000))
+            }
+        }
+    };
+    let mut sorter = (mode == "sort").then(|| RunSorter::new(table, SortOptions::default()));
+    let mut builder = BatchBuilder::new(table, 2048);
+    let mut built = 0u64;
+    for i in 0..rows {
+        let (start, end) = key(i, &mut next);
+        for (c, spec) in table.columns().iter().enumerate() {
+            match (builder.column(c), spec.name) {
+                (ColumnBuilder::I64(x), "start") => x.append_value(start),
+                (ColumnBuilder::I64(x), "end") => x.append_value(end),
+                (ColumnBuilder::I64(x), "id" | "event_id" | "stack_id") => x.append_value(i as i64),
+                (ColumnBuilder::I64(x), "pid" | "tid") => x.append_value(4242),
+                (ColumnBuilder::Str(x), "name") => x.append_value(&names[(i % 50) as usize]),
+                (ColumnBuilder::Str(x), "category") => x.append_value("HIP_RUNTIME_API_EXT"),
+                (ColumnBuilder::U32(x), _) => x.append_value(0),
+                (ColumnBuilder::I64(x), _) if !spec.nullable => x.append_value(0),
+                (ColumnBuilder::Str(x), _) if !spec.nullable => x.append_value(""),
+                (other, _) => other.push_null(),
+            }
+        }
+        builder.end_row();
+        if builder.is_full() || i + 1 == rows {
+            let b = builder.finish()?;
+            built += b.num_rows() as u64;
+            if let Some(s) = sorter.as_mut() {
+                s.push(b)?;
+            }
+        }
+    }
+    let Some(sorter) = sorter else {
+        println!("{built} 0 0");
+        return Ok(());
+    };
+    let mut sorted = sorter.finish()?;
+    let (mut seen, mut last) = (0u64, (i64::MIN, std::cmp::Reverse(i64::MIN)));
+    while let Some(b) = sorted.next_batch()? {
+        let starts = b
+            .column(rocpd_model::col::START)
+            .as_any()
+            .downcast_ref::<arrow_array::Int64Array>()
+            .context("start")?;
+        let ends = b
+            .column(rocpd_model::col::END)
+            .as_any()
+            .downcast_ref::<arrow_array::Int64Array>()
+            .context("end")?;
+        for r in 0..b.num_rows() {
+            let k = (starts.value(r), std::cmp::Reverse(ends.value(r)));
+            if k < last {
+                bail!("row {seen} is out of order");
+            }
+            last = k;
+            seen += 1;
+        }
+    }
+    let stats = sorted.stats();
+    println!("{seen} {} {}", stats.spills, stats.merges);
     Ok(())
 }

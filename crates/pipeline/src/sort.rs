@@ -13,12 +13,12 @@
 //! [`RunSorter::finish`] gives a [`SortedRuns`], a [`BatchStream`] that merges the run
 //! files and what is still in memory. Rows with the same key come out in input order
 //! (runs stay in input order and each keeps it), so a reader's output does not depend on
-//! the budget. More than [`MAX_MERGE`] files are first merged in passes over consecutive
-//! groups, so the files open at once are bounded, and a run file is read back in batches
-//! of 1,024 rows, so the merge holds at most `MAX_MERGE` such batches beside the memory
-//! budget. The temporary directory is removed when the sorter or the stream is dropped,
-//! and is registered with [`crate::cleanup`] meanwhile so that a signal handler can
-//! remove it.
+//! the budget. More than [`MAX_MERGE`] files are first merged, consecutive files into
+//! one, until `MAX_MERGE` are left, so the files open at once are bounded; a run file is
+//! read back in batches of 1,024 rows, so the merge holds at most `MAX_MERGE` such
+//! batches beside the memory budget. The temporary directory is removed when the sorter
+//! or the stream is dropped, and is registered with [`crate::cleanup`] meanwhile so that
+//! a signal handler can remove it.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -83,8 +83,8 @@ pub struct SortStats {
     /// Run files written, including those of merge passes (input in order spills to
     /// one file however often it spills).
     pub spilled_runs: u64,
-    /// Passes that merged more than [`MAX_MERGE`] run files into fewer.
-    pub merge_passes: u64,
+    /// Merges of run files into one, needed when there were more than [`MAX_MERGE`].
+    pub merges: u64,
     /// Bytes written to disk.
     pub spilled_bytes: u64,
     /// The most bytes of runs held in memory at once.
@@ -363,40 +363,39 @@ impl RunSorter {
             self.spill_pool()?;
         }
         self.close_open()?;
-        // Passes over consecutive groups, each merged into one file in its place, keep
-        // the runs in input order (ties stay in input order) and read every row once a
-        // pass.
+        // Consecutive runs merged into one file in their place keep the runs in input
+        // order (ties stay in input order). Each merge takes just enough runs to come down
+        // to MAX_MERGE, or MAX_MERGE if that is not enough, and the next merge starts
+        // after the file just written, so no row is merged twice while fresh runs remain.
+        let mut at = 0;
         while self.spilled.len() > MAX_MERGE {
-            let mut next = Vec::new();
-            let runs = std::mem::take(&mut self.spilled);
-            for group in runs.chunks(MAX_MERGE) {
-                cleanup::check_cancelled()?;
-                if let [one] = group {
-                    next.push(one.clone());
-                    continue;
-                }
-                let table = self.table;
-                let mut writer = self.spill_dir()?.new_file(table)?;
-                let mut merge = Merge::new(
-                    table,
-                    group.iter().cloned().map(Run::Spilled).collect(),
-                    SPILL_BATCH_ROWS,
-                )?;
-                while let Some(b) = merge.next()? {
-                    writer.write(&b)?;
-                }
-                drop(merge);
-                // The group is read; its files may go before the next group is written.
-                for path in group {
-                    let _ = std::fs::remove_file(path);
-                }
-                let (path, size) = writer.close()?;
-                self.stats.spilled_runs += 1;
-                self.stats.spilled_bytes += size;
-                next.push(path);
+            cleanup::check_cancelled()?;
+            let take = (self.spilled.len() - MAX_MERGE + 1).min(MAX_MERGE);
+            if at + take > self.spilled.len() {
+                at = 0;
             }
-            self.stats.merge_passes += 1;
-            self.spilled = next;
+            let group: Vec<PathBuf> = self.spilled.drain(at..at + take).collect();
+            let table = self.table;
+            let mut writer = self.spill_dir()?.new_file(table)?;
+            let mut merge = Merge::new(
+                table,
+                group.iter().cloned().map(Run::Spilled).collect(),
+                SPILL_BATCH_ROWS,
+            )?;
+            while let Some(b) = merge.next()? {
+                writer.write(&b)?;
+            }
+            drop(merge);
+            // The group is read; its files may go before the next one is written.
+            for path in &group {
+                let _ = std::fs::remove_file(path);
+            }
+            let (path, size) = writer.close()?;
+            self.stats.spilled_runs += 1;
+            self.stats.spilled_bytes += size;
+            self.stats.merges += 1;
+            self.spilled.insert(at, path);
+            at += 1;
         }
         let mut runs: Vec<Run> = std::mem::take(&mut self.spilled)
             .into_iter()
@@ -762,7 +761,7 @@ mod tests {
     }
 
     #[test]
-    fn many_runs_merge_in_passes_and_keep_ties_in_input_order() {
+    fn many_runs_merge_down_to_the_fan_in_and_keep_ties_in_input_order() {
         let tmp = tempfile::tempdir().unwrap();
         // 100 batches, each starting before the previous one ended: 100 run files.
         // Every key repeats across runs, so input order decides among them.
@@ -776,10 +775,10 @@ mod tests {
             sorter.push(batch(&chunk)).unwrap();
         }
         let s = sorter.finish().unwrap();
-        // One pass merges the 100 files in groups of 32 into 4.
+        // Three merges of fresh runs (32, 32, then 7) leave 32 files: 100 -> 69 -> 38 -> 32.
         assert_eq!(s.stats().spills, 100);
-        assert_eq!(s.stats().merge_passes, 1);
-        assert_eq!(s.stats().spilled_runs, 104);
+        assert_eq!(s.stats().merges, 3);
+        assert_eq!(s.stats().spilled_runs, 103);
         assert_eq!(entries(tmp.path()), 1, "one run directory");
         let run_dir = std::fs::read_dir(tmp.path())
             .unwrap()
@@ -788,7 +787,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             entries(&run_dir.path()),
-            4,
+            32,
             "the merged files replaced theirs"
         );
         assert_eq!(drain(s, 100), expected(&rows));
