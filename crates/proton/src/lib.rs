@@ -7,11 +7,16 @@
 //! * `.chrome_trace` (trace mode): real timeline events; complete (`ph: "X"`) events become
 //!   regions on their pid/tid.
 //!
+//! A `.chrome_trace` is also read directly, with no database: [`ChromeTraceSource`] is a
+//! `rocpd_pipeline::Source` that reads the file twice (once to describe it, once to
+//! stream its events through an external sort).
+//!
 //! Each input file becomes its own database (its own guid, process and source). The
 //! mapping is specified in `formats/proton/README.md`. Parsing is done by small pull
 //! parsers (JSON and MessagePack) without recursion, so trees of any depth work, and every
 //! parse error names the file and the byte offset.
 
+mod direct;
 mod pull;
 mod trace;
 mod tree;
@@ -21,6 +26,8 @@ use std::path::Path;
 
 use rocpd_model::hash::{fnv1a64, FNV_OFFSET, FNV_OFFSET_2};
 use rocpd_model::{Error, Result};
+
+pub use direct::ChromeTraceSource;
 
 /// What kind of Proton file an input is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -245,26 +252,37 @@ pub fn import(path: &Path, kind: ProtonKind, dest: &Path) -> Result<ImportReport
     result
 }
 
-fn import_inner(path: &Path, kind: ProtonKind, dest: &Path) -> Result<ImportReport> {
+/// The guid of `path` (read from its first 64 KiB, its name and size).
+fn guid_of(path: &Path, kind: ProtonKind) -> Result<String> {
+    use std::io::Read;
     let open = |e: std::io::Error| Error::input(path, "open", e.to_string());
     // Every kind is streamed: only the head is read here, for the guid.
-    let guid = {
-        use std::io::Read;
-        let f = std::fs::File::open(path).map_err(open)?;
-        let len = f.metadata().map_err(open)?.len();
-        let mut head = Vec::new();
-        f.take(GUID_HEAD as u64)
-            .read_to_end(&mut head)
-            .map_err(|e| Error::input(path, "byte 0", e.to_string()))?;
-        file_guid(path, kind, len, &head)
-    };
-    let name = path
-        .file_name()
+    let f = std::fs::File::open(path).map_err(open)?;
+    let len = f.metadata().map_err(open)?.len();
+    let mut head = Vec::new();
+    f.take(GUID_HEAD as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| Error::input(path, "byte 0", e.to_string()))?;
+    Ok(file_guid(path, kind, len, &head))
+}
+
+/// The hash of the synthetic node every Proton input is on (Proton records no host).
+fn node_hash() -> i64 {
+    (fnv1a64(b"proton", FNV_OFFSET) % i64::MAX as u64) as i64
+}
+
+/// The file name of `path`, as notes and process names show it.
+fn file_name_of(path: &Path) -> String {
+    path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn import_inner(path: &Path, kind: ProtonKind, dest: &Path) -> Result<ImportReport> {
+    let guid = guid_of(path, kind)?;
+    let name = file_name_of(path);
     let mut w = writer::Writer::create(dest, &guid)?;
-    let node_hash = (fnv1a64(b"proton", FNV_OFFSET) % i64::MAX as u64) as i64;
-    w.node("unknown", node_hash)?;
+    w.node("unknown", node_hash())?;
     let mut notes = Vec::new();
     match kind {
         ProtonKind::Tree | ProtonKind::TreeMsgpack => {

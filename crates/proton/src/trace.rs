@@ -20,6 +20,66 @@ use serde_json::{Map, Value};
 
 use crate::writer::Writer;
 
+/// Where the regions of a chrome trace go: the RocPD writer of an import, or the direct
+/// reader (`crate::direct`), which reads the file twice and applies on its second pass
+/// what its first learned (times moved by a late base, the first document's number).
+pub(crate) trait RegionOut {
+    /// One complete event, with its event id [`RegionOut::next_event_id`]; `ext` is the
+    /// event's extdata object.
+    #[allow(clippy::too_many_arguments)]
+    fn put_region(
+        &mut self,
+        pid: i64,
+        tid: i64,
+        start: i64,
+        end: i64,
+        name: &str,
+        category: &str,
+        ext: Map<String, Value>,
+    ) -> Result<()>;
+    /// The id the next region gets (ids count up from 1 in file order).
+    fn next_event_id(&self) -> i64;
+    /// Adds `delta` to the times of the regions with ids `from..to`; `false` (nothing
+    /// changed) when a time would leave the signed 64-bit range.
+    fn shift_regions(&mut self, from: i64, to: i64, delta: i64) -> Result<bool>;
+    /// Gives the regions with ids below `end` the extdata field `"document": 0`.
+    fn mark_document_zero(&mut self, end: i64) -> Result<()>;
+    /// A new JSON document of the file starts (its regions follow).
+    fn begin_document(&mut self) {}
+}
+
+impl RegionOut for Writer {
+    fn put_region(
+        &mut self,
+        pid: i64,
+        tid: i64,
+        start: i64,
+        end: i64,
+        name: &str,
+        category: &str,
+        ext: Map<String, Value>,
+    ) -> Result<()> {
+        self.region(
+            pid,
+            tid,
+            start,
+            end,
+            name,
+            category,
+            &Value::Object(ext).to_string(),
+        )
+    }
+    fn next_event_id(&self) -> i64 {
+        Writer::next_event_id(self)
+    }
+    fn shift_regions(&mut self, from: i64, to: i64, delta: i64) -> Result<bool> {
+        Writer::shift_regions(self, from, to, delta)
+    }
+    fn mark_document_zero(&mut self, end: i64) -> Result<()> {
+        Writer::mark_document_zero(self, end)
+    }
+}
+
 fn key_of(v: Option<&Value>) -> String {
     match v {
         None | Some(Value::Null) => "0".into(),
@@ -82,7 +142,7 @@ struct SeenThread {
 /// of distinct processes and threads, not by the number of events.
 struct Trace<'a> {
     path: &'a Path,
-    w: &'a mut Writer,
+    w: &'a mut dyn RegionOut,
     pids: HashMap<String, i64>,
     pid_names: HashMap<String, String>,
     tids: HashMap<(String, String), i64>,
@@ -313,15 +373,8 @@ impl Trace<'_> {
         if self.doc > 0 {
             ext.insert("document".into(), self.doc.into());
         }
-        self.w.region(
-            pid,
-            tid,
-            start,
-            end,
-            name,
-            &category,
-            &Value::Object(ext).to_string(),
-        )?;
+        self.w
+            .put_region(pid, tid, start, end, name, &category, ext)?;
         self.written += 1;
         Ok(())
     }
@@ -366,6 +419,7 @@ impl Trace<'_> {
             let end = self.w.next_event_id();
             self.w.mark_document_zero(end)?;
         }
+        self.w.begin_document();
         self.base = 0;
         self.doc_first_event = self.w.next_event_id();
         self.doc_events_seen = false;
@@ -513,12 +567,42 @@ fn read_events<'de, A: SeqAccess<'de>>(
     Ok(())
 }
 
+/// What a pass over a chrome trace found besides its regions.
+pub(crate) struct TraceRead {
+    /// Every thread as (pid, tid, name), by tid.
+    pub threads: Vec<(i64, i64, String)>,
+    /// Every process by pid, with its name.
+    pub processes: BTreeMap<i64, String>,
+    /// Remarks for the report.
+    pub notes: Vec<String>,
+}
+
+/// Imports a chrome trace into a RocPD database being written.
 pub(crate) fn import(
     path: &Path,
     file_name: &str,
     w: &mut Writer,
     notes: &mut Vec<String>,
 ) -> Result<()> {
+    let read = read(path, file_name, w)?;
+    for (pid, tid, name) in &read.threads {
+        w.thread(*pid, *tid, Some(name))?;
+    }
+    for (pid, pname) in &read.processes {
+        w.process(*pid, pname, &process_extdata(file_name))?;
+    }
+    notes.extend(read.notes);
+    Ok(())
+}
+
+/// The extdata of a process of a chrome trace.
+pub(crate) fn process_extdata(file_name: &str) -> String {
+    serde_json::json!({"source_format": "proton-chrome-trace", "file": file_name}).to_string()
+}
+
+/// Reads a chrome trace once, giving its regions to `w`.
+pub(crate) fn read(path: &Path, file_name: &str, w: &mut dyn RegionOut) -> Result<TraceRead> {
+    let mut notes = Vec::new();
     let io = |place: String, e: std::io::Error| Error::input(path, place, e.to_string());
     let file = std::fs::File::open(path).map_err(|e| io("open".into(), e))?;
     let mut reader = BufReader::with_capacity(1 << 16, file);
@@ -609,14 +693,11 @@ pub(crate) fn import(
         (tname, pname)
     };
     let mut procs: BTreeMap<i64, String> = BTreeMap::new();
+    let mut threads = Vec::with_capacity(t.threads.len());
     for (tid, th) in &t.threads {
         let (tname, pname) = names_of(&t, th);
-        t.w.thread(th.pid, *tid, Some(&tname))?;
+        threads.push((th.pid, *tid, tname));
         procs.entry(th.pid).or_insert(pname);
-    }
-    for (pid, pname) in &procs {
-        let ext = serde_json::json!({"source_format": "proton-chrome-trace", "file": file_name});
-        t.w.process(*pid, pname, &ext.to_string())?;
     }
     notes.push(format!(
         "{file_name}: {} complete (X) events written as regions",
@@ -633,5 +714,9 @@ pub(crate) fn import(
             "{file_name}: {n} events with {what} ignored (flows, instants, ...)"
         ));
     }
-    Ok(())
+    Ok(TraceRead {
+        threads,
+        processes: procs,
+        notes,
+    })
 }

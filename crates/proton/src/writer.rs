@@ -17,6 +17,11 @@ pub(crate) struct Writer {
     pub nid: i64,
 }
 
+/// The node id of the node with `hash` (32-bit safe).
+pub(crate) fn node_id(hash: i64) -> i64 {
+    hash % i64::from(u32::MAX)
+}
+
 impl Writer {
     pub fn create(path: &Path, guid: &str) -> Result<Writer> {
         let err = |e: rusqlite::Error| Error::output(path, e.to_string());
@@ -56,7 +61,7 @@ impl Writer {
 
     /// The machine row (a synthetic node named `host`).
     pub fn node(&mut self, host: &str, hash: i64) -> Result<()> {
-        self.nid = hash % i64::from(u32::MAX);
+        self.nid = node_id(hash);
         self.exec(
             &format!(
                 "INSERT INTO {} (id, hash, machine_id, hostname) VALUES (?, ?, ?, ?)",
