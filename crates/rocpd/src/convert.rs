@@ -458,6 +458,10 @@ impl Inputs {
         c.formats.sort();
         c.formats.dedup();
         c.validate()?;
+        if c.formats.contains(&Format::Rocpd) {
+            // A merged RocPD output copies rows out of the inputs' databases.
+            self.ensure_databases()?;
+        }
         let window = c.selection.resolve(self)?;
         let mut guard = PathGuard::new(self.files());
         let report_file = c

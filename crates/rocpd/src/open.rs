@@ -1,9 +1,11 @@
 //! [`Inputs`]: the opened inputs of a run, whatever their format, and the runs over them.
 //!
-//! Opening detects each file by content. RocPD databases are read as they are; rocprofv3
-//! CSV sets and JSON files and Triton Proton files are imported into RocPD databases in a
+//! Opening detects each file by content. RocPD databases are read as they are; Proton
+//! `.chrome_trace` files are read directly ([`rocpd_proton::ChromeTraceSource`]); rocprofv3
+//! CSV sets and JSON files and Proton trees are imported into RocPD databases in a
 //! private temporary directory (never beside the input) that lives as long as the
-//! `Inputs`. The catalogs of all inputs are read once, numbering sources in input order,
+//! `Inputs`, and so are chrome traces when an output copies rows out of databases
+//! (`-f rocpd`, `merge`, `query`). The catalogs of all inputs are read once, numbering sources in input order,
 //! and a process given twice is refused before anything else happens.
 
 use std::collections::BTreeMap;
@@ -51,10 +53,11 @@ impl OpenOptions {
     }
 }
 
-/// What one import job wrote.
+/// What one import job wrote, or the chrome trace it described to read directly.
 enum Imported {
     Proton(rocpd_proton::ImportReport),
     Rocprof(rocpd_rocprofv3::ImportReport),
+    Chrome(Box<rocpd_proton::ChromeTraceSource>),
 }
 
 /// Runs `job(0)`, ..., `job(count - 1)` on up to `threads` threads, each job once, started
@@ -118,12 +121,15 @@ pub struct Origin {
 }
 
 /// One input as the reader sees it: a database (the user's, or one imported from other
-/// files) and the source numbers its processes take.
+/// files) or a file read directly, and the source numbers its processes take.
 #[derive(Debug, Clone)]
 struct Input {
+    /// The database, or the file read directly.
     db: PathBuf,
     origin: Option<Origin>,
     first_source: u32,
+    /// Read directly as a Proton chrome trace, not as a database.
+    chrome: bool,
 }
 
 /// The temporary directory of imported inputs, removed when the last user drops it.
@@ -157,6 +163,8 @@ pub struct Inputs {
     open: Vec<Option<Numbered>>,
     cache_kib: usize,
     imports: Option<Arc<ImportDir>>,
+    /// Chrome traces described while resolving, by input, until `describe` takes them.
+    described: BTreeMap<usize, rocpd_proton::ChromeTraceSource>,
 }
 
 impl std::fmt::Debug for Inputs {
@@ -194,6 +202,7 @@ impl Inputs {
             open: Vec::new(),
             cache_kib: 1024,
             imports: None,
+            described: BTreeMap::new(),
         };
         inputs.resolve(files, options)?;
         inputs.cache_kib = (CACHE_BUDGET_KIB / inputs.inputs.len().max(1)).clamp(64, 1024);
@@ -234,13 +243,14 @@ impl Inputs {
         if rocprof.is_empty() && proton.is_empty() {
             return Ok(());
         }
-        let (dir, registered) = private_tempdir("rocpd-import-", "imported inputs")?;
-        let imports = Arc::new(ImportDir {
-            dir,
-            _registered: registered,
-        });
-        let tmp = imports.dir.path().to_path_buf();
-        self.imports = Some(imports);
+        let direct =
+            |kind: &rocpd_proton::ProtonKind| *kind == rocpd_proton::ProtonKind::ChromeTrace;
+        let tmp = if rocprof.is_empty() && proton.iter().all(|(_, k)| direct(k)) {
+            // Nothing to import: no temporary directory.
+            PathBuf::new()
+        } else {
+            self.import_dir()?
+        };
         let runs = if rocprof.is_empty() {
             Vec::new()
         } else {
@@ -260,6 +270,9 @@ impl Inputs {
         };
         let reports = in_parallel(proton.len() + runs.len(), options.threads(), |job| {
             Ok(match proton.get(job) {
+                Some((path, kind)) if direct(kind) => {
+                    Imported::Chrome(Box::new(rocpd_proton::ChromeTraceSource::open(path)?))
+                }
                 Some((path, kind)) => {
                     Imported::Proton(rocpd_proton::import(path, *kind, &dest(job))?)
                 }
@@ -272,6 +285,22 @@ impl Inputs {
         })?;
         for (job, report) in reports.into_iter().enumerate() {
             match report {
+                Imported::Chrome(source) => {
+                    let path = &proton[job].0;
+                    self.notes.extend(
+                        source
+                            .notes()
+                            .iter()
+                            .map(|n| format!("{}: {n}", path.display())),
+                    );
+                    self.described.insert(self.inputs.len(), *source);
+                    self.inputs.push(Input {
+                        db: path.clone(),
+                        origin: None,
+                        first_source: 0,
+                        chrome: true,
+                    });
+                }
                 Imported::Proton(report) => {
                     let path = &proton[job].0;
                     self.notes.extend(
@@ -316,11 +345,62 @@ impl Inputs {
             db,
             origin,
             first_source: 0,
+            chrome: false,
         });
     }
 
-    fn open_db(&self, input: &Input) -> Result<Numbered> {
-        open_source(&input.db, input.first_source, self.cache_kib)
+    /// The private directory of imported databases, created on first use.
+    fn import_dir(&mut self) -> Result<PathBuf> {
+        if self.imports.is_none() {
+            let (dir, registered) = private_tempdir("rocpd-import-", "imported inputs")?;
+            self.imports = Some(Arc::new(ImportDir {
+                dir,
+                _registered: registered,
+            }));
+        }
+        Ok(self
+            .imports
+            .as_ref()
+            .map(|i| i.dir.path().to_path_buf())
+            .unwrap_or_default())
+    }
+
+    fn open_db(&mut self, k: usize) -> Result<Numbered> {
+        let input = &self.inputs[k];
+        if let Some(source) = self.described.remove(&k) {
+            return Ok((input.first_source, Box::new(source)));
+        }
+        open_source(&input.db, input.chrome, input.first_source, self.cache_kib)
+    }
+
+    /// Imports the inputs read directly into temporary RocPD databases and describes the
+    /// inputs again: for outputs that copy rows out of databases (`-f rocpd`, `merge`,
+    /// `query`). Source numbers, guids and rows stay the same.
+    pub(crate) fn ensure_databases(&mut self) -> Result<()> {
+        if !self.inputs.iter().any(|i| i.chrome) {
+            return Ok(());
+        }
+        let tmp = self.import_dir()?;
+        for k in 0..self.inputs.len() {
+            if !self.inputs[k].chrome {
+                continue;
+            }
+            let file = self.inputs[k].db.clone();
+            let dest = tmp.join(format!("proton-direct-{k:04}.db"));
+            rocpd_proton::import(&file, rocpd_proton::ProtonKind::ChromeTrace, &dest)?;
+            self.described.remove(&k);
+            self.inputs[k] = Input {
+                db: dest,
+                origin: Some(Origin {
+                    format: "proton".into(),
+                    files: vec![file],
+                }),
+                first_source: 0,
+                chrome: false,
+            };
+        }
+        self.open.clear();
+        self.describe()
     }
 
     /// Reads every input's catalog and event span; refuses a process given twice.
@@ -331,7 +411,7 @@ impl Inputs {
         let mut span: Option<Span> = None;
         for k in 0..self.inputs.len() {
             self.inputs[k].first_source = catalog.sources.len() as u32;
-            let (first, source) = self.open_db(&self.inputs[k])?;
+            let (first, source) = self.open_db(k)?;
             let mut c = source.catalog(first)?;
             if let Some(o) = &self.inputs[k].origin {
                 // Imported inputs: name the files they came from, not the temporary database.
@@ -380,7 +460,7 @@ impl Inputs {
                     kept.push(true);
                 }
                 None => {
-                    part.push(self.open_db(&self.inputs[k])?);
+                    part.push(self.open_db(k)?);
                     kept.push(false);
                 }
             }
@@ -599,7 +679,7 @@ impl Inputs {
             dbs: self
                 .inputs
                 .iter()
-                .map(|i| (i.first_source, i.db.clone()))
+                .map(|i| (i.first_source, i.db.clone(), i.chrome))
                 .collect(),
             cache_kib: self.cache_kib,
         }
@@ -609,14 +689,15 @@ impl Inputs {
 /// What an event stream needs to open the inputs again on its own thread.
 pub(crate) struct Keepalive {
     _imports: Option<Arc<ImportDir>>,
-    pub(crate) dbs: Vec<(u32, PathBuf)>,
+    /// Per input: first source number, file, whether it is read directly as a chrome trace.
+    pub(crate) dbs: Vec<(u32, PathBuf, bool)>,
     pub(crate) cache_kib: usize,
 }
 
 impl Keepalive {
     pub(crate) fn open(&self, k: usize) -> Result<Numbered> {
-        let (first, path) = &self.dbs[k];
-        open_source(path, *first, self.cache_kib)
+        let (first, path, chrome) = &self.dbs[k];
+        open_source(path, *chrome, *first, self.cache_kib)
     }
 }
 
@@ -638,7 +719,13 @@ pub(crate) fn private_tempdir(prefix: &str, what: &str) -> Result<(tempfile::Tem
 
 /// Opens the database at `path` as a source numbered from `first`, with its share of the
 /// cache budget: the one way inputs are opened, for runs and for event streams alike.
-fn open_source(path: &Path, first: u32, cache_kib: usize) -> Result<Numbered> {
+fn open_source(path: &Path, chrome: bool, first: u32, cache_kib: usize) -> Result<Numbered> {
+    if chrome {
+        return Ok((
+            first,
+            Box::new(rocpd_proton::ChromeTraceSource::open(path)?),
+        ));
+    }
     let db = Database::open_with(path, &rocpd_db::OpenOptions { cache_kib })?;
     Ok((first, Box::new(db)))
 }

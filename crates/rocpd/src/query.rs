@@ -168,6 +168,8 @@ impl Inputs {
             }
             None => None,
         };
+        // The query runs on a merged database, copied out of databases.
+        self.ensure_databases()?;
         let window = query.selection.resolve(self)?;
         let (dir, registered) = crate::open::private_tempdir("rocpd-query-", "the query")?;
         let db = dir.path().join("merged.db");
