@@ -226,18 +226,96 @@ impl Runner {
         // anyway: the importer must refuse them cleanly too.
         let kind = rocpd_proton::sniff(path, &head).unwrap_or(self.target.proton_kind());
         let dest = self.fresh_output("import.db");
-        match rocpd_proton::import(path, kind, &dest) {
+        let imported = rocpd_proton::import(path, kind, &dest);
+        if kind == rocpd_proton::ProtonKind::ChromeTrace {
+            // The direct reader must agree with the import: the same regions, or the same
+            // refusal.
+            let direct = read_chrome_directly(path);
+            let agree = match (&imported, &direct) {
+                (Ok(report), Ok(rows)) => report.count("rocpd_region") == *rows,
+                (Err(a), Err(b)) => a.to_string() == *b,
+                _ => false,
+            };
+            if !agree {
+                let show = |r: std::result::Result<String, String>| match r {
+                    Ok(s) => s,
+                    Err(e) => format!("error {e}"),
+                };
+                out.unreadable.get_or_insert(format!(
+                    "the direct chrome reader disagrees with the import: {} against {}",
+                    show(direct.map(|n| format!("{n} regions"))),
+                    show(
+                        imported
+                            .as_ref()
+                            .map(|r| format!("{} regions", r.count("rocpd_region")))
+                            .map_err(|e| e.to_string())
+                    )
+                ));
+            }
+        }
+        match imported {
             Ok(_) => {
                 let mut read = Outcome::default();
                 read_db(&dest, &mut read);
                 out.rows += read.rows;
                 if let Some((step, e)) = read.error {
-                    out.unreadable = Some(format!("{step}: {e}"));
+                    out.unreadable.get_or_insert(format!("{step}: {e}"));
                 }
             }
             Err(e) => out.err("import", e),
         }
     }
+}
+
+/// Everything the direct chrome-trace reader offers (open, catalog, span, counts, the
+/// stream walked to its end, with a one-byte sort budget so the run files are exercised
+/// too): the regions it streamed, or the first error as text.
+fn read_chrome_directly(path: &Path) -> std::result::Result<u64, String> {
+    use rocpd_pipeline::Source;
+    let spill = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let source = rocpd_proton::ChromeTraceSource::open(path)
+        .map_err(|e| e.to_string())?
+        .with_sort_options(rocpd_pipeline::SortOptions {
+            memory_bytes: 1,
+            batch_rows: 64,
+            spill_dir: Some(spill.path().to_path_buf()),
+        });
+    let text = |e: rocpd_model::Error| e.to_string();
+    source.catalog(0).map_err(text)?;
+    source.event_span().map_err(text)?;
+    let counted: u64 = source
+        .count_rows()
+        .map_err(text)?
+        .iter()
+        .map(|(_, n)| n)
+        .sum();
+    let options = rocpd_pipeline::StreamOptions {
+        batch_rows: 64,
+        ..Default::default()
+    };
+    let mut streamed = 0u64;
+    for mut p in source.prepare(0, &options).map_err(text)? {
+        let mut s = p.open().map_err(text)?;
+        let mut last = i64::MIN;
+        while let Some(b) = s.next_batch().map_err(text)? {
+            let starts = b
+                .column(rocpd_model::col::START)
+                .as_any()
+                .downcast_ref::<arrow_array::Int64Array>()
+                .ok_or("start is not Int64")?;
+            for &t in starts.values() {
+                if t < last {
+                    return Err(format!("the stream goes back in time: {t} after {last}"));
+                }
+                last = t;
+            }
+            streamed += b.num_rows() as u64;
+        }
+    }
+    if streamed != counted {
+        return Err(format!("streamed {streamed} regions, counted {counted}"));
+    }
+    Ok(streamed)
 }
 
 /// Everything the RocPD reader offers, each step on its own so that one failing step
