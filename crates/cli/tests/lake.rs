@@ -5,26 +5,10 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::collections::BTreeSet;
 use std::process::Command;
 
 use common::*;
-
-fn info_rows(inputs: &[PathBuf]) -> BTreeMap<String, u64> {
-    let mut args = vec!["info".to_string(), "--json".into(), "-i".into()];
-    args.extend(inputs.iter().map(|p| p.display().to_string()));
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = rocpd(&refs);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    v["rows"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
-        .collect()
-}
 
 #[test]
 fn eight_concurrent_appends_keep_every_row_once() {

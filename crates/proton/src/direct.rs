@@ -33,7 +33,7 @@ use rocpd_pipeline::{
 };
 use serde_json::{Map, Value};
 
-use crate::trace::{self, RegionOut, TraceRead};
+use crate::trace::{self, Region, RegionOut, TraceRead};
 use crate::{file_name_of, guid_of, node_hash, writer, ProtonKind};
 
 /// What the describing pass learned that the streaming pass applies.
@@ -69,20 +69,11 @@ impl Describe {
 }
 
 impl RegionOut for Describe {
-    fn put_region(
-        &mut self,
-        pid: i64,
-        _tid: i64,
-        start: i64,
-        end: i64,
-        _name: &str,
-        _category: &str,
-        _ext: Map<String, Value>,
-    ) -> Result<()> {
+    fn put_region(&mut self, r: &Region<'_>, _ext: Map<String, Value>) -> Result<()> {
         self.next += 1;
         self.plan.regions += 1;
-        let e = self.document.entry(pid).or_insert((start, end));
-        *e = (e.0.min(start), e.1.max(end));
+        let e = self.document.entry(r.pid).or_insert((r.start, r.end));
+        *e = (e.0.min(r.start), e.1.max(r.end));
         Ok(())
     }
 
@@ -299,6 +290,7 @@ impl PreparedStream for Prepared<'_> {
             next: 1,
             plan: &s.plan,
             fills: fills(table, &self.options.projection),
+            wants_message: self.options.projection.fills("message"),
             builder: BatchBuilder::new(table, self.options.batch_rows.max(1)),
             sorter: RunSorter::new(table, sort),
             path: &s.path,
@@ -372,6 +364,7 @@ struct Rows<'a> {
     next: i64,
     plan: &'a Plan,
     fills: Vec<Fill>,
+    wants_message: bool,
     builder: BatchBuilder,
     sorter: RunSorter,
     path: &'a Path,
@@ -388,16 +381,7 @@ fn message_of(ext: &Map<String, Value>) -> Option<String> {
 }
 
 impl RegionOut for Rows<'_> {
-    fn put_region(
-        &mut self,
-        pid: i64,
-        tid: i64,
-        start: i64,
-        end: i64,
-        name: &str,
-        category: &str,
-        mut ext: Map<String, Value>,
-    ) -> Result<()> {
+    fn put_region(&mut self, r: &Region<'_>, mut ext: Map<String, Value>) -> Result<()> {
         let id = self.next;
         self.next += 1;
         let delta: i64 = self
@@ -416,11 +400,11 @@ impl RegionOut for Rows<'_> {
                 )
             })
         };
-        let (start, end) = (moved(start)?, moved(end)?);
+        let (start, end) = (moved(r.start)?, moved(r.end)?);
         if self.plan.document_zero_below.is_some_and(|e| id < e) {
             ext.insert("document".into(), 0.into());
         }
-        let message = if self.fills.contains(&Fill::Message) {
+        let message = if self.wants_message {
             message_of(&ext)
         } else {
             None
@@ -431,13 +415,13 @@ impl RegionOut for Rows<'_> {
                 (Fill::Source, ColumnBuilder::U32(x)) => x.append_value(self.source),
                 (Fill::EventId, ColumnBuilder::I64(x)) => x.append_value(id),
                 (Fill::Nid, ColumnBuilder::I64(x)) => x.append_value(self.nid),
-                (Fill::Pid, ColumnBuilder::I64(x)) => x.append_value(pid),
-                (Fill::Tid, ColumnBuilder::I64(x)) => x.append_value(tid),
+                (Fill::Pid, ColumnBuilder::I64(x)) => x.append_value(r.pid),
+                (Fill::Tid, ColumnBuilder::I64(x)) => x.append_value(r.tid),
                 (Fill::Start, ColumnBuilder::I64(x)) => x.append_value(start),
                 (Fill::End, ColumnBuilder::I64(x)) => x.append_value(end),
                 (Fill::Zero, ColumnBuilder::I64(x)) => x.append_value(0),
-                (Fill::Category, ColumnBuilder::Str(x)) => x.append_value(category),
-                (Fill::Name, ColumnBuilder::Str(x)) => x.append_value(name),
+                (Fill::Category, ColumnBuilder::Str(x)) => x.append_value(r.category),
+                (Fill::Name, ColumnBuilder::Str(x)) => x.append_value(r.name),
                 (Fill::Message, ColumnBuilder::Str(x)) => x.append_option(message.as_deref()),
                 (Fill::EventExtdata, ColumnBuilder::Str(x)) => {
                     x.append_value(Value::Object(std::mem::take(&mut ext)).to_string())

@@ -26,17 +26,7 @@ use crate::writer::Writer;
 pub(crate) trait RegionOut {
     /// One complete event, with its event id [`RegionOut::next_event_id`]; `ext` is the
     /// event's extdata object.
-    #[allow(clippy::too_many_arguments)]
-    fn put_region(
-        &mut self,
-        pid: i64,
-        tid: i64,
-        start: i64,
-        end: i64,
-        name: &str,
-        category: &str,
-        ext: Map<String, Value>,
-    ) -> Result<()>;
+    fn put_region(&mut self, r: &Region<'_>, ext: Map<String, Value>) -> Result<()>;
     /// The id the next region gets (ids count up from 1 in file order).
     fn next_event_id(&self) -> i64;
     /// Adds `delta` to the times of the regions with ids `from..to`; `false` (nothing
@@ -48,26 +38,20 @@ pub(crate) trait RegionOut {
     fn begin_document(&mut self) {}
 }
 
+/// A complete event as a region, its extdata aside.
+pub(crate) struct Region<'a> {
+    pub pid: i64,
+    pub tid: i64,
+    pub start: i64,
+    pub end: i64,
+    pub name: &'a str,
+    pub category: &'a str,
+}
+
 impl RegionOut for Writer {
-    fn put_region(
-        &mut self,
-        pid: i64,
-        tid: i64,
-        start: i64,
-        end: i64,
-        name: &str,
-        category: &str,
-        ext: Map<String, Value>,
-    ) -> Result<()> {
-        self.region(
-            pid,
-            tid,
-            start,
-            end,
-            name,
-            category,
-            &Value::Object(ext).to_string(),
-        )
+    fn put_region(&mut self, r: &Region<'_>, ext: Map<String, Value>) -> Result<()> {
+        let ext = Value::Object(ext).to_string();
+        self.region(r.pid, r.tid, r.start, r.end, r.name, r.category, &ext)
     }
     fn next_event_id(&self) -> i64 {
         Writer::next_event_id(self)
@@ -373,8 +357,15 @@ impl Trace<'_> {
         if self.doc > 0 {
             ext.insert("document".into(), self.doc.into());
         }
-        self.w
-            .put_region(pid, tid, start, end, name, &category, ext)?;
+        let region = Region {
+            pid,
+            tid,
+            start,
+            end,
+            name,
+            category: &category,
+        };
+        self.w.put_region(&region, ext)?;
         self.written += 1;
         Ok(())
     }

@@ -479,3 +479,19 @@ pub fn parquet_rows(table: &Path) -> u64 {
         })
         .sum()
 }
+
+/// Rows per canonical table of `inputs`, as `rocpd info --json` counts them.
+pub fn info_rows(inputs: &[PathBuf]) -> BTreeMap<String, u64> {
+    let mut args = vec!["info".to_string(), "--json".into(), "-i".into()];
+    args.extend(inputs.iter().map(|p| p.display().to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = rocpd(&refs);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["rows"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
+        .collect()
+}
