@@ -5,6 +5,7 @@ use std::collections::BinaryHeap;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
+use arrow_array::RecordBatch;
 use arrow_buffer::ScalarBuffer;
 use rocpd_model::{col, EventBatch, Table};
 
@@ -44,24 +45,7 @@ impl Chunk {
     /// yielding `(batch index, row index)`.
     pub fn time_order(&self) -> TimeOrder<'_> {
         let mut heap = BinaryHeap::with_capacity(self.batches.len());
-        let columns: Vec<_> = self
-            .batches
-            .iter()
-            .map(|b| {
-                (
-                    b.batch
-                        .column(col::START)
-                        .as_primitive::<Int64Type>()
-                        .values()
-                        .clone(),
-                    b.batch
-                        .column(col::END)
-                        .as_primitive::<Int64Type>()
-                        .values()
-                        .clone(),
-                )
-            })
-            .collect();
+        let columns: Vec<_> = self.batches.iter().map(|b| start_end(&b.batch)).collect();
         for (i, (s, e)) in columns.iter().enumerate() {
             if !s.is_empty() {
                 heap.push(Reverse((s[0], Reverse(e[0]), i, 0usize)));
@@ -73,6 +57,12 @@ impl Chunk {
             _chunk: std::marker::PhantomData,
         }
     }
+}
+
+/// The `start` and `end` values of an event batch (shared buffers, not copies).
+pub(crate) fn start_end(batch: &RecordBatch) -> (ScalarBuffer<i64>, ScalarBuffer<i64>) {
+    let column = |c: usize| batch.column(c).as_primitive::<Int64Type>().values().clone();
+    (column(col::START), column(col::END))
 }
 
 type Key = (i64, Reverse<i64>, usize, usize);

@@ -26,8 +26,6 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
 use arrow_array::{RecordBatch, UInt32Array};
 use arrow_buffer::ScalarBuffer;
 use arrow_ipc::reader::StreamReader;
@@ -35,15 +33,17 @@ use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
 use arrow_ipc::CompressionType;
 use arrow_select::interleave::interleave_record_batch;
 use arrow_select::take::take_record_batch;
-use rocpd_model::{col, Error, Result, Table, BATCH_BYTES};
+use rocpd_model::{Error, Result, Table, BATCH_BYTES};
 
+use crate::chunk::start_end as keys;
 use crate::cleanup::{self, Registered};
 use crate::BatchStream;
 
-/// The most runs merged at once; more are merged in groups of this many first.
+/// The most run files merged at once; with more, consecutive files are first merged into
+/// one until this many are left.
 pub const MAX_MERGE: usize = 32;
 
-/// Default bytes of sorted runs held in memory before the largest is spilled.
+/// Default bytes of sorted batches held in memory before they are merged into a run file.
 pub const SORT_MEMORY: usize = 16 << 20;
 
 /// Rows per batch in a spilled run's file: the merge holds one such batch per run it
@@ -87,27 +87,10 @@ pub struct SortStats {
     pub merges: u64,
     /// Bytes written to disk.
     pub spilled_bytes: u64,
-    /// The most bytes of runs held in memory at once.
-    pub peak_memory_bytes: u64,
 }
 
 /// A sort key: start ascending, then end descending.
 type Key = (i64, Reverse<i64>);
-
-fn keys(batch: &RecordBatch) -> (ScalarBuffer<i64>, ScalarBuffer<i64>) {
-    (
-        batch
-            .column(col::START)
-            .as_primitive::<Int64Type>()
-            .values()
-            .clone(),
-        batch
-            .column(col::END)
-            .as_primitive::<Int64Type>()
-            .values()
-            .clone(),
-    )
-}
 
 fn key_at(batch: &RecordBatch, row: usize) -> Key {
     let (s, e) = keys(batch);
@@ -282,7 +265,6 @@ impl RunSorter {
         let size = batch.get_array_memory_size();
         self.pool_bytes += size;
         self.pool.push(batch);
-        self.stats.peak_memory_bytes = self.stats.peak_memory_bytes.max(self.pool_bytes as u64);
         if self.pool_bytes > self.options.memory_bytes {
             self.spill_pool()?;
         }
@@ -627,7 +609,9 @@ impl Merge {
 mod tests {
     use super::*;
     use crate::merge::tests::lcg;
-    use rocpd_model::{BatchBuilder, ColumnBuilder};
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use rocpd_model::{col, BatchBuilder, ColumnBuilder};
 
     /// A batch of Region rows: (start, end, input sequence number as `id`), with a name
     /// that repeats the sequence number so string columns move with their rows.

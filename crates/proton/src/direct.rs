@@ -52,7 +52,6 @@ struct Plan {
 /// The describing pass: counts and time extremes, nothing per event.
 #[derive(Default)]
 struct Describe {
-    next: i64,
     plan: Plan,
     /// Per pid, the earliest start and latest end of the current document's regions
     /// (still movable by a late base).
@@ -70,7 +69,6 @@ impl Describe {
 
 impl RegionOut for Describe {
     fn put_region(&mut self, r: &Region<'_>, _ext: Map<String, Value>) -> Result<()> {
-        self.next += 1;
         self.plan.regions += 1;
         let e = self.document.entry(r.pid).or_insert((r.start, r.end));
         *e = (e.0.min(r.start), e.1.max(r.end));
@@ -78,7 +76,8 @@ impl RegionOut for Describe {
     }
 
     fn next_event_id(&self) -> i64 {
-        self.next + 1
+        // Regions are numbered from 1 in file order.
+        self.plan.regions as i64 + 1
     }
 
     fn shift_regions(&mut self, from: i64, to: i64, delta: i64) -> Result<bool> {

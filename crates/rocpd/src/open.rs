@@ -5,8 +5,9 @@
 //! CSV sets and JSON files and Proton trees are imported into RocPD databases in a
 //! private temporary directory (never beside the input) that lives as long as the
 //! `Inputs`, and so are chrome traces when an output copies rows out of databases
-//! (`-f rocpd`, `merge`, `query`). The catalogs of all inputs are read once, numbering sources in input order,
-//! and a process given twice is refused before anything else happens.
+//! (`-f rocpd`, `merge`, `query`). The catalogs of all inputs are read once, numbering
+//! sources in input order, and a process given twice is refused before anything else
+//! happens.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -717,8 +718,9 @@ pub(crate) fn private_tempdir(prefix: &str, what: &str) -> Result<(tempfile::Tem
     Ok((dir, registered))
 }
 
-/// Opens the database at `path` as a source numbered from `first`, with its share of the
-/// cache budget: the one way inputs are opened, for runs and for event streams alike.
+/// Opens the database at `path` (or, with `chrome`, the chrome trace, described again) as
+/// a source numbered from `first`, with its share of the cache budget: the one way inputs
+/// are opened, for runs and for event streams alike.
 fn open_source(path: &Path, chrome: bool, first: u32, cache_kib: usize) -> Result<Numbered> {
     if chrome {
         return Ok((
