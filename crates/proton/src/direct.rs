@@ -287,6 +287,7 @@ impl PreparedStream for Prepared<'_> {
             source: self.first_source,
             nid: s.nid,
             next: 1,
+            shift_from: 0,
             plan: &s.plan,
             fills: fills(table, &self.options.projection),
             wants_message: self.options.projection.fills("message"),
@@ -362,6 +363,8 @@ struct Rows<'a> {
     nid: i64,
     next: i64,
     plan: &'a Plan,
+    /// The first shift that does not end before the region being read.
+    shift_from: usize,
     fills: Vec<Fill>,
     wants_message: bool,
     builder: BatchBuilder,
@@ -383,15 +386,19 @@ impl RegionOut for Rows<'_> {
     fn put_region(&mut self, r: &Region<'_>, mut ext: Map<String, Value>) -> Result<()> {
         let id = self.next;
         self.next += 1;
-        let delta: i64 = self
-            .plan
-            .shifts
+        // Shifts are in id order and end in order (a document's come after the previous
+        // document's), so those ending at or before this region are passed for good: the
+        // cost per region is the shifts of its own document, not of the file.
+        let shifts = &self.plan.shifts;
+        while shifts.get(self.shift_from).is_some_and(|s| s.1 <= id) {
+            self.shift_from += 1;
+        }
+        let delta = shifts[self.shift_from..]
             .iter()
-            .filter(|(from, to, _)| (*from..*to).contains(&id))
-            .map(|s| s.2)
-            .sum();
+            .take_while(|s| s.0 <= id)
+            .try_fold(0i64, |d, s| d.checked_add(s.2));
         let moved = |t: i64| {
-            t.checked_add(delta).ok_or_else(|| {
+            delta.and_then(|d| t.checked_add(d)).ok_or_else(|| {
                 Error::input(
                     self.path,
                     format!("event {id}"),

@@ -142,7 +142,20 @@ fn late_bases_documents_names_and_disorder_read_as_imported_even_when_spilled() 
         first.join(",")
     );
     let doc2 = r#"{"baseTimeNanoseconds":100,"traceEvents":[{"ph":"X","name":"s","cat":"scope","pid":"dev","tid":"w0","ts":3.25,"dur":1},{"ph":"X","name":"t","pid":2,"tid":9,"ts":0.5,"dur":0}]}"#;
-    std::fs::write(&file, format!("{doc1}\n{doc2}\n")).unwrap();
+    // More documents whose bases follow their events, one of them twice (the second
+    // moves the events again): each region must take only its own document's shifts.
+    let late = |k: usize, bases: &str| {
+        format!(
+            r#"{{"traceEvents":[{{"ph":"X","name":"d{k}a","pid":3,"tid":1,"ts":{k}.0,"dur":2}},{{"ph":"X","name":"d{k}b","pid":3,"tid":1,"ts":0.25,"dur":1}}],{bases}}}"#
+        )
+    };
+    let more: Vec<String> = (0..6)
+        .map(|k| match k {
+            2 => late(k, r#""baseTimeNanoseconds":700,"baseTimeNanoseconds":-40"#),
+            _ => late(k, &format!(r#""baseTimeNanoseconds":{}"#, 1000 * k)),
+        })
+        .collect();
+    std::fs::write(&file, format!("{doc1}\n{doc2}\n{}\n", more.join("\n"))).unwrap();
     same_as_imported(&file, SortOptions::default());
     // A budget of one byte: every batch goes to disk and the runs are merged back.
     let spill = tmp.path().join("spill");
