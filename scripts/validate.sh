@@ -150,7 +150,7 @@ print("  merged RocPD: integrity ok; view counts equal the input rows:", {k: v[0
 PY
 # Every documented view, column by column, through the venv's Python sqlite3 as well as
 # rusqlite (the test skips Python only when none is found; here it must run).
-ROCPD_PYTHON="$(pwd)/$py" ROCPD_REQUIRE_PYTHON=1 cargo test -q -p rocpd-cli --test views
+ROCPD_PYTHON="$(pwd)/$py" ROCPD_REQUIRE_PYTHON=1 bash scripts/run_built_tests.sh rocpd-cli:views
 # rocpd query: its CSV and JSON equal Python's sqlite3 on the merged database of the
 # same inputs (reals compared exactly), for several views.
 "$py" - "$bin/rocpd" "$work/gen" "$work/merge/merged.db" <<'PY'
