@@ -123,7 +123,9 @@ fn late_bases_documents_names_and_disorder_read_as_imported_even_when_spilled() 
     let file = tmp.path().join("t.chrome_trace");
     // Two documents. The first: events out of time order, a thread named after its events,
     // a message argument, and its baseTimeNanoseconds after its events (moving them). The
-    // second: a base before its events, a string pid and tid.
+    // second: a base before its events, a string pid and tid, metadata whose arguments
+    // nest other names, and arguments that are not objects (a describing pass parses
+    // only `args.name`; it must find the same names).
     let mut first = Vec::new();
     for k in 0..300 {
         let ts = (k * 37 % 300) as f64 * 1.5;
@@ -141,7 +143,7 @@ fn late_bases_documents_names_and_disorder_read_as_imported_even_when_spilled() 
         r#"{{"traceEvents":[{}],"baseTimeNanoseconds":5000}}"#,
         first.join(",")
     );
-    let doc2 = r#"{"baseTimeNanoseconds":100,"traceEvents":[{"ph":"X","name":"s","cat":"scope","pid":"dev","tid":"w0","ts":3.25,"dur":1},{"ph":"X","name":"t","pid":2,"tid":9,"ts":0.5,"dur":0}]}"#;
+    let doc2 = r#"{"baseTimeNanoseconds":100,"traceEvents":[{"ph":"X","name":"s","cat":"scope","pid":"dev","tid":"w0","ts":3.25,"dur":1},{"ph":"X","name":"t","pid":2,"tid":9,"ts":0.5,"dur":0},{"ph":"M","name":"thread_name","pid":"dev","tid":"w0","args":{"a":[1,{"name":"inner"}],"name":"worker zero","z":{"name":3}}},{"ph":"M","name":"process_name","pid":2,"args":["name","p"]},{"ph":"M","name":"process_name","pid":1,"args":{"name":"first","name":"named twice"}},{"ph":"X","name":"u","pid":2,"tid":9,"ts":0.75,"dur":1,"args":"text"},{"ph":"X","name":"v","pid":2,"tid":9,"ts":1,"dur":1,"args":[{"name":"x"},2]}]}"#;
     // More documents whose bases follow their events, one of them twice (the second
     // moves the events again): each region must take only its own document's shifts.
     let late = |k: usize, bases: &str| {

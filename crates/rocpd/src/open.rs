@@ -163,6 +163,8 @@ pub struct Inputs {
     /// The open sources, by input; all `None` past [`KEEP_OPEN`] inputs.
     open: Vec<Option<Numbered>>,
     cache_kib: usize,
+    /// [`OpenOptions::threads`], resolved: imports asked for later run on as many.
+    threads: usize,
     imports: Option<Arc<ImportDir>>,
     /// Chrome traces described while resolving, by input, until `describe` takes them.
     described: BTreeMap<usize, rocpd_proton::ChromeTraceSource>,
@@ -204,6 +206,7 @@ impl Inputs {
             cache_kib: 1024,
             imports: None,
             described: BTreeMap::new(),
+            threads: options.threads(),
         };
         inputs.resolve(files, options)?;
         inputs.cache_kib = (CACHE_BUDGET_KIB / inputs.inputs.len().max(1)).clamp(64, 1024);
@@ -382,23 +385,30 @@ impl Inputs {
             return Ok(());
         }
         let tmp = self.import_dir()?;
-        for k in 0..self.inputs.len() {
-            if !self.inputs[k].chrome {
-                continue;
-            }
-            let file = self.inputs[k].db.clone();
-            let dest = tmp.join(format!("proton-direct-{k:04}.db"));
-            rocpd_proton::import(&file, rocpd_proton::ProtonKind::ChromeTrace, &dest)?;
+        let chrome: Vec<usize> = (0..self.inputs.len())
+            .filter(|&k| self.inputs[k].chrome)
+            .collect();
+        let dest = |k: usize| tmp.join(format!("proton-direct-{k:04}.db"));
+        // Side by side like the first imports; errors come in input order (`in_parallel`).
+        let inputs = &self.inputs;
+        in_parallel(chrome.len(), self.threads, |job| {
+            let k = chrome[job];
+            rocpd_proton::import(
+                &inputs[k].db,
+                rocpd_proton::ProtonKind::ChromeTrace,
+                &dest(k),
+            )
+            .map(|_| ())
+        })?;
+        for k in chrome {
+            let file = std::mem::replace(&mut self.inputs[k].db, dest(k));
             self.described.remove(&k);
-            self.inputs[k] = Input {
-                db: dest,
-                origin: Some(Origin {
-                    format: "proton".into(),
-                    files: vec![file],
-                }),
-                first_source: 0,
-                chrome: false,
-            };
+            self.inputs[k].origin = Some(Origin {
+                format: "proton".into(),
+                files: vec![file],
+            });
+            self.inputs[k].first_source = 0;
+            self.inputs[k].chrome = false;
         }
         self.open.clear();
         self.describe()
