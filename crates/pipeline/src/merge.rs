@@ -30,7 +30,7 @@ struct Cursor<'a> {
     seq: u64,
     /// The memory of the current batch (counted once, not per piece).
     bytes: usize,
-    /// The chunk whose size already counts the current batch.
+    /// The chunk whose size already counts the current batch in full.
     counted_in: Option<u64>,
 }
 
@@ -232,23 +232,43 @@ impl<'a> TimeMerge<'a> {
         };
         let mut pieces = Vec::new();
         let mut exhausted = Vec::new();
-        while let Some(&Reverse((head, id))) = self.heads.peek() {
-            if head > cut {
-                break;
-            }
+        loop {
+            let next = self.heads.peek().map(|&Reverse(h)| h);
+            let Some((_, id)) = next.filter(|&(head, _)| head <= cut) else {
+                // Every row starting at or before the cut is taken, from every stream:
+                // the ones a stream's next batch holds too, so that rows tying with the
+                // cut are in one cut and come out in stream order however the batches
+                // and chunks fall (D81).
+                if exhausted.is_empty() {
+                    break;
+                }
+                for id in std::mem::take(&mut exhausted) {
+                    self.refill(id)?;
+                }
+                continue;
+            };
             self.heads.pop();
             let c = &mut self.cursors[id];
             let n = c.starts().partition_point(|&s| s <= cut);
             let Some(batch) = c.batch.clone() else {
                 continue;
             };
-            // A batch that gives rows to several cuts of one chunk keeps its memory alive
-            // once.
-            let bytes = if c.counted_in == Some(self.chunk_no) {
-                0
+            // What the chunk adds to memory. A batch the piece ends is replaced by the
+            // stream's next one while the chunk still holds it: all of it counts, once per
+            // chunk however many cuts it gave rows to. A batch the stream still holds costs
+            // the chunk only its share of rows (stages copy rows, not batches). Counting whole
+            // batches for small pieces ended chunks of many inputs after a few rows per
+            // stream (D81).
+            let rows = batch.num_rows().max(1);
+            let bytes = if c.offset + n >= batch.num_rows() {
+                if c.counted_in == Some(self.chunk_no) {
+                    0
+                } else {
+                    c.counted_in = Some(self.chunk_no);
+                    c.bytes
+                }
             } else {
-                c.counted_in = Some(self.chunk_no);
-                c.bytes
+                (c.bytes / rows).saturating_mul(n)
             };
             pieces.push(Piece {
                 id: c.id,
@@ -264,11 +284,6 @@ impl<'a> TimeMerge<'a> {
                 Some((first, _)) => self.heads.push(Reverse((first, id))),
                 None => exhausted.push(id),
             }
-        }
-        // Refilled after the cut, so that rows of a next batch that tie with the cut go
-        // to the next cut, as they would had the batch ended a row later.
-        for id in exhausted {
-            self.refill(id)?;
         }
         Ok(Some(pieces))
     }
@@ -297,9 +312,17 @@ pub(crate) mod tests {
                 return Ok(None);
             }
             let take: Vec<_> = self.rows.drain(..self.per.min(self.rows.len())).collect();
-            let mut b = BatchBuilder::new(self.table, take.len());
+            batch_of(self.table, &take, "x").map(Some)
+        }
+    }
+
+    /// A batch of `table` rows with the given (start, end) pairs; `text` in every
+    /// non-nullable string column.
+    fn batch_of(table: Table, take: &[(i64, i64)], text: &str) -> Result<RecordBatch> {
+        {
+            let mut b = BatchBuilder::new(table, take.len());
             for (i, (s, e)) in take.iter().enumerate() {
-                for (c, spec) in self.table.columns().iter().enumerate() {
+                for (c, spec) in table.columns().iter().enumerate() {
                     let v = match spec.name {
                         "start" => Some(*s),
                         "end" => Some(*e),
@@ -313,14 +336,65 @@ pub(crate) mod tests {
                             (None, false) => x.append_value(0),
                             (None, true) => x.append_null(),
                         },
-                        ColumnBuilder::Str(x) if !spec.nullable => x.append_value("x"),
+                        ColumnBuilder::Str(x) if !spec.nullable => x.append_value(text),
                         other => other.push_null(),
                     }
                 }
                 b.end_row();
             }
-            b.finish().map(Some)
+            b.finish()
         }
+    }
+
+    /// One batch of `rows` whose string columns hold `text`.
+    struct FatStream {
+        rows: Vec<(i64, i64)>,
+        text: String,
+    }
+
+    impl BatchStream for FatStream {
+        fn table(&self) -> Table {
+            Table::Region
+        }
+        fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+            if self.rows.is_empty() {
+                return Ok(None);
+            }
+            let rows = std::mem::take(&mut self.rows);
+            batch_of(Table::Region, &rows, &self.text).map(Some)
+        }
+    }
+
+    /// One dense stream in batches of 100 rows (it sets every cut) beside 100 sparse
+    /// streams of one batch each, whose strings are `text_bytes` long.
+    fn dense_beside_sparse(text_bytes: usize) -> TimeMerge<'static> {
+        let mut streams: Vec<Box<dyn BatchStream>> = vec![Box::new(VecStream {
+            table: Table::Region,
+            rows: (0..10_000).map(|t| (t, t)).collect(),
+            per: 100,
+        })];
+        for k in 0..100 {
+            streams.push(Box::new(FatStream {
+                rows: (0..100).map(|i| (k + 100 * i, k + 100 * i)).collect(),
+                text: "y".repeat(text_bytes),
+            }));
+        }
+        TimeMerge::new(streams).with_min_rows(4096)
+    }
+
+    #[test]
+    fn a_chunk_counts_the_rows_it_takes_from_batches_that_stay() {
+        // Each cut takes a row from each sparse batch (100 KiB each, 1 KiB a row); counted
+        // whole, a hundred of them would end the chunk at its first cut.
+        let first = dense_beside_sparse(1024).next_chunk().unwrap().unwrap();
+        assert!(first.rows() >= 4096, "{} rows", first.rows());
+        // Rows of 100 KiB strings still end a chunk early: a cut's 100 such rows are
+        // 10 MiB, over the bound of 8 MiB.
+        let first = dense_beside_sparse(100 << 10)
+            .next_chunk()
+            .unwrap()
+            .unwrap();
+        assert!(first.rows() < 4096, "{} rows", first.rows());
     }
 
     pub(crate) fn lcg(seed: &mut u64) -> i64 {
@@ -443,6 +517,32 @@ pub(crate) mod tests {
         assert_eq!(big.next_chunk().unwrap().unwrap().batches.len(), 3);
     }
 
+    #[test]
+    fn ties_come_in_stream_order_however_batches_and_chunks_fall() {
+        // The rows of every chunk in time order, chunk after chunk.
+        let order = |per: usize, min_rows: usize| {
+            let mut merge = TimeMerge::new(tied_streams(4, per)).with_min_rows(min_rows);
+            let mut rows = Vec::new();
+            while let Some(chunk) = merge.next_chunk().unwrap() {
+                rows.extend(rows_in_order(&chunk));
+            }
+            rows
+        };
+        let expected = order(1000, 10_000);
+        assert_eq!(expected.len(), 800);
+        // Batches of 1, 2 and 4 rows end inside a tie of three rows; with one chunk per
+        // cut, a tie split between two cuts came out of stream order.
+        for per in [1, 2, 4, 7, 10] {
+            for min_rows in [0, 5, 10_000] {
+                assert_eq!(
+                    order(per, min_rows),
+                    expected,
+                    "per {per}, min rows {min_rows}"
+                );
+            }
+        }
+    }
+
     /// Streams of plain starts in batches (a batch may be empty), for the cut oracle.
     struct Starts(Vec<Vec<i64>>);
 
@@ -506,10 +606,20 @@ pub(crate) mod tests {
             };
             let mut pieces = Vec::new();
             for c in &mut cur {
-                let n = c.batch[c.offset..].partition_point(|&s| s <= cut);
-                if n > 0 {
-                    pieces.push((c.id, c.number, c.offset, n));
-                    c.offset += n;
+                // A stream's next batches give their rows that tie with the cut to this
+                // cut too.
+                loop {
+                    let n = c.batch[c.offset..].partition_point(|&s| s <= cut);
+                    if n > 0 {
+                        pieces.push((c.id, c.number, c.offset, n));
+                        c.offset += n;
+                    }
+                    if c.offset < c.batch.len() || c.left.is_empty() {
+                        break;
+                    }
+                    c.batch = c.left.remove(0);
+                    c.number += 1;
+                    c.offset = 0;
                 }
             }
             cuts.push(pieces);
