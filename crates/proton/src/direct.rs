@@ -105,9 +105,6 @@ impl RegionOut for Describe {
     fn begin_document(&mut self) {
         self.close_document();
     }
-    fn wants_ext(&self) -> bool {
-        false
-    }
 }
 
 /// A `.chrome_trace` file opened as a source: described, ready to stream.

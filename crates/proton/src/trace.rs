@@ -36,12 +36,6 @@ pub(crate) trait RegionOut {
     fn mark_document_zero(&mut self, end: i64) -> Result<()>;
     /// A new JSON document of the file starts (its regions follow).
     fn begin_document(&mut self) {}
-    /// Whether `put_region` reads `ext`. When not, events are parsed without building
-    /// their `args` (all but a metadata event's `args.name`): a describing pass is then
-    /// about a third faster on traces whose arguments are most of each event.
-    fn wants_ext(&self) -> bool {
-        true
-    }
 }
 
 /// A complete event as a region, its extdata aside.
@@ -555,127 +549,13 @@ fn read_events<'de, A: SeqAccess<'de>>(
     mut seq: A,
 ) -> std::result::Result<(), A::Error> {
     let mut ei = 0usize;
-    let light = !t.w.wants_ext();
-    loop {
-        let ev = if light {
-            seq.next_element_seed(LightEvent)?
-        } else {
-            seq.next_element::<Value>()?
-        };
-        let Some(ev) = ev else { break };
+    while let Some(ev) = seq.next_element::<Value>()? {
         t.doc_events_seen = true;
         let r = t.event(ev, ei);
         t.keep(r)?;
         ei += 1;
     }
     Ok(())
-}
-
-/// An event as a `Value`, but with `args` reduced to what `Trace::event` reads without
-/// extdata: `{"name": ...}` when `args` is an object with that key, `{}` for another
-/// object, `null` for anything else. Everything else of the event is as `Value` parses it.
-struct LightEvent;
-
-impl<'de> DeserializeSeed<'de> for LightEvent {
-    type Value = Value;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for LightEvent {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E: de::Error>(self, v: bool) -> std::result::Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Value, E> {
-        Ok(Value::String(v.to_string()))
-    }
-    fn visit_string<E: de::Error>(self, v: String) -> std::result::Result<Value, E> {
-        Ok(Value::String(v))
-    }
-    fn visit_unit<E: de::Error>(self) -> std::result::Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Value, A::Error> {
-        serde::Deserialize::deserialize(de::value::SeqAccessDeserializer::new(seq))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
-        let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let v = if key == "args" {
-                map.next_value_seed(ArgsName)?
-            } else {
-                map.next_value::<Value>()?
-            };
-            out.insert(key, v);
-        }
-        Ok(Value::Object(out))
-    }
-}
-
-/// The `args` of [`LightEvent`]: only its `name` key is kept.
-struct ArgsName;
-
-impl<'de> DeserializeSeed<'de> for ArgsName {
-    type Value = Value;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ArgsName {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> std::result::Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_unit<E: de::Error>(self) -> std::result::Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Value::Null)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
-        let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if key == "name" {
-                out.insert(key, map.next_value::<Value>()?);
-            } else {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(Value::Object(out))
-    }
 }
 
 /// What a pass over a chrome trace found besides its regions.
