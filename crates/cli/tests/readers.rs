@@ -479,3 +479,47 @@ fn chrome_traces_convert_directly_to_what_their_imported_database_gives() {
     let n = info_rows(std::slice::from_ref(&traces[0]))["region"];
     assert!(String::from_utf8_lossy(&o.stdout).contains(&n.to_string()));
 }
+
+/// Past 16 inputs the sources are opened again for every pass (`KEEP_OPEN`): a chrome
+/// trace then opens from its description, not by reading the file again, and the output
+/// is still what the imported databases give. Seventeen copies (a copy's name makes it its
+/// own process) convert to Perfetto directly, with a `TMPDIR` nothing can be created in,
+/// byte for byte as when `-f rocpd` in the same command imports every copy.
+#[test]
+fn seventeen_chrome_traces_convert_as_their_imported_databases() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = Path::new(
+        "../../fixtures/proton/constructed/trace_kernels_v3.8_lanes_flows_CONSTRUCTED.chrome_trace",
+    );
+    let inputs = tmp.path().join("in");
+    std::fs::create_dir(&inputs).unwrap();
+    for k in 0..17 {
+        std::fs::copy(src, inputs.join(format!("rank{k:02}.chrome_trace"))).unwrap();
+    }
+    let convert = |out: &Path, formats: &[&str], tmpdir: Option<&Path>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"));
+        cmd.args(["convert", "-q", "-o", "t", "-i"])
+            .arg(&inputs)
+            .arg("-d")
+            .arg(out)
+            .arg("-f")
+            .args(formats);
+        if let Some(t) = tmpdir {
+            cmd.env("TMPDIR", t);
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    convert(
+        &a,
+        &["pftrace"],
+        Some(&tmp.path().join("no-such-directory")),
+    );
+    convert(&b, &["pftrace", "rocpd"], None);
+    let pf = |d: &Path| std::fs::read(d.join("t_results.pftrace")).unwrap();
+    assert!(pf(&a) == pf(&b), "Perfetto output differs");
+    let decoded = decode(&a.join("t_results.pftrace"));
+    let per_copy = info_rows(&[src.to_path_buf()])["region"];
+    assert_eq!(decoded.slices.len() as u64, 17 * per_copy);
+}

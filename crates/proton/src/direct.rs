@@ -37,7 +37,7 @@ use crate::trace::{self, Region, RegionOut, TraceRead};
 use crate::{file_name_of, guid_of, node_hash, writer, ProtonKind};
 
 /// What the describing pass learned that the streaming pass applies.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Plan {
     /// Regions read.
     regions: u64,
@@ -107,7 +107,10 @@ impl RegionOut for Describe {
     }
 }
 
-/// A `.chrome_trace` file opened as a source: described, ready to stream.
+/// A `.chrome_trace` file opened as a source: described, ready to stream. A clone is the
+/// same source opened again without reading the file (what the description holds is
+/// bounded by the processes, threads and documents, not by the events).
+#[derive(Clone)]
 pub struct ChromeTraceSource {
     path: PathBuf,
     file_name: String,

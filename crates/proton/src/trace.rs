@@ -559,6 +559,7 @@ fn read_events<'de, A: SeqAccess<'de>>(
 }
 
 /// What a pass over a chrome trace found besides its regions.
+#[derive(Clone)]
 pub(crate) struct TraceRead {
     /// Every thread as (pid, tid, name), by tid.
     pub threads: Vec<(i64, i64, String)>,

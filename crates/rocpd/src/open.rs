@@ -166,8 +166,9 @@ pub struct Inputs {
     /// [`OpenOptions::threads`], resolved: imports asked for later run on as many.
     threads: usize,
     imports: Option<Arc<ImportDir>>,
-    /// Chrome traces described while resolving, by input, until `describe` takes them.
-    described: BTreeMap<usize, rocpd_proton::ChromeTraceSource>,
+    /// Chrome traces described while resolving, by input: every later open of one clones
+    /// its description instead of reading the file again.
+    described: BTreeMap<usize, Arc<rocpd_proton::ChromeTraceSource>>,
 }
 
 impl std::fmt::Debug for Inputs {
@@ -297,7 +298,7 @@ impl Inputs {
                             .iter()
                             .map(|n| format!("{}: {n}", path.display())),
                     );
-                    self.described.insert(self.inputs.len(), *source);
+                    self.described.insert(self.inputs.len(), Arc::new(*source));
                     self.inputs.push(Input {
                         db: path.clone(),
                         origin: None,
@@ -371,10 +372,12 @@ impl Inputs {
 
     fn open_db(&mut self, k: usize) -> Result<Numbered> {
         let input = &self.inputs[k];
-        if let Some(source) = self.described.remove(&k) {
-            return Ok((input.first_source, Box::new(source)));
-        }
-        open_source(&input.db, input.chrome, input.first_source, self.cache_kib)
+        open_source(
+            &input.db,
+            self.described.get(&k),
+            input.first_source,
+            self.cache_kib,
+        )
     }
 
     /// Imports the inputs read directly into temporary RocPD databases and describes the
@@ -690,7 +693,14 @@ impl Inputs {
             dbs: self
                 .inputs
                 .iter()
-                .map(|i| (i.first_source, i.db.clone(), i.chrome))
+                .enumerate()
+                .map(|(k, i)| {
+                    (
+                        i.first_source,
+                        i.db.clone(),
+                        self.described.get(&k).cloned(),
+                    )
+                })
                 .collect(),
             cache_kib: self.cache_kib,
         }
@@ -700,15 +710,16 @@ impl Inputs {
 /// What an event stream needs to open the inputs again on its own thread.
 pub(crate) struct Keepalive {
     _imports: Option<Arc<ImportDir>>,
-    /// Per input: first source number, file, whether it is read directly as a chrome trace.
-    pub(crate) dbs: Vec<(u32, PathBuf, bool)>,
+    /// Per input: first source number, file, and the description of a chrome trace read
+    /// directly.
+    pub(crate) dbs: Vec<(u32, PathBuf, Option<Arc<rocpd_proton::ChromeTraceSource>>)>,
     pub(crate) cache_kib: usize,
 }
 
 impl Keepalive {
     pub(crate) fn open(&self, k: usize) -> Result<Numbered> {
         let (first, path, chrome) = &self.dbs[k];
-        open_source(path, *chrome, *first, self.cache_kib)
+        open_source(path, chrome.as_ref(), *first, self.cache_kib)
     }
 }
 
@@ -728,14 +739,19 @@ pub(crate) fn private_tempdir(prefix: &str, what: &str) -> Result<(tempfile::Tem
     Ok((dir, registered))
 }
 
-/// Opens the database at `path` (or, with `chrome`, the chrome trace, described again) as
-/// a source numbered from `first`, with its share of the cache budget: the one way inputs
-/// are opened, for runs and for event streams alike.
-fn open_source(path: &Path, chrome: bool, first: u32, cache_kib: usize) -> Result<Numbered> {
-    if chrome {
+/// Opens the database at `path` (or, given its description, the chrome trace read
+/// directly) as a source numbered from `first`, with its share of the cache budget: the
+/// one way inputs are opened, for runs and for event streams alike.
+fn open_source(
+    path: &Path,
+    chrome: Option<&Arc<rocpd_proton::ChromeTraceSource>>,
+    first: u32,
+    cache_kib: usize,
+) -> Result<Numbered> {
+    if let Some(described) = chrome {
         return Ok((
             first,
-            Box::new(rocpd_proton::ChromeTraceSource::open(path)?),
+            Box::new(rocpd_proton::ChromeTraceSource::clone(described)),
         ));
     }
     let db = Database::open_with(path, &rocpd_db::OpenOptions { cache_kib })?;
