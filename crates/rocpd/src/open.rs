@@ -34,6 +34,11 @@ pub const INDEPENDENT_GROUP: usize = 8;
 /// Larger caches bought no speed on eight or 64 inputs and cost memory (D36).
 pub const CACHE_BUDGET_KIB: usize = 4 << 10;
 
+/// Sort memory shared by the chrome traces read directly, bytes (each gets between 1 MiB
+/// and `rocpd_pipeline::SORT_MEMORY`): a run that merges them in time order holds every
+/// one's sorter at once, so the sum must not grow with their number (D82).
+pub const SORT_BUDGET: usize = 64 << 20;
+
 /// How inputs are opened.
 #[derive(Debug, Clone, Default)]
 pub struct OpenOptions {
@@ -264,6 +269,12 @@ impl Inputs {
         let opts = rocpd_rocprofv3::ImportOptions {
             skip_bad_rows: options.skip_bad_rows,
         };
+        let direct_count = proton.iter().filter(|(_, kind)| direct(kind)).count();
+        let sort = rocpd_pipeline::SortOptions {
+            memory_bytes: (SORT_BUDGET / direct_count.max(1))
+                .clamp(1 << 20, rocpd_pipeline::SORT_MEMORY),
+            ..Default::default()
+        };
         // Every import writes its own database: they run side by side, and their results
         // are taken in input order, so inputs, notes and errors do not depend on timing.
         let dest = |job: usize| {
@@ -298,7 +309,8 @@ impl Inputs {
                             .iter()
                             .map(|n| format!("{}: {n}", path.display())),
                     );
-                    self.described.insert(self.inputs.len(), Arc::new(*source));
+                    let source = source.with_sort_options(sort.clone());
+                    self.described.insert(self.inputs.len(), Arc::new(source));
                     self.inputs.push(Input {
                         db: path.clone(),
                         origin: None,
