@@ -238,8 +238,10 @@ impl<'a> TimeMerge<'a> {
                 // Every row starting at or before the cut is taken, from every stream:
                 // the ones a stream's next batch holds too, so that rows tying with the
                 // cut are in one cut and come out in stream order however the batches
-                // and chunks fall (D81).
-                if exhausted.is_empty() {
+                // and chunks fall (D81). Up to a bound: a stream of a million rows with
+                // one start (a hostile or broken input) must not come in one cut; past
+                // the bound the rest of a tie goes to the next cut, as before.
+                if exhausted.is_empty() || pieces_bytes(&pieces) >= rocpd_model::BATCH_BYTES {
                     break;
                 }
                 for id in std::mem::take(&mut exhausted) {
@@ -284,6 +286,9 @@ impl<'a> TimeMerge<'a> {
                 Some((first, _)) => self.heads.push(Reverse((first, id))),
                 None => exhausted.push(id),
             }
+        }
+        for id in exhausted {
+            self.refill(id)?;
         }
         Ok(Some(pieces))
     }
@@ -540,6 +545,51 @@ pub(crate) mod tests {
                     "per {per}, min rows {min_rows}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_cut_takes_ties_from_next_batches_up_to_the_bound() {
+        // One start for 10,000 rows of 1 KiB strings (about 10 MiB), in batches of 100.
+        let mut merge = TimeMerge::new(vec![Box::new(FatBatches {
+            left: 100,
+            text: "z".repeat(1024),
+        })]);
+        let first: usize = merge
+            .next_cut()
+            .unwrap()
+            .unwrap()
+            .iter()
+            .map(|p| p.len)
+            .sum();
+        // Ties from next batches, but not the whole stream in one cut.
+        assert!(
+            first > 100 && first < 10_000,
+            "{first} rows in the first cut"
+        );
+        let mut total = first;
+        while let Some(pieces) = merge.next_cut().unwrap() {
+            total += pieces.iter().map(|p| p.len).sum::<usize>();
+        }
+        assert_eq!(total, 10_000);
+    }
+
+    /// `left` batches of 100 rows that all start at 0, with fat strings.
+    struct FatBatches {
+        left: usize,
+        text: String,
+    }
+
+    impl BatchStream for FatBatches {
+        fn table(&self) -> Table {
+            Table::Region
+        }
+        fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+            if self.left == 0 {
+                return Ok(None);
+            }
+            self.left -= 1;
+            batch_of(Table::Region, &[(0, 1); 100], &self.text).map(Some)
         }
     }
 
