@@ -1098,6 +1098,67 @@ fn step_json(args: &[String]) -> Result<()> {
 
 /// Generated chrome traces of two sizes through `convert -f pftrace`, beside the JSON floor:
 /// time, events/s, peak RSS, and the temporary disk the import used (its database).
+/// Many chrome traces read directly at once (D82): 4 and 32 links to one generated trace
+/// (each link's name makes it its own process), through `convert -f pftrace`, which merges
+/// them all in time order. Their sorters share one budget and each is described once, so
+/// memory must not grow with their number, nor time per event.
+fn many_chrome_traces(rocpd: &Path, dir: &Path, scale: u32) -> Result<()> {
+    let size = 20_000 / u64::from(scale);
+    let file = dir.join(format!("chrome-small-{size}.chrome_trace"));
+    if !file.exists() {
+        let tmp = file.with_extension("part");
+        prepare_in_child(&[
+            "chrome".as_ref(),
+            tmp.as_os_str(),
+            size.to_string().as_ref(),
+        ])?;
+        std::fs::rename(&tmp, &file)?;
+    }
+    println!("many chrome traces read directly (one trace of {size} events, linked):");
+    let mut per = Vec::new();
+    for copies in [4u64, 32] {
+        let inputs = dir.join(format!("copies-{copies}"));
+        let _ = std::fs::remove_dir_all(&inputs);
+        std::fs::create_dir_all(&inputs)?;
+        for k in 0..copies {
+            std::fs::hard_link(&file, inputs.join(format!("rank{k:03}.chrome_trace")))?;
+        }
+        let out = dir.join("out");
+        let _ = std::fs::remove_dir_all(&out);
+        let tmp = fresh_tmp(dir)?;
+        let mut convert = Command::new(rocpd);
+        convert
+            .args(["convert", "-q", "-f", "pftrace", "-o", "t", "-i"])
+            .arg(&inputs)
+            .arg("-d")
+            .arg(&out)
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::null());
+        let ((seconds, kib), tmp_bytes) = with_tmp_sampled(&tmp, || run_measured(&mut convert))?;
+        let events = size * copies;
+        println!(
+            "{:<12} {:>9} {:>8} {:<9} {:>8.2} {:>10.0} {:>9.1} {:>8.1}",
+            format!("chrome-x{copies}"),
+            events,
+            "",
+            "pftrace",
+            seconds,
+            events as f64 / seconds,
+            kib as f64 / 1024.0,
+            tmp_bytes as f64 / 1048576.0
+        );
+        per.push((seconds / events as f64, kib as f64));
+        let _ = std::fs::remove_dir_all(&out);
+        let _ = std::fs::remove_dir_all(&inputs);
+    }
+    println!(
+        "32 traces against 4: time per event {:.2}x, peak RSS {:.2}x",
+        per[1].0 / per[0].0,
+        per[1].1 / per[0].1
+    );
+    Ok(())
+}
+
 fn proton_section(exe: &Path, rocpd: &Path, root: &Path, scale: u32) -> Result<()> {
     let started = Instant::now();
     println!("\nProton chrome traces and trees through convert -f pftrace (baseline: parse the JSON only):");
@@ -1176,6 +1237,7 @@ fn proton_section(exe: &Path, rocpd: &Path, root: &Path, scale: u32) -> Result<(
         peaks[1] / peaks[0],
         peaks[3] / peaks[2]
     );
+    many_chrome_traces(rocpd, &dir, scale)?;
     println!("(proton section: {:.0} s)", started.elapsed().as_secs_f64());
     Ok(())
 }
