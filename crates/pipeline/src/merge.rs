@@ -231,6 +231,7 @@ impl<'a> TimeMerge<'a> {
             self.lasts.pop();
         };
         let mut pieces = Vec::new();
+        let mut cut_bytes = 0usize;
         let mut exhausted = Vec::new();
         loop {
             let next = self.heads.peek().map(|&Reverse(h)| h);
@@ -241,7 +242,7 @@ impl<'a> TimeMerge<'a> {
                 // and chunks fall (D81). Up to a bound: a stream of a million rows with
                 // one start (a hostile or broken input) must not come in one cut; past
                 // the bound the rest of a tie goes to the next cut, as before.
-                if exhausted.is_empty() || pieces_bytes(&pieces) >= rocpd_model::BATCH_BYTES {
+                if exhausted.is_empty() || cut_bytes >= rocpd_model::BATCH_BYTES {
                     break;
                 }
                 for id in std::mem::take(&mut exhausted) {
@@ -272,6 +273,7 @@ impl<'a> TimeMerge<'a> {
             } else {
                 (c.bytes / rows).saturating_mul(n)
             };
+            cut_bytes = cut_bytes.saturating_add(bytes);
             pieces.push(Piece {
                 id: c.id,
                 seq: c.seq,
@@ -324,31 +326,29 @@ pub(crate) mod tests {
     /// A batch of `table` rows with the given (start, end) pairs; `text` in every
     /// non-nullable string column.
     fn batch_of(table: Table, take: &[(i64, i64)], text: &str) -> Result<RecordBatch> {
-        {
-            let mut b = BatchBuilder::new(table, take.len());
-            for (i, (s, e)) in take.iter().enumerate() {
-                for (c, spec) in table.columns().iter().enumerate() {
-                    let v = match spec.name {
-                        "start" => Some(*s),
-                        "end" => Some(*e),
-                        "id" => Some(i as i64),
-                        _ => None,
-                    };
-                    match b.column(c) {
-                        ColumnBuilder::U32(x) => x.append_value(0),
-                        ColumnBuilder::I64(x) => match (v, spec.nullable) {
-                            (Some(v), _) => x.append_value(v),
-                            (None, false) => x.append_value(0),
-                            (None, true) => x.append_null(),
-                        },
-                        ColumnBuilder::Str(x) if !spec.nullable => x.append_value(text),
-                        other => other.push_null(),
-                    }
+        let mut b = BatchBuilder::new(table, take.len());
+        for (i, (s, e)) in take.iter().enumerate() {
+            for (c, spec) in table.columns().iter().enumerate() {
+                let v = match spec.name {
+                    "start" => Some(*s),
+                    "end" => Some(*e),
+                    "id" => Some(i as i64),
+                    _ => None,
+                };
+                match b.column(c) {
+                    ColumnBuilder::U32(x) => x.append_value(0),
+                    ColumnBuilder::I64(x) => match (v, spec.nullable) {
+                        (Some(v), _) => x.append_value(v),
+                        (None, false) => x.append_value(0),
+                        (None, true) => x.append_null(),
+                    },
+                    ColumnBuilder::Str(x) if !spec.nullable => x.append_value(text),
+                    other => other.push_null(),
                 }
-                b.end_row();
             }
-            b.finish()
+            b.end_row();
         }
+        b.finish()
     }
 
     /// One batch of `rows` whose string columns hold `text`.

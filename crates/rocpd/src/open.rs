@@ -134,8 +134,6 @@ struct Input {
     db: PathBuf,
     origin: Option<Origin>,
     first_source: u32,
-    /// Read directly as a Proton chrome trace, not as a database.
-    chrome: bool,
 }
 
 /// The temporary directory of imported inputs, removed when the last user drops it.
@@ -171,8 +169,9 @@ pub struct Inputs {
     /// [`OpenOptions::threads`], resolved: imports asked for later run on as many.
     threads: usize,
     imports: Option<Arc<ImportDir>>,
-    /// Chrome traces described while resolving, by input: every later open of one clones
-    /// its description instead of reading the file again.
+    /// Chrome traces described while resolving, by input: the inputs read directly, not as
+    /// databases. Every later open of one clones its description instead of reading the
+    /// file again.
     described: BTreeMap<usize, Arc<rocpd_proton::ChromeTraceSource>>,
 }
 
@@ -311,12 +310,7 @@ impl Inputs {
                     );
                     let source = source.with_sort_options(sort.clone());
                     self.described.insert(self.inputs.len(), Arc::new(source));
-                    self.inputs.push(Input {
-                        db: path.clone(),
-                        origin: None,
-                        first_source: 0,
-                        chrome: true,
-                    });
+                    self.push(path.clone(), None);
                 }
                 Imported::Proton(report) => {
                     let path = &proton[job].0;
@@ -362,7 +356,6 @@ impl Inputs {
             db,
             origin,
             first_source: 0,
-            chrome: false,
         });
     }
 
@@ -396,13 +389,11 @@ impl Inputs {
     /// inputs again: for outputs that copy rows out of databases (`-f rocpd`, `merge`,
     /// `query`). Source numbers, guids and rows stay the same.
     pub(crate) fn ensure_databases(&mut self) -> Result<()> {
-        if !self.inputs.iter().any(|i| i.chrome) {
+        if self.described.is_empty() {
             return Ok(());
         }
         let tmp = self.import_dir()?;
-        let chrome: Vec<usize> = (0..self.inputs.len())
-            .filter(|&k| self.inputs[k].chrome)
-            .collect();
+        let chrome: Vec<usize> = self.described.keys().copied().collect();
         let dest = |k: usize| tmp.join(format!("proton-direct-{k:04}.db"));
         // Side by side like the first imports; errors come in input order (`in_parallel`).
         let inputs = &self.inputs;
@@ -423,7 +414,6 @@ impl Inputs {
                 files: vec![file],
             });
             self.inputs[k].first_source = 0;
-            self.inputs[k].chrome = false;
         }
         self.open.clear();
         self.describe()
