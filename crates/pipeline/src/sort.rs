@@ -1,4 +1,4 @@
-//! Sorting one table's rows by (`start`, `end` descending) in bounded memory, for readers
+//! Sorting one table's rows by (`start`, `end` descending, `id`) in bounded memory, for readers
 //! whose input is not in time order (rocprofv3 CSV and JSON files write a row when an
 //! event ends; Proton traces are in the order the profiler flushed them).
 //!
@@ -26,6 +26,8 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
 use arrow_array::{RecordBatch, UInt32Array};
 use arrow_buffer::ScalarBuffer;
 use arrow_ipc::reader::StreamReader;
@@ -33,7 +35,7 @@ use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
 use arrow_ipc::CompressionType;
 use arrow_select::interleave::interleave_record_batch;
 use arrow_select::take::take_record_batch;
-use rocpd_model::{Error, Result, Table, BATCH_BYTES};
+use rocpd_model::{col, Error, Result, Table, BATCH_BYTES};
 
 use crate::chunk::start_end as keys;
 use crate::cleanup::{self, Registered};
@@ -89,25 +91,40 @@ pub struct SortStats {
     pub spilled_bytes: u64,
 }
 
-/// A sort key: start ascending, then end descending.
-type Key = (i64, Reverse<i64>);
+/// A sort key: start ascending, then end descending, then id ascending (the RocPD
+/// reader's order: a reader whose input numbers rows in another order than it writes
+/// them, like a Proton tree written as its nodes end, gives the same order as its
+/// imported database).
+type Key = (i64, Reverse<i64>, i64);
+
+/// The key columns of a batch: start, end and id.
+fn key_columns(batch: &RecordBatch) -> [ScalarBuffer<i64>; 3] {
+    let (s, e) = keys(batch);
+    let ids = batch
+        .column(col::ID)
+        .as_primitive::<Int64Type>()
+        .values()
+        .clone();
+    [s, e, ids]
+}
 
 fn key_at(batch: &RecordBatch, row: usize) -> Key {
-    let (s, e) = keys(batch);
-    (s[row], Reverse(e[row]))
+    let [s, e, ids] = key_columns(batch);
+    (s[row], Reverse(e[row]), ids[row])
 }
 
 /// `batch` in key order; rows with the same key keep their order.
 fn sort_batch(batch: RecordBatch) -> Result<RecordBatch> {
-    let (s, e) = keys(&batch);
+    let [s, e, ids] = key_columns(&batch);
+    let key = |i: usize| (s[i], Reverse(e[i]), ids[i]);
     let n = batch.num_rows();
-    let sorted = (1..n).all(|i| (s[i - 1], Reverse(e[i - 1])) <= (s[i], Reverse(e[i])));
+    let sorted = (1..n).all(|i| key(i - 1) <= key(i));
     if sorted {
         return Ok(batch);
     }
     let mut order: Vec<u32> = (0..n as u32).collect();
     // `sort_by_key` is stable: equal keys keep their input order.
-    order.sort_by_key(|&i| (s[i as usize], Reverse(e[i as usize])));
+    order.sort_by_key(|&i| key(i as usize));
     Ok(take_record_batch(&batch, &UInt32Array::from(order))?)
 }
 
@@ -477,6 +494,7 @@ struct Cursor {
     batch: RecordBatch,
     starts: ScalarBuffer<i64>,
     ends: ScalarBuffer<i64>,
+    ids: ScalarBuffer<i64>,
     row: usize,
     /// Index of `batch` among the batches of the output being built.
     slot: Option<usize>,
@@ -486,11 +504,15 @@ struct Cursor {
 
 impl Cursor {
     fn key(&self) -> Key {
-        (self.starts[self.row], Reverse(self.ends[self.row]))
+        (
+            self.starts[self.row],
+            Reverse(self.ends[self.row]),
+            self.ids[self.row],
+        )
     }
 
     fn load(&mut self, batch: RecordBatch) {
-        (self.starts, self.ends) = keys(&batch);
+        [self.starts, self.ends, self.ids] = key_columns(&batch);
         self.row_bytes = batch.get_array_memory_size() / batch.num_rows().max(1);
         self.batch = batch;
         self.row = 0;
@@ -521,6 +543,7 @@ impl Merge {
                 batch: RecordBatch::new_empty(table.schema()),
                 starts: ScalarBuffer::from(Vec::new()),
                 ends: ScalarBuffer::from(Vec::new()),
+                ids: ScalarBuffer::from(Vec::new()),
                 row: 0,
                 slot: None,
                 row_bytes: 0,
@@ -609,9 +632,7 @@ impl Merge {
 mod tests {
     use super::*;
     use crate::merge::tests::lcg;
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::Int64Type;
-    use rocpd_model::{col, BatchBuilder, ColumnBuilder};
+    use rocpd_model::{BatchBuilder, ColumnBuilder};
 
     /// A batch of Region rows: (start, end, input sequence number as `id`), with a name
     /// that repeats the sequence number so string columns move with their rows.
@@ -657,13 +678,13 @@ mod tests {
         out
     }
 
-    /// The oracle: a stable sort of all rows by (start, end desc).
+    /// The oracle: a stable sort of all rows by (start, end desc, id).
     fn expected(rows: &[(i64, i64, i64)]) -> Vec<(i64, i64, i64, String)> {
         let mut v: Vec<_> = rows
             .iter()
             .map(|&(s, e, id)| (s, e, id, format!("call {id}")))
             .collect();
-        v.sort_by_key(|r| (r.0, Reverse(r.1)));
+        v.sort_by_key(|r| (r.0, Reverse(r.1), r.2));
         v
     }
 
@@ -714,6 +735,31 @@ mod tests {
                 }
             }
             assert_eq!(entries(tmp.path()), 0, "every run directory removed");
+        }
+    }
+
+    #[test]
+    fn ties_of_start_and_end_come_in_id_order_whatever_the_input_order() {
+        // A Proton tree writes a node when it ends, after its children, but numbers it
+        // when it begins: a parent with one child of its width ties with it on both
+        // times and must come first, as the RocPD reader orders it.
+        let tmp = tempfile::tempdir().unwrap();
+        let rows: Vec<_> = (0..3_000i64)
+            .map(|i| (i / 100, i / 100 + 5, 10_000 - i))
+            .collect();
+        let mut want = rows.clone();
+        want.sort_by_key(|r| (r.0, Reverse(r.1), r.2));
+        assert_ne!(want, rows, "the input is not in id order");
+        for memory in [1, 20_000, usize::MAX] {
+            let mut sorter = RunSorter::new(Table::Region, options(memory, tmp.path()));
+            for c in rows.chunks(64) {
+                sorter.push(batch(c)).unwrap();
+            }
+            let got: Vec<_> = drain(sorter.finish().unwrap(), 100)
+                .into_iter()
+                .map(|(s, e, id, _)| (s, e, id))
+                .collect();
+            assert_eq!(got, want, "memory {memory}");
         }
     }
 
