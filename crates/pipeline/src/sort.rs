@@ -350,7 +350,7 @@ impl RunSorter {
         Ok(())
     }
 
-    /// Every row pushed, in (`start`, `end` descending, input) order.
+    /// Every row pushed, in (`start`, `end` descending, `id`, input) order.
     pub fn finish(mut self) -> Result<SortedRuns> {
         let pool_runs = if self.pool_in_order {
             1

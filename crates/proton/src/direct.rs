@@ -116,7 +116,6 @@ pub struct ChromeTraceSource {
     file_name: String,
     guid: String,
     nid: i64,
-    node_hash: i64,
     plan: Plan,
     read: TraceRead,
     sort: SortOptions,
@@ -131,13 +130,11 @@ impl ChromeTraceSource {
         let mut describe = Describe::default();
         let read = trace::read(path, &file_name, &mut describe)?;
         describe.close_document();
-        let hash = node_hash();
         Ok(ChromeTraceSource {
             path: path.to_path_buf(),
             file_name,
             guid,
-            nid: writer::node_id(hash),
-            node_hash: hash,
+            nid: writer::node_id(node_hash()),
             plan: describe.plan,
             read,
             sort: SortOptions::default(),
@@ -174,27 +171,7 @@ impl Source for ChromeTraceSource {
     fn catalog(&self, first_source: u32) -> Result<Catalog> {
         let source = first_source;
         let nid = self.nid;
-        let mut c = Catalog::default();
-        c.sources.push(SourceInfo {
-            path: self.path.clone(),
-            format: "proton".into(),
-            guid: self.guid.clone(),
-            uuid: rocpd_schema::uuid_suffix(&self.guid),
-            schema_version: "3".into(),
-            imported_from: Vec::new(),
-        });
-        c.nodes.push(Node {
-            source,
-            id: nid,
-            hash: Some(self.node_hash),
-            machine_id: Some("unknown".into()),
-            hostname: Some("unknown".into()),
-            system_name: None,
-            release: None,
-            version: None,
-            hardware_name: None,
-            domain_name: None,
-        });
+        let mut c = base_catalog(&self.path, &self.guid, source);
         let extdata = trace::process_extdata(&self.file_name);
         for (pid, name) in &self.read.processes {
             let span = self.plan.pid_spans.get(pid);
@@ -283,28 +260,43 @@ impl PreparedStream for Prepared<'_> {
 
     fn open(&mut self) -> Result<Box<dyn BatchStream + '_>> {
         let s = self.source;
-        let table = Table::Region;
-        let mut sort = s.sort.clone();
-        sort.batch_rows = self.options.batch_rows;
         let mut rows = Rows {
-            source: self.first_source,
-            nid: s.nid,
             next: 1,
             shift_from: 0,
             plan: &s.plan,
-            fills: fills(table, &self.options.projection),
-            wants_message: self.options.projection.fills("message"),
-            builder: BatchBuilder::new(table, self.options.batch_rows.max(1)),
-            sorter: RunSorter::new(table, sort),
+            rows: RegionRows::new(self.first_source, s.nid, &self.options, &s.sort),
             path: &s.path,
         };
         trace::read(&s.path, &s.file_name, &mut rows)?;
-        if !rows.builder.is_empty() {
-            let b = rows.builder.finish()?;
-            rows.sorter.push(b)?;
-        }
-        Ok(Box::new(rows.sorter.finish()?))
+        rows.rows.finish()
     }
+}
+
+/// The source row and the synthetic node every Proton input is on.
+pub(crate) fn base_catalog(path: &Path, guid: &str, source: u32) -> Catalog {
+    let hash = node_hash();
+    let mut c = Catalog::default();
+    c.sources.push(SourceInfo {
+        path: path.to_path_buf(),
+        format: "proton".into(),
+        guid: guid.to_string(),
+        uuid: rocpd_schema::uuid_suffix(guid),
+        schema_version: "3".into(),
+        imported_from: Vec::new(),
+    });
+    c.nodes.push(Node {
+        source,
+        id: writer::node_id(hash),
+        hash: Some(hash),
+        machine_id: Some("unknown".into()),
+        hostname: Some("unknown".into()),
+        system_name: None,
+        release: None,
+        version: None,
+        hardware_name: None,
+        domain_name: None,
+    });
+    c
 }
 
 /// What a column of a region row is filled with.
@@ -360,18 +352,99 @@ fn fills(table: Table, projection: &Projection) -> Vec<Fill> {
         .collect()
 }
 
-/// The streaming pass: regions into batches into the sorter.
-struct Rows<'a> {
+/// Region rows of one direct source, built into batches of the columns a run reads and
+/// pushed through a sorter (neither a chrome trace nor a tree is in time order).
+pub(crate) struct RegionRows {
     source: u32,
     nid: i64,
-    next: i64,
-    plan: &'a Plan,
-    /// The first shift that does not end before the region being read.
-    shift_from: usize,
     fills: Vec<Fill>,
     wants_message: bool,
     builder: BatchBuilder,
     sorter: RunSorter,
+}
+
+/// One region as the RocPD reader gives it from an imported Proton file.
+pub(crate) struct RegionRow<'a> {
+    /// Event id, also the region id, stack id and correlation id.
+    pub id: i64,
+    pub pid: i64,
+    pub tid: i64,
+    pub start: i64,
+    pub end: i64,
+    pub category: &'a str,
+    pub name: &'a str,
+    /// The event's extdata.
+    pub extdata: Map<String, Value>,
+}
+
+impl RegionRows {
+    pub(crate) fn new(source: u32, nid: i64, options: &StreamOptions, sort: &SortOptions) -> Self {
+        let table = Table::Region;
+        let mut sort = sort.clone();
+        sort.batch_rows = options.batch_rows;
+        RegionRows {
+            source,
+            nid,
+            fills: fills(table, &options.projection),
+            wants_message: options.projection.fills("message"),
+            builder: BatchBuilder::new(table, options.batch_rows.max(1)),
+            sorter: RunSorter::new(table, sort),
+        }
+    }
+
+    pub(crate) fn push(&mut self, r: RegionRow<'_>) -> Result<()> {
+        let RegionRow { mut extdata, .. } = r;
+        let message = if self.wants_message {
+            message_of(&extdata)
+        } else {
+            None
+        };
+        for (i, fill) in self.fills.iter().enumerate() {
+            let b = self.builder.column(i);
+            match (fill, b) {
+                (Fill::Source, ColumnBuilder::U32(x)) => x.append_value(self.source),
+                (Fill::EventId, ColumnBuilder::I64(x)) => x.append_value(r.id),
+                (Fill::Nid, ColumnBuilder::I64(x)) => x.append_value(self.nid),
+                (Fill::Pid, ColumnBuilder::I64(x)) => x.append_value(r.pid),
+                (Fill::Tid, ColumnBuilder::I64(x)) => x.append_value(r.tid),
+                (Fill::Start, ColumnBuilder::I64(x)) => x.append_value(r.start),
+                (Fill::End, ColumnBuilder::I64(x)) => x.append_value(r.end),
+                (Fill::Zero, ColumnBuilder::I64(x)) => x.append_value(0),
+                (Fill::Category, ColumnBuilder::Str(x)) => x.append_value(r.category),
+                (Fill::Name, ColumnBuilder::Str(x)) => x.append_value(r.name),
+                (Fill::Message, ColumnBuilder::Str(x)) => x.append_option(message.as_deref()),
+                (Fill::EventExtdata, ColumnBuilder::Str(x)) => {
+                    x.append_value(Value::Object(std::mem::take(&mut extdata)).to_string())
+                }
+                (Fill::EmptyObject, ColumnBuilder::Str(x)) => x.append_value("{}"),
+                (_, other) => other.push_null(),
+            }
+        }
+        self.builder.end_row();
+        if self.builder.is_full() {
+            let batch: RecordBatch = self.builder.finish()?;
+            self.sorter.push(batch)?;
+        }
+        Ok(())
+    }
+
+    /// The rows pushed, in time order.
+    pub(crate) fn finish(mut self) -> Result<Box<dyn BatchStream>> {
+        if !self.builder.is_empty() {
+            let b = self.builder.finish()?;
+            self.sorter.push(b)?;
+        }
+        Ok(Box::new(self.sorter.finish()?))
+    }
+}
+
+/// The streaming pass of a chrome trace: regions, moved by the plan, into rows.
+struct Rows<'a> {
+    next: i64,
+    plan: &'a Plan,
+    /// The first shift that does not end before the region being read.
+    shift_from: usize,
+    rows: RegionRows,
     path: &'a Path,
 }
 
@@ -413,38 +486,16 @@ impl RegionOut for Rows<'_> {
         if self.plan.document_zero_below.is_some_and(|e| id < e) {
             ext.insert("document".into(), 0.into());
         }
-        let message = if self.wants_message {
-            message_of(&ext)
-        } else {
-            None
-        };
-        for (i, fill) in self.fills.iter().enumerate() {
-            let b = self.builder.column(i);
-            match (fill, b) {
-                (Fill::Source, ColumnBuilder::U32(x)) => x.append_value(self.source),
-                (Fill::EventId, ColumnBuilder::I64(x)) => x.append_value(id),
-                (Fill::Nid, ColumnBuilder::I64(x)) => x.append_value(self.nid),
-                (Fill::Pid, ColumnBuilder::I64(x)) => x.append_value(r.pid),
-                (Fill::Tid, ColumnBuilder::I64(x)) => x.append_value(r.tid),
-                (Fill::Start, ColumnBuilder::I64(x)) => x.append_value(start),
-                (Fill::End, ColumnBuilder::I64(x)) => x.append_value(end),
-                (Fill::Zero, ColumnBuilder::I64(x)) => x.append_value(0),
-                (Fill::Category, ColumnBuilder::Str(x)) => x.append_value(r.category),
-                (Fill::Name, ColumnBuilder::Str(x)) => x.append_value(r.name),
-                (Fill::Message, ColumnBuilder::Str(x)) => x.append_option(message.as_deref()),
-                (Fill::EventExtdata, ColumnBuilder::Str(x)) => {
-                    x.append_value(Value::Object(std::mem::take(&mut ext)).to_string())
-                }
-                (Fill::EmptyObject, ColumnBuilder::Str(x)) => x.append_value("{}"),
-                (_, other) => other.push_null(),
-            }
-        }
-        self.builder.end_row();
-        if self.builder.is_full() {
-            let batch: RecordBatch = self.builder.finish()?;
-            self.sorter.push(batch)?;
-        }
-        Ok(())
+        self.rows.push(RegionRow {
+            id,
+            pid: r.pid,
+            tid: r.tid,
+            start,
+            end,
+            category: r.category,
+            name: r.name,
+            extdata: ext,
+        })
     }
 
     fn next_event_id(&self) -> i64 {

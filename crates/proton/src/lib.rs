@@ -7,9 +7,9 @@
 //! * `.chrome_trace` (trace mode): real timeline events; complete (`ph: "X"`) events become
 //!   regions on their pid/tid.
 //!
-//! A `.chrome_trace` is also read directly, with no database: [`ChromeTraceSource`] is a
-//! `rocpd_pipeline::Source` that reads the file twice (once to describe it, once to
-//! stream its events through an external sort).
+//! Every kind is also read directly, with no database ([`ProtonSource`]): a
+//! [`ChromeTraceSource`] reads the file twice (once to describe it, once to stream its
+//! events through an external sort); a [`TreeSource`] lays the tree out twice the same way.
 //!
 //! Each input file becomes its own database (its own guid, process and source). The
 //! mapping is specified in `formats/proton/README.md`. Parsing is done by small pull
@@ -17,6 +17,7 @@
 //! parse error names the file and the byte offset.
 
 mod direct;
+mod direct_tree;
 mod pull;
 mod trace;
 mod tree;
@@ -28,6 +29,106 @@ use rocpd_model::hash::{fnv1a64, FNV_OFFSET, FNV_OFFSET_2};
 use rocpd_model::{Error, Result};
 
 pub use direct::ChromeTraceSource;
+pub use direct_tree::TreeSource;
+
+use rocpd_model::{Catalog, Table};
+use rocpd_pipeline::{PreparedStream, SortOptions, Source, StageDrop, StreamOptions};
+
+/// Any Proton file read directly, with no database: a chrome trace or a tree.
+#[derive(Clone)]
+pub enum ProtonSource {
+    /// A `.chrome_trace` file.
+    Chrome(ChromeTraceSource),
+    /// A `.hatchet` or `.hatchet_msgpack` tree.
+    Tree(TreeSource),
+}
+
+impl ProtonSource {
+    /// Reads `path`, a Proton file of `kind`, to describe it: every error of the file is
+    /// found here, with the importer's message.
+    pub fn open(path: &Path, kind: ProtonKind) -> Result<Self> {
+        Ok(match kind {
+            ProtonKind::ChromeTrace => ProtonSource::Chrome(ChromeTraceSource::open(path)?),
+            ProtonKind::Tree | ProtonKind::TreeMsgpack => {
+                ProtonSource::Tree(TreeSource::open(path, kind)?)
+            }
+        })
+    }
+
+    /// The kind of file it reads.
+    pub fn kind(&self) -> ProtonKind {
+        match self {
+            ProtonSource::Chrome(_) => ProtonKind::ChromeTrace,
+            ProtonSource::Tree(t) => t.kind(),
+        }
+    }
+
+    /// The same source with its stream sorted under `options` (memory budget, where run
+    /// files go).
+    pub fn with_sort_options(self, options: SortOptions) -> Self {
+        match self {
+            ProtonSource::Chrome(c) => ProtonSource::Chrome(c.with_sort_options(options)),
+            ProtonSource::Tree(t) => ProtonSource::Tree(t.with_sort_options(options)),
+        }
+    }
+
+    /// What the reading left out or made up, as the importer's notes say it.
+    pub fn notes(&self) -> &[String] {
+        match self {
+            ProtonSource::Chrome(c) => c.notes(),
+            ProtonSource::Tree(t) => t.notes(),
+        }
+    }
+
+    /// The guid of the input (the importer's, so a file read both ways is one process).
+    pub fn guid(&self) -> &str {
+        match self {
+            ProtonSource::Chrome(c) => c.guid(),
+            ProtonSource::Tree(t) => t.guid(),
+        }
+    }
+
+    fn inner(&self) -> &dyn Source {
+        match self {
+            ProtonSource::Chrome(c) => c,
+            ProtonSource::Tree(t) => t,
+        }
+    }
+}
+
+impl Source for ProtonSource {
+    fn path(&self) -> &Path {
+        self.inner().path()
+    }
+    fn source_count(&self) -> usize {
+        self.inner().source_count()
+    }
+    fn catalog(&self, first_source: u32) -> Result<Catalog> {
+        self.inner().catalog(first_source)
+    }
+    fn event_span(&self) -> Result<Option<(i64, i64)>> {
+        self.inner().event_span()
+    }
+    fn find_marker(&self, text: &str) -> Result<Vec<(i64, i64)>> {
+        self.inner().find_marker(text)
+    }
+    fn count_rows(&self) -> Result<Vec<(Table, u64)>> {
+        self.inner().count_rows()
+    }
+    fn dropped(&self) -> Result<Vec<StageDrop>> {
+        self.inner().dropped()
+    }
+    fn stream_count(&self) -> usize {
+        self.inner().stream_count()
+    }
+    fn prepare(
+        &self,
+        first_source: u32,
+        options: &StreamOptions,
+    ) -> Result<Vec<Box<dyn PreparedStream + '_>>> {
+        self.inner().prepare(first_source, options)
+    }
+}
 
 /// What kind of Proton file an input is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

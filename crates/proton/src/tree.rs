@@ -401,11 +401,27 @@ struct Open {
 struct Layout<'a> {
     path: &'a Path,
     facts: &'a Facts,
-    w: &'a mut Writer,
-    pid: i64,
+    out: &'a mut dyn NodeOut,
     first_id: i64,
     open: Vec<Open>,
     written: u64,
+}
+
+/// A node laid out: what becomes one region (on the tree's one thread, category
+/// [`TREE_CATEGORY`]).
+pub(crate) struct LaidOut<'a> {
+    /// Event id: the node's pre-order number (the placeholder root not counted) from the
+    /// first id.
+    pub id: i64,
+    pub start: i64,
+    pub end: i64,
+    pub name: &'a str,
+    pub extdata: Map<String, Value>,
+}
+
+/// Where the layout pass puts each node, in the order nodes end (post-order).
+pub(crate) trait NodeOut {
+    fn put_node(&mut self, node: LaidOut<'_>) -> Result<()>;
 }
 
 impl Visit for Layout<'_> {
@@ -503,7 +519,6 @@ impl Visit for Layout<'_> {
         }
         ext.insert("depth".into(), o.depth.into());
         ext.insert("synthetic_time".into(), true.into());
-        let extdata = Value::Object(ext).to_string();
         // Synthetic times must fit the signed 64-bit time columns.
         let to_time = |x: Option<u64>| {
             x.and_then(|x| i64::try_from(x).ok())
@@ -517,40 +532,101 @@ impl Visit for Layout<'_> {
             .and_then(|i| i.checked_sub(i64::from(f.root_placeholder)))
             .and_then(|i| i.checked_add(self.first_id))
             .ok_or_else(|| overflow(path, index, &name, "the event id"))?;
-        self.w
-            .region_with_id(id, self.pid, self.pid, s, e, &name, TREE_CATEGORY, &extdata)?;
+        self.out.put_node(LaidOut {
+            id,
+            start: s,
+            end: e,
+            name: &name,
+            extdata: ext,
+        })?;
         self.written += 1;
         Ok(())
     }
 }
 
-/// Imports a tree file in two streaming passes (memory follows the tree's depth, not its
-/// size): the first learns which metric sets the widths, the second writes every node.
-pub(crate) fn import(
+/// A GPU device of the tree's device table (element 1): an agent of the catalog.
+#[derive(Debug, Clone)]
+pub(crate) struct Device {
+    /// Agent id, counted from 1 in table order.
+    pub agent_id: i64,
+    /// The device index, when it is a number.
+    pub index: Option<i64>,
+    /// Index among the tree's devices: the device index, else `agent_id - 1`.
+    pub type_index: i64,
+    /// The architecture, the agent's name.
+    pub arch: String,
+    pub vendor: String,
+    /// The device's fields with its type and index, as JSON text.
+    pub extdata: String,
+}
+
+/// What laying out a whole tree learned: everything about it but its nodes.
+#[derive(Debug, Clone)]
+pub(crate) struct Laid {
+    /// The pid (and tid) of the tree's process, from its file name.
+    pub pid: i64,
+    /// Nodes written.
+    pub written: u64,
+    /// Earliest start and latest end of the nodes written.
+    pub span: Option<(i64, i64)>,
+    pub devices: Vec<Device>,
+    pub notes: Vec<String>,
+    /// The process row's extdata (format, synthetic time, width unit).
+    pub process_extdata: String,
+}
+
+/// Counts the nodes put through it and their time extremes (a describing pass).
+struct Extremes<'a> {
+    inner: &'a mut dyn NodeOut,
+    span: Option<(i64, i64)>,
+}
+
+impl NodeOut for Extremes<'_> {
+    fn put_node(&mut self, node: LaidOut<'_>) -> Result<()> {
+        let (s, e) = (node.start, node.end);
+        self.span = Some(self.span.map_or((s, e), |(a, b)| (a.min(s), b.max(e))));
+        self.inner.put_node(node)
+    }
+}
+
+/// The pid of the tree read from `file_name`.
+pub(crate) fn tree_pid(file_name: &str) -> i64 {
+    (fnv1a64(file_name.as_bytes(), FNV_OFFSET) % 999_983) as i64 + 1
+}
+
+/// Lays a tree file out in two streaming passes (memory follows the tree's depth, not its
+/// size): the first learns which metric sets the widths, the second puts every node into
+/// `out` as it ends, numbered from `first_id` in pre-order. Every error of the file (parse,
+/// metrics, overflow, device table) comes from here.
+pub(crate) fn lay_out(
     path: &Path,
     file_name: &str,
     kind: ProtonKind,
-    w: &mut Writer,
-    notes: &mut Vec<String>,
-) -> Result<()> {
+    out: &mut dyn NodeOut,
+    first_id: i64,
+) -> Result<Laid> {
     let mut survey = Survey {
         path,
         facts: Facts::default(),
     };
     walk(path, &mut *pull(path, kind)?, &mut survey)?;
     let facts = survey.facts;
-    let pid = (fnv1a64(file_name.as_bytes(), FNV_OFFSET) % 999_983) as i64 + 1;
+    let mut extremes = Extremes {
+        inner: out,
+        span: None,
+    };
     let mut layout = Layout {
         path,
         facts: &facts,
-        first_id: w.next_event_id(),
-        w,
-        pid,
+        first_id,
+        out: &mut extremes,
         open: Vec::new(),
         written: 0,
     };
     let tail = walk(path, &mut *pull(path, kind)?, &mut layout)?;
     let written = layout.written;
+    let span = extremes.span;
+    let mut notes = Vec::new();
     if tail.extra_elements > 0 {
         notes.push(format!(
             "{file_name}: {} extra top-level elements after the device table ignored",
@@ -568,8 +644,27 @@ pub(crate) fn import(
         "{file_name}: aggregated Proton tree, {written} nodes written as synthetic-time regions \
          (widths = inclusive {unit}; not a timeline)"
     ));
+    let devices = devices(path, &tail)?;
+    let format = if kind == ProtonKind::TreeMsgpack {
+        "proton-hatchet-msgpack"
+    } else {
+        "proton-hatchet"
+    };
+    let ext =
+        serde_json::json!({"source_format": format, "synthetic_time": true, "width_unit": unit});
+    Ok(Laid {
+        pid: tree_pid(file_name),
+        written,
+        span,
+        devices,
+        notes,
+        process_extdata: ext.to_string(),
+    })
+}
 
-    // Devices (element 1) → GPU agents.
+/// The device table (element 1) as GPU agents.
+fn devices(path: &Path, tail: &Tail) -> Result<Vec<Device>> {
+    let mut out = Vec::new();
     let mut agent_id = 0i64;
     match &tail.devices {
         Some(Value::Object(types)) => {
@@ -585,7 +680,7 @@ pub(crate) fn import(
                     ));
                 };
                 for (idx, dev) in devs {
-                    if !dev.is_object() {
+                    let Value::Object(fields) = dev else {
                         return Err(Error::input(
                             path,
                             format!("device metadata (element 1), {dtype:?} {idx:?}"),
@@ -594,31 +689,25 @@ pub(crate) fn import(
                                 crate::trace::describe(dev)
                             ),
                         ));
-                    }
+                    };
                     agent_id += 1;
                     let index = idx.trim().parse::<i64>().ok();
-                    let arch = dev.get("arch").map(text).unwrap_or_default();
                     let vendor = match dtype.as_str() {
                         "CUDA" => "NVIDIA",
                         "HIP" => "AMD",
                         other => other,
                     };
-                    let mut ext = match dev {
-                        Value::Object(m) => m.clone(),
-                        _ => Map::new(),
-                    };
+                    let mut ext = fields.clone();
                     ext.insert("device_type".into(), dtype.clone().into());
                     ext.insert("device_index".into(), idx.clone().into());
-                    let ext = Value::Object(ext).to_string();
-                    w.agent(
+                    out.push(Device {
                         agent_id,
-                        pid,
                         index,
-                        index.unwrap_or(agent_id - 1),
-                        &arch,
-                        vendor,
-                        &ext,
-                    )?;
+                        type_index: index.unwrap_or(agent_id - 1),
+                        arch: dev.get("arch").map(text).unwrap_or_default(),
+                        vendor: vendor.to_string(),
+                        extdata: Value::Object(ext).to_string(),
+                    });
                 }
             }
         }
@@ -634,15 +723,62 @@ pub(crate) fn import(
             ))
         }
     }
+    Ok(out)
+}
 
-    let format = if kind == ProtonKind::TreeMsgpack {
-        "proton-hatchet-msgpack"
-    } else {
-        "proton-hatchet"
-    };
+/// The importer's output for laid-out nodes: regions with the ids they were given.
+struct WriteNodes<'a> {
+    w: &'a mut Writer,
+    pid: i64,
+}
+
+impl NodeOut for WriteNodes<'_> {
+    fn put_node(&mut self, n: LaidOut<'_>) -> Result<()> {
+        let extdata = Value::Object(n.extdata).to_string();
+        self.w.region_with_id(
+            n.id,
+            self.pid,
+            self.pid,
+            n.start,
+            n.end,
+            n.name,
+            TREE_CATEGORY,
+            &extdata,
+        )
+    }
+}
+
+/// Imports a tree file: its nodes as regions, its devices as agents, one process and
+/// thread.
+pub(crate) fn import(
+    path: &Path,
+    file_name: &str,
+    kind: ProtonKind,
+    w: &mut Writer,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    let pid = tree_pid(file_name);
+    let first_id = w.next_event_id();
+    let laid = lay_out(
+        path,
+        file_name,
+        kind,
+        &mut WriteNodes { w: &mut *w, pid },
+        first_id,
+    )?;
+    notes.extend(laid.notes);
+    for d in &laid.devices {
+        w.agent(
+            d.agent_id,
+            pid,
+            d.index,
+            d.type_index,
+            &d.arch,
+            &d.vendor,
+            &d.extdata,
+        )?;
+    }
     w.thread(pid, pid, Some(TREE_THREAD_NAME))?;
-    let ext =
-        serde_json::json!({"source_format": format, "synthetic_time": true, "width_unit": unit});
-    w.process(pid, file_name, &ext.to_string())?;
+    w.process(pid, file_name, &laid.process_extdata)?;
     Ok(())
 }

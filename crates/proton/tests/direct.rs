@@ -1,12 +1,12 @@
-//! The direct chrome-trace reader against the importer: every column of every region, and
-//! the catalog, equal what the RocPD reader gives for the imported database.
+//! The direct Proton readers against the importer: every column of every region, and the
+//! catalog, equal what the RocPD reader gives for the imported database.
 
 use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
 use rocpd_model::{Catalog, Projection, Table};
 use rocpd_pipeline::{SortOptions, Source, StreamOptions};
-use rocpd_proton::{ChromeTraceSource, ProtonKind};
+use rocpd_proton::{ChromeTraceSource, ProtonKind, ProtonSource};
 use serde_json::Value;
 
 /// Every region of `source`, in one batch.
@@ -40,13 +40,17 @@ fn comparable(mut c: Catalog) -> String {
 }
 
 fn same_as_imported(file: &Path, sort: SortOptions) {
+    let kind = rocpd_proton::sniff_file(file).unwrap().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let db_path = tmp.path().join("imported.db");
-    rocpd_proton::import(file, ProtonKind::ChromeTrace, &db_path).unwrap();
+    let report = rocpd_proton::import(file, kind, &db_path).unwrap();
     let db = rocpd_db::Database::open(&db_path).unwrap();
-    let direct = ChromeTraceSource::open(file)
+    let direct = ProtonSource::open(file, kind)
         .unwrap()
         .with_sort_options(sort);
+    assert_eq!(direct.kind(), kind);
+    assert_eq!(direct.notes(), report.notes, "{}", file.display());
+    assert_eq!(direct.guid(), report.guid);
     assert_eq!(
         comparable(db.catalog(0).unwrap()),
         comparable(direct.catalog(0).unwrap())
@@ -70,7 +74,7 @@ fn same_as_imported(file: &Path, sort: SortOptions) {
     let (a, b) = (regions(&db, 7), regions(&direct, 5));
     assert_eq!(a.num_rows(), b.num_rows());
     for (i, col) in Table::Region.columns().iter().enumerate() {
-        if col.name == "event_extdata" {
+        if col.name == "event_extdata" && kind == ProtonKind::ChromeTrace {
             // The same JSON object; `"document": 0` may sit elsewhere among the keys.
             let text = |batch: &RecordBatch, r: usize| -> Option<Value> {
                 use arrow_array::cast::AsArray;
@@ -114,6 +118,106 @@ fn every_chrome_fixture_reads_as_its_imported_database() {
     assert!(files.len() >= 5, "{files:?}");
     for f in &files {
         same_as_imported(f, SortOptions::default());
+    }
+}
+
+#[test]
+fn every_tree_fixture_reads_as_its_imported_database() {
+    let mut files = Vec::new();
+    for dir in [
+        "generated_cpu",
+        "constructed",
+        "real_gpu",
+        "triton_test_fixtures",
+    ] {
+        let d = Path::new("../../fixtures/proton").join(dir);
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let kind = rocpd_proton::sniff_file(&p).unwrap();
+            if matches!(kind, Some(ProtonKind::Tree | ProtonKind::TreeMsgpack)) {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() >= 25, "{files:?}");
+    assert!(files
+        .iter()
+        .any(|f| f.to_string_lossy().ends_with(".hatchet_msgpack")));
+    for f in &files {
+        same_as_imported(f, SortOptions::default());
+    }
+}
+
+#[test]
+fn a_deep_tree_with_single_children_reads_as_imported_even_when_spilled() {
+    // Every node has one child of its own width: parent and child tie on start and end,
+    // the child ends first in the file, and the parent must still come first (id order).
+    // Siblings at the bottom give the sorter something to reorder.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("deep.hatchet");
+    let mut leaves = Vec::new();
+    for k in 0..400 {
+        leaves.push(format!(
+            r#"{{"frame":{{"name":"leaf{k}","type":"function"}},"metrics":{{"time (ns)":{},"count":1}},"children":[]}}"#,
+            k % 9 + 1
+        ));
+    }
+    let mut node = format!(
+        r#"{{"frame":{{"name":"bottom","type":"function"}},"metrics":{{"count":2}},"children":[{}]}}"#,
+        leaves.join(",")
+    );
+    for d in 0..300 {
+        node = format!(
+            r#"{{"frame":{{"name":"level{d}","type":"function"}},"metrics":{{"count":1}},"children":[{node}]}}"#
+        );
+    }
+    std::fs::write(
+        &file,
+        format!(r#"[{node},{{"HIP":{{"0":{{"arch":"gfx942"}},"1":{{"arch":"gfx942"}}}}}}]"#),
+    )
+    .unwrap();
+    same_as_imported(&file, SortOptions::default());
+    let spill = tmp.path().join("spill");
+    std::fs::create_dir(&spill).unwrap();
+    same_as_imported(
+        &file,
+        SortOptions {
+            memory_bytes: 1,
+            batch_rows: 8192,
+            spill_dir: Some(spill.clone()),
+        },
+    );
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
+}
+
+#[test]
+fn a_bad_tree_is_refused_when_opened_with_the_importers_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, text, place) in [
+        ("cut.hatchet", r#"[{"frame":{"name":"a"},"children":[{"frame""#, "byte"),
+        (
+            "huge.hatchet",
+            r#"[{"frame":{"name":"a"},"metrics":{"time (ns)":9223372036854775807},"children":[{"frame":{"name":"b"},"metrics":{"time (ns)":9223372036854775807}}]}]"#,
+            "node",
+        ),
+        (
+            "devices.hatchet",
+            r#"[{"frame":{"name":"a"},"metrics":{"count":1}},{"HIP":[1]}]"#,
+            "device metadata",
+        ),
+    ] {
+        let file = tmp.path().join(name);
+        std::fs::write(&file, text).unwrap();
+        let direct = ProtonSource::open(&file, ProtonKind::Tree)
+            .err()
+            .unwrap()
+            .to_string();
+        let imported = rocpd_proton::import(&file, ProtonKind::Tree, &tmp.path().join("x.db"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert_eq!(direct, imported);
+        assert!(direct.contains(name) && direct.contains(place), "{direct}");
     }
 }
 

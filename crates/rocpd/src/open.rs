@@ -1,11 +1,11 @@
 //! [`Inputs`]: the opened inputs of a run, whatever their format, and the runs over them.
 //!
 //! Opening detects each file by content. RocPD databases are read as they are; Proton
-//! `.chrome_trace` files are read directly ([`rocpd_proton::ChromeTraceSource`]); rocprofv3
-//! CSV sets and JSON files and Proton trees are imported into RocPD databases in a
-//! private temporary directory (never beside the input) that lives as long as the
-//! `Inputs`, and so are chrome traces when an output copies rows out of databases
-//! (`-f rocpd`, `merge`, `query`). The catalogs of all inputs are read once, numbering
+//! files (chrome traces and trees) are read directly ([`rocpd_proton::ProtonSource`]);
+//! rocprofv3 CSV sets and JSON files are imported into RocPD databases in a private
+//! temporary directory (never beside the input) that lives as long as the `Inputs`, and
+//! so are Proton files when an output copies rows out of databases (`-f rocpd`, `merge`,
+//! `query`). The catalogs of all inputs are read once, numbering
 //! sources in input order, and a process given twice is refused before anything else
 //! happens.
 
@@ -34,7 +34,7 @@ pub const INDEPENDENT_GROUP: usize = 8;
 /// Larger caches bought no speed on eight or 64 inputs and cost memory (D36).
 pub const CACHE_BUDGET_KIB: usize = 4 << 10;
 
-/// Sort memory shared by the chrome traces read directly, bytes (each gets between 1 MiB
+/// Sort memory shared by the Proton files read directly, bytes (each gets between 1 MiB
 /// and `rocpd_pipeline::SORT_MEMORY`): a run that merges them in time order holds every
 /// one's sorter at once, so the sum must not grow with their number (D82).
 pub const SORT_BUDGET: usize = 64 << 20;
@@ -59,11 +59,10 @@ impl OpenOptions {
     }
 }
 
-/// What one import job wrote, or the chrome trace it described to read directly.
+/// What one import job wrote, or the Proton file it described to read directly.
 enum Imported {
-    Proton(rocpd_proton::ImportReport),
     Rocprof(rocpd_rocprofv3::ImportReport),
-    Chrome(Box<rocpd_proton::ChromeTraceSource>),
+    Direct(Box<rocpd_proton::ProtonSource>),
 }
 
 /// Runs `job(0)`, ..., `job(count - 1)` on up to `threads` threads, each job once, started
@@ -169,10 +168,10 @@ pub struct Inputs {
     /// [`OpenOptions::threads`], resolved: imports asked for later run on as many.
     threads: usize,
     imports: Option<Arc<ImportDir>>,
-    /// Chrome traces described while resolving, by input: the inputs read directly, not as
+    /// Proton files described while resolving, by input: the inputs read directly, not as
     /// databases. Every later open of one clones its description instead of reading the
     /// file again.
-    described: BTreeMap<usize, Arc<rocpd_proton::ChromeTraceSource>>,
+    described: BTreeMap<usize, Arc<rocpd_proton::ProtonSource>>,
 }
 
 impl std::fmt::Debug for Inputs {
@@ -252,10 +251,8 @@ impl Inputs {
         if rocprof.is_empty() && proton.is_empty() {
             return Ok(());
         }
-        let direct =
-            |kind: &rocpd_proton::ProtonKind| *kind == rocpd_proton::ProtonKind::ChromeTrace;
-        let tmp = if rocprof.is_empty() && proton.iter().all(|(_, k)| direct(k)) {
-            // Nothing to import: no temporary directory.
+        let tmp = if rocprof.is_empty() {
+            // Nothing to import (Proton files are read directly): no temporary directory.
             PathBuf::new()
         } else {
             self.import_dir()?
@@ -268,28 +265,18 @@ impl Inputs {
         let opts = rocpd_rocprofv3::ImportOptions {
             skip_bad_rows: options.skip_bad_rows,
         };
-        let direct_count = proton.iter().filter(|(_, kind)| direct(kind)).count();
         let sort = rocpd_pipeline::SortOptions {
-            memory_bytes: (SORT_BUDGET / direct_count.max(1))
+            memory_bytes: (SORT_BUDGET / proton.len().max(1))
                 .clamp(1 << 20, rocpd_pipeline::SORT_MEMORY),
             ..Default::default()
         };
         // Every import writes its own database: they run side by side, and their results
         // are taken in input order, so inputs, notes and errors do not depend on timing.
-        let dest = |job: usize| {
-            if job < proton.len() {
-                tmp.join(format!("proton-{job:04}.db"))
-            } else {
-                tmp.join(format!("import-{:04}.db", job - proton.len()))
-            }
-        };
+        let dest = |job: usize| tmp.join(format!("import-{:04}.db", job - proton.len()));
         let reports = in_parallel(proton.len() + runs.len(), options.threads(), |job| {
             Ok(match proton.get(job) {
-                Some((path, kind)) if direct(kind) => {
-                    Imported::Chrome(Box::new(rocpd_proton::ChromeTraceSource::open(path)?))
-                }
                 Some((path, kind)) => {
-                    Imported::Proton(rocpd_proton::import(path, *kind, &dest(job))?)
+                    Imported::Direct(Box::new(rocpd_proton::ProtonSource::open(path, *kind)?))
                 }
                 None => Imported::Rocprof(rocpd_rocprofv3::import(
                     &runs[job - proton.len()],
@@ -300,7 +287,7 @@ impl Inputs {
         })?;
         for (job, report) in reports.into_iter().enumerate() {
             match report {
-                Imported::Chrome(source) => {
+                Imported::Direct(source) => {
                     let path = &proton[job].0;
                     self.notes.extend(
                         source
@@ -311,22 +298,6 @@ impl Inputs {
                     let source = source.with_sort_options(sort.clone());
                     self.described.insert(self.inputs.len(), Arc::new(source));
                     self.push(path.clone(), None);
-                }
-                Imported::Proton(report) => {
-                    let path = &proton[job].0;
-                    self.notes.extend(
-                        report
-                            .notes
-                            .iter()
-                            .map(|n| format!("{}: {n}", path.display())),
-                    );
-                    self.push(
-                        dest(job),
-                        Some(Origin {
-                            format: "proton".into(),
-                            files: vec![path.clone()],
-                        }),
-                    );
                 }
                 Imported::Rocprof(report) => {
                     let run = &runs[job - proton.len()];
@@ -393,20 +364,16 @@ impl Inputs {
             return Ok(());
         }
         let tmp = self.import_dir()?;
-        let chrome: Vec<usize> = self.described.keys().copied().collect();
+        let direct: Vec<usize> = self.described.keys().copied().collect();
         let dest = |k: usize| tmp.join(format!("proton-direct-{k:04}.db"));
         // Side by side like the first imports; errors come in input order (`in_parallel`).
-        let inputs = &self.inputs;
-        in_parallel(chrome.len(), self.threads, |job| {
-            let k = chrome[job];
-            rocpd_proton::import(
-                &inputs[k].db,
-                rocpd_proton::ProtonKind::ChromeTrace,
-                &dest(k),
-            )
-            .map(|_| ())
+        let (inputs, described) = (&self.inputs, &self.described);
+        in_parallel(direct.len(), self.threads, |job| {
+            let k = direct[job];
+            let kind = described[&k].kind();
+            rocpd_proton::import(&inputs[k].db, kind, &dest(k)).map(|_| ())
         })?;
-        for k in chrome {
+        for k in direct {
             let file = std::mem::replace(&mut self.inputs[k].db, dest(k));
             self.described.remove(&k);
             self.inputs[k].origin = Some(Origin {
@@ -712,16 +679,16 @@ impl Inputs {
 /// What an event stream needs to open the inputs again on its own thread.
 pub(crate) struct Keepalive {
     _imports: Option<Arc<ImportDir>>,
-    /// Per input: first source number, file, and the description of a chrome trace read
+    /// Per input: first source number, file, and the description of a Proton file read
     /// directly.
-    pub(crate) dbs: Vec<(u32, PathBuf, Option<Arc<rocpd_proton::ChromeTraceSource>>)>,
+    pub(crate) dbs: Vec<(u32, PathBuf, Option<Arc<rocpd_proton::ProtonSource>>)>,
     pub(crate) cache_kib: usize,
 }
 
 impl Keepalive {
     pub(crate) fn open(&self, k: usize) -> Result<Numbered> {
-        let (first, path, chrome) = &self.dbs[k];
-        open_source(path, chrome.as_ref(), *first, self.cache_kib)
+        let (first, path, direct) = &self.dbs[k];
+        open_source(path, direct.as_ref(), *first, self.cache_kib)
     }
 }
 
@@ -741,19 +708,19 @@ pub(crate) fn private_tempdir(prefix: &str, what: &str) -> Result<(tempfile::Tem
     Ok((dir, registered))
 }
 
-/// Opens the database at `path` (or, given its description, the chrome trace read
+/// Opens the database at `path` (or, given its description, the Proton file read
 /// directly) as a source numbered from `first`, with its share of the cache budget: the
 /// one way inputs are opened, for runs and for event streams alike.
 fn open_source(
     path: &Path,
-    chrome: Option<&Arc<rocpd_proton::ChromeTraceSource>>,
+    direct: Option<&Arc<rocpd_proton::ProtonSource>>,
     first: u32,
     cache_kib: usize,
 ) -> Result<Numbered> {
-    if let Some(described) = chrome {
+    if let Some(described) = direct {
         return Ok((
             first,
-            Box::new(rocpd_proton::ChromeTraceSource::clone(described)),
+            Box::new(rocpd_proton::ProtonSource::clone(described)),
         ));
     }
     let db = Database::open_with(path, &rocpd_db::OpenOptions { cache_kib })?;
