@@ -407,23 +407,40 @@ fn tree_bytes(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-/// Proton chrome traces are read directly, with no temporary database (issue 12): with a
-/// `TMPDIR` nothing can be created in, Perfetto and OTF2 conversions still succeed, and
-/// give byte for byte what the imported database gives (`-f rocpd` in the same command
-/// imports the trace); Parquet holds the same rows. `-f rocpd` and `query` import.
+/// Proton files (chrome traces and trees) are read directly, with no temporary database
+/// (issue 12): with a `TMPDIR` nothing can be created in, Perfetto and OTF2 conversions
+/// still succeed, and give byte for byte what the imported database gives (`-f rocpd` in
+/// the same command imports the file); Parquet holds the same rows. `-f rocpd` and
+/// `query` import.
 #[test]
-fn chrome_traces_convert_directly_to_what_their_imported_database_gives() {
+fn proton_files_convert_directly_to_what_their_imported_database_gives() {
     let tmp = tempfile::tempdir().unwrap();
     let mut traces = Vec::new();
-    for dir in ["generated_cpu", "constructed", "real_gpu"] {
+    for dir in [
+        "generated_cpu",
+        "constructed",
+        "real_gpu",
+        "triton_test_fixtures",
+    ] {
         for e in std::fs::read_dir(Path::new("../../fixtures/proton").join(dir)).unwrap() {
             let p = e.unwrap().path();
-            if p.to_string_lossy().ends_with(".chrome_trace") {
+            let name = p.to_string_lossy().into_owned();
+            if name.ends_with(".chrome_trace")
+                || name.contains(".hatchet")
+                || dir == "triton_test_fixtures"
+            {
                 traces.push(p);
             }
         }
     }
-    assert!(traces.len() >= 5);
+    traces.sort();
+    let count = |ext: &str| {
+        traces
+            .iter()
+            .filter(|p| p.to_string_lossy().contains(ext))
+            .count()
+    };
+    assert!(count(".chrome_trace") >= 5 && count(".hatchet") >= 15 && count(".json") >= 9);
     let no_tmp = tmp.path().join("no-such-directory");
     for (i, trace) in traces.iter().enumerate() {
         let (a, b) = (
@@ -465,19 +482,28 @@ fn chrome_traces_convert_directly_to_what_their_imported_database_gives() {
             dataset_rows(&b.join("t_results.parquet"))
         );
     }
-    // A query over a chrome trace runs on its imported database.
-    let o = rocpd(&[
-        "query",
-        "-i",
-        &traces[0].display().to_string(),
-        "--query",
-        "SELECT COUNT(*) FROM regions",
-        "--format",
-        "csv",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let n = info_rows(std::slice::from_ref(&traces[0]))["region"];
-    assert!(String::from_utf8_lossy(&o.stdout).contains(&n.to_string()));
+    // A query over a chrome trace or a tree runs on its imported database.
+    for kind in [".chrome_trace", ".hatchet"] {
+        let file = traces
+            .iter()
+            .find(|p| {
+                let regions = info_rows(std::slice::from_ref(p)).get("region").copied();
+                p.to_string_lossy().contains(kind) && regions.unwrap_or(0) > 0
+            })
+            .unwrap();
+        let o = rocpd(&[
+            "query",
+            "-i",
+            &file.display().to_string(),
+            "--query",
+            "SELECT COUNT(*) FROM regions",
+            "--format",
+            "csv",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let n = info_rows(std::slice::from_ref(file))["region"];
+        assert!(String::from_utf8_lossy(&o.stdout).contains(&n.to_string()));
+    }
 }
 
 /// Past 16 inputs the sources are opened again for every pass (`KEEP_OPEN`): a chrome

@@ -227,31 +227,29 @@ impl Runner {
         let kind = rocpd_proton::sniff(path, &head).unwrap_or(self.target.proton_kind());
         let dest = self.fresh_output("import.db");
         let imported = rocpd_proton::import(path, kind, &dest);
-        if kind == rocpd_proton::ProtonKind::ChromeTrace {
-            // The direct reader must agree with the import: the same regions, or the same
-            // refusal.
-            let direct = read_chrome_directly(path);
-            let agree = match (&imported, &direct) {
-                (Ok(report), Ok(rows)) => report.count("rocpd_region") == *rows,
-                (Err(a), Err(b)) => a.to_string() == *b,
-                _ => false,
+        // The direct reader must agree with the import: the same regions, or the same
+        // refusal.
+        let direct = read_proton_directly(path, kind);
+        let agree = match (&imported, &direct) {
+            (Ok(report), Ok(rows)) => report.count("rocpd_region") == *rows,
+            (Err(a), Err(b)) => a.to_string() == *b,
+            _ => false,
+        };
+        if !agree {
+            let show = |r: std::result::Result<String, String>| match r {
+                Ok(s) => s,
+                Err(e) => format!("error {e}"),
             };
-            if !agree {
-                let show = |r: std::result::Result<String, String>| match r {
-                    Ok(s) => s,
-                    Err(e) => format!("error {e}"),
-                };
-                out.unreadable.get_or_insert(format!(
-                    "the direct chrome reader disagrees with the import: {} against {}",
-                    show(direct.map(|n| format!("{n} regions"))),
-                    show(
-                        imported
-                            .as_ref()
-                            .map(|r| format!("{} regions", r.count("rocpd_region")))
-                            .map_err(|e| e.to_string())
-                    )
-                ));
-            }
+            out.unreadable.get_or_insert(format!(
+                "the direct Proton reader disagrees with the import: {} against {}",
+                show(direct.map(|n| format!("{n} regions"))),
+                show(
+                    imported
+                        .as_ref()
+                        .map(|r| format!("{} regions", r.count("rocpd_region")))
+                        .map_err(|e| e.to_string())
+                )
+            ));
         }
         match imported {
             Ok(_) => {
@@ -267,13 +265,16 @@ impl Runner {
     }
 }
 
-/// Everything the direct chrome-trace reader offers (open, catalog, span, counts, the
-/// stream walked to its end, with a one-byte sort budget so the run files are exercised
-/// too): the regions it streamed, or the first error as text.
-fn read_chrome_directly(path: &Path) -> std::result::Result<u64, String> {
+/// Everything the direct Proton reader offers (open, catalog, span, counts, the stream
+/// walked to its end, with a one-byte sort budget so the run files are exercised too):
+/// the regions it streamed, or the first error as text.
+fn read_proton_directly(
+    path: &Path,
+    kind: rocpd_proton::ProtonKind,
+) -> std::result::Result<u64, String> {
     use rocpd_pipeline::Source;
     let spill = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let source = rocpd_proton::ChromeTraceSource::open(path)
+    let source = rocpd_proton::ProtonSource::open(path, kind)
         .map_err(|e| e.to_string())?
         .with_sort_options(rocpd_pipeline::SortOptions {
             memory_bytes: 1,

@@ -19,9 +19,7 @@
 use std::path::{Path, PathBuf};
 
 use rocpd_model::{Agent, Catalog, Process, Result, Table, Thread};
-use rocpd_pipeline::{
-    BatchStream, PreparedStream, SortOptions, Source, StageDrop, StreamOptions,
-};
+use rocpd_pipeline::{BatchStream, PreparedStream, SortOptions, Source, StageDrop, StreamOptions};
 
 use crate::direct::{base_catalog, RegionRow, RegionRows};
 use crate::tree::{self, LaidOut, NodeOut, TREE_CATEGORY, TREE_THREAD_NAME};

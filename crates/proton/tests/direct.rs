@@ -194,7 +194,11 @@ fn a_deep_tree_with_single_children_reads_as_imported_even_when_spilled() {
 fn a_bad_tree_is_refused_when_opened_with_the_importers_message() {
     let tmp = tempfile::tempdir().unwrap();
     for (name, text, place) in [
-        ("cut.hatchet", r#"[{"frame":{"name":"a"},"children":[{"frame""#, "byte"),
+        (
+            "cut.hatchet",
+            r#"[{"frame":{"name":"a"},"children":[{"frame""#,
+            "byte",
+        ),
         (
             "huge.hatchet",
             r#"[{"frame":{"name":"a"},"metrics":{"time (ns)":9223372036854775807},"children":[{"frame":{"name":"b"},"metrics":{"time (ns)":9223372036854775807}}]}]"#,
