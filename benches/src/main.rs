@@ -20,7 +20,7 @@
 //!
 //! * **A lake** (`--lake-only`): the eight databases of the multi cases into one Parquet
 //!   dataset, by one run, by eight `--append` runs in turn and by eight at once.
-//! * **Proton chrome traces** (`--proton-only`): generated `.chrome_trace` files of 0.5M
+//! * **Proton chrome traces and trees** (`--proton-only`): generated `.chrome_trace` files of 0.5M
 //!   and 1.5M events (about 75 and 225 MB) through `convert -f pftrace`, beside a floor
 //!   that only parses the JSON (this binary's hidden `--step-json FILE` mode), and
 //!   generated `.hatchet` trees of 0.1M and 0.3M nodes beside a floor that parses them
