@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 use csv::ByteRecord;
 use rocpd_model::{Error, Result};
 
+use crate::sink::RowSink;
 use crate::csv_read::{CsvReader, RawRecord};
 use crate::db::{
-    AgentRef, AgentRow, AllocRow, CopyRow, DispatchRow, EventRow, KernelSymbolRow, NodeRow, Out,
+    AgentRef, AgentRow, AllocRow, CopyRow, DispatchRow, EventRow, KernelSymbolRow, NodeRow,
     PmcRow,
 };
 use crate::{note_skip, ImportOptions, ImportReport, Run, RunSource};
@@ -603,8 +604,8 @@ fn order(kind: CsvKind) -> u8 {
 const SYNTH_KERNEL_BASE: i64 = 1 << 32;
 
 /// State of one CSV run import.
-struct State<'o, 'c> {
-    out: &'o mut Out<'c>,
+pub(crate) struct State<'o> {
+    out: &'o mut dyn RowSink,
     pid: i64,
     /// Kernel name → kernel id, for rows without `Kernel_Id`.
     kernel_by_name: HashMap<String, i64>,
@@ -722,13 +723,20 @@ pub(crate) fn layout_hostname(dir: &Path, prefix: &str) -> Option<String> {
     ok.then(|| name.to_string())
 }
 
-/// Imports every file of a CSV run.
-pub(crate) fn import_run(
-    run: &Run,
-    out: &mut Out<'_>,
-    opts: &ImportOptions,
-    report: &mut ImportReport,
-) -> Result<()> {
+/// What reading a CSV run needs besides its rows: the node, the pid and the files in
+/// import order.
+#[derive(Debug, Clone)]
+pub(crate) struct CsvPlan {
+    pub node: NodeRow,
+    pub pid: i64,
+    /// The files with their kinds, in import order (kind, then path).
+    pub files: Vec<(PathBuf, CsvKind)>,
+    /// For `rocpd convert` CSVs: only rows of this guid.
+    pub guid: Option<String>,
+}
+
+/// The plan of a CSV run (reads the files' heads for the pid when the names lack it).
+pub(crate) fn plan(run: &Run) -> CsvPlan {
     let RunSource::Csv {
         dir,
         prefix,
@@ -738,23 +746,50 @@ pub(crate) fn import_run(
     else {
         unreachable!("a CSV run")
     };
-    out.set_node(NodeRow::from_hostname(
-        layout_hostname(dir, prefix).as_deref(),
-    ));
+    let node = NodeRow::from_hostname(layout_hostname(dir, prefix).as_deref());
     let pid = run_pid(run, prefix, guid.as_deref()).unwrap_or(0);
-    out.thread(pid, None);
-    let mut files: Vec<(&PathBuf, CsvKind)> = run.files.iter().zip(kinds.iter().copied()).collect();
-    files.sort_by_key(|(p, k)| (order(*k), (*p).clone()));
+    let mut files: Vec<(PathBuf, CsvKind)> =
+        run.files.iter().cloned().zip(kinds.iter().copied()).collect();
+    files.sort_by_key(|(p, k)| (order(*k), p.clone()));
+    CsvPlan {
+        node,
+        pid,
+        files,
+        guid: guid.clone(),
+    }
+}
+
+/// Imports every file of a CSV run.
+pub(crate) fn import_run(
+    run: &Run,
+    out: &mut dyn RowSink,
+    opts: &ImportOptions,
+    report: &mut ImportReport,
+) -> Result<()> {
+    let plan = plan(run);
+    read_files(&plan, &plan.files, out, opts, report)
+}
+
+/// Reads `files` (some or all of `plan`'s, in the order given) into `out`.
+pub(crate) fn read_files(
+    plan: &CsvPlan,
+    files: &[(PathBuf, CsvKind)],
+    out: &mut dyn RowSink,
+    opts: &ImportOptions,
+    report: &mut ImportReport,
+) -> Result<()> {
+    out.set_node(plan.node.clone());
+    out.thread(plan.pid, None);
     let mut st = State {
         out,
-        pid,
+        pid: plan.pid,
         kernel_by_name: HashMap::new(),
         next_synth_kernel: SYNTH_KERNEL_BASE,
         pmcs: HashMap::new(),
         ordinal: 0,
     };
     for (path, _) in files {
-        import_file(&mut st, path, guid.as_deref(), opts, report)?;
+        import_file(&mut st, path, plan.guid.as_deref(), opts, report)?;
     }
     Ok(())
 }
@@ -1018,7 +1053,7 @@ fn bad_record(
 }
 
 fn import_file(
-    st: &mut State<'_, '_>,
+    st: &mut State<'_>,
     path: &Path,
     guid: Option<&str>,
     opts: &ImportOptions,
@@ -1204,7 +1239,7 @@ fn import_file(
     Ok(())
 }
 
-fn agent_row(st: &mut State<'_, '_>, r: &Rec<'_>) -> std::result::Result<(), RowError> {
+fn agent_row(st: &mut State<'_>, r: &Rec<'_>) -> std::result::Result<(), RowError> {
     let h = r.header;
     let id = r.int(h.col("node_id").expect("agent_info has node_id"))?;
     let text = |n: &str| {
@@ -1234,7 +1269,7 @@ fn agent_row(st: &mut State<'_, '_>, r: &Rec<'_>) -> std::result::Result<(), Row
         ext.insert(name.clone(), v);
     }
     let product = text("product_name");
-    st.out.agents.add(
+    st.out.agents().add(
         AgentRow {
             id,
             agent_type,
@@ -1260,7 +1295,7 @@ fn corr_id(c: i64) -> Option<i64> {
 }
 
 fn api_row(
-    st: &mut State<'_, '_>,
+    st: &mut State<'_>,
     r: &Rec<'_>,
     [domain, function, corr, start, end]: [usize; 5],
     pid: Option<usize>,
@@ -1294,7 +1329,7 @@ fn api_row(
     Ok(())
 }
 
-impl State<'_, '_> {
+impl State<'_> {
     /// The kernel id of a row: its `Kernel_Id`, or one synthesized per distinct name.
     fn kernel_id(&mut self, explicit: Option<i64>, name: &str) -> i64 {
         if let Some(id) = explicit {
@@ -1312,7 +1347,7 @@ impl State<'_, '_> {
 }
 
 fn kernel_row(
-    st: &mut State<'_, '_>,
+    st: &mut State<'_>,
     r: &Rec<'_>,
     c: &KernelCols,
 ) -> std::result::Result<(), RowError> {
@@ -1350,7 +1385,7 @@ fn kernel_row(
         k => k,
     };
 
-    let agent_id = st.out.agents.resolve(agent, Some("GPU"));
+    let agent_id = st.out.agents().resolve(agent, Some("GPU"));
     let kernel_id = st.kernel_id(explicit_kernel, &name);
     if !st.out.has_kernel(kernel_id) {
         st.out.kernel_symbol(
@@ -1424,7 +1459,7 @@ pub(crate) fn copy_name(direction: &str) -> String {
 }
 
 fn copy_row(
-    st: &mut State<'_, '_>,
+    st: &mut State<'_>,
     r: &Rec<'_>,
     [direction, src, dst, start, end]: [usize; 5],
     [kind, stream, corr, bytes]: [Option<usize>; 4],
@@ -1443,8 +1478,8 @@ fn copy_row(
         k => k,
     };
     let (src_t, dst_t) = copy_types(&name);
-    let src_agent_id = src.map(|a| st.out.agents.resolve(a, src_t));
-    let dst_agent_id = dst.map(|a| st.out.agents.resolve(a, dst_t));
+    let src_agent_id = src.map(|a| st.out.agents().resolve(a, src_t));
+    let dst_agent_id = dst.map(|a| st.out.agents().resolve(a, dst_t));
     let name_id = st.out.string(&name)?;
     let event_id = st.out.event(&EventRow {
         category,
@@ -1496,7 +1531,7 @@ pub(crate) fn alloc_type(op: &str) -> (Option<&'static str>, &'static str) {
 }
 
 fn alloc_row(
-    st: &mut State<'_, '_>,
+    st: &mut State<'_>,
     r: &Rec<'_>,
     [operation, start, end]: [usize; 3],
     [kind, agent, size, address, corr]: [Option<usize>; 5],
@@ -1514,7 +1549,7 @@ fn alloc_row(
         k => k,
     };
     let (ty, level) = alloc_type(&op);
-    let agent_id = agent.map(|a| st.out.agents.resolve(a, None));
+    let agent_id = agent.map(|a| st.out.agents().resolve(a, None));
     let extdata = ty
         .is_none()
         .then(|| serde_json::json!({ "operation": op }).to_string());
@@ -1545,7 +1580,7 @@ fn alloc_row(
 }
 
 fn scratch_row(
-    st: &mut State<'_, '_>,
+    st: &mut State<'_>,
     r: &Rec<'_>,
     [operation, start, end]: [usize; 3],
     [kind, agent, queue, tid, flags, size, corr]: [Option<usize>; 7],
@@ -1565,7 +1600,7 @@ fn scratch_row(
         k => k,
     };
     let (ty, _) = alloc_type(&op);
-    let agent_id = agent.map(|a| st.out.agents.resolve(a, Some("GPU")));
+    let agent_id = agent.map(|a| st.out.agents().resolve(a, Some("GPU")));
     let flags_v = match parse_int(&flags) {
         Ok(n) => serde_json::Value::from(n),
         Err(_) => serde_json::Value::from(flags),
@@ -1601,7 +1636,7 @@ fn scratch_row(
 }
 
 fn counter_row(
-    st: &mut State<'_, '_>,
+    st: &mut State<'_>,
     r: &Rec<'_>,
     c: &CounterCols,
 ) -> std::result::Result<(), RowError> {
@@ -1625,7 +1660,7 @@ fn counter_row(
     let start = r.opt_int(c.start)?;
     let end = r.opt_int(c.end)?;
 
-    let agent_id = agent.map(|a| st.out.agents.resolve(a, Some("GPU")));
+    let agent_id = agent.map(|a| st.out.agents().resolve(a, Some("GPU")));
     let key = (counter.clone(), agent_id.unwrap_or(-1));
     let pmc_id = match st.pmcs.get(&key) {
         Some(id) => *id,

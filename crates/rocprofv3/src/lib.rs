@@ -25,6 +25,7 @@ mod db;
 mod guid;
 mod json_import;
 mod reason;
+mod sink;
 mod walk;
 
 use std::io::Read;
