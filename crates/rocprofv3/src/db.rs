@@ -206,7 +206,7 @@ impl AgentRef {
 
 /// The agents of a run: from `agent_info.csv` / the JSON `agents` array, or synthesized
 /// from the ids seen.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Agents {
     /// By agent id (node id).
     rows: BTreeMap<i64, AgentRow>,
@@ -295,8 +295,13 @@ impl Agents {
         }
     }
 
+    /// The agents, by id.
+    pub fn rows(&self) -> impl Iterator<Item = &AgentRow> {
+        self.rows.values()
+    }
+
     /// Fills type indexes (order of ids within each type) where unknown.
-    fn finish(&mut self) {
+    pub fn finish(&mut self) {
         let mut counts: HashMap<&'static str, i64> = HashMap::new();
         for a in self.rows.values_mut() {
             if let Some(t) = a.agent_type {

@@ -22,6 +22,7 @@
 mod csv_import;
 mod csv_read;
 mod db;
+mod direct;
 mod guid;
 mod json_import;
 mod reason;
@@ -34,6 +35,7 @@ use std::path::{Path, PathBuf};
 use rocpd_model::{Error, Result};
 
 pub use csv_import::CsvKind;
+pub use direct::{CsvRunSource, MAX_GROUPS};
 pub use reason::unrecognised_reason;
 
 /// What a file is, judged by its content.

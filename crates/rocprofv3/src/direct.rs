@@ -1,0 +1,1151 @@
+//! rocprofv3 CSV runs read directly as a [`Source`], with no temporary database.
+//!
+//! The files are read by the importer's own row parsers (`crate::csv_import`), which write
+//! through a [`RowSink`]: the importer's sink is the database writer, this module's are
+//! two passes.
+//!
+//! 1. **Describing** (when the run is opened): every file once, with the API files last,
+//!    keeping what the catalog, counts and span need and what the database's joins would
+//!    give each row later: per internal correlation id of a kernel, copy or allocation,
+//!    the flow group's counts and time extremes (what the RocPD reader's links table
+//!    holds) and the thread of the API call that carries it (what the importer's
+//!    `fill_threads` copies into rows without one). API files go last so those groups
+//!    exist when the calls arrive: nothing per API call is kept.
+//! 2. **Streaming** (one stream per table, opened on a decode thread): the files of that
+//!    table again, each row built into Arrow batches of the columns the run reads, with
+//!    the ids the import would give (event ids counted in import order from each file's
+//!    first, copy and allocation ids counted per table) and sorted by (start, end desc,
+//!    id) through a [`RunSorter`]: rocprofv3 writes a row when its event ends.
+//!
+//! Some runs are imported after all, because what the import does to them needs the
+//! database: a counter-collection file (its rows update dispatches already written), an
+//! id two rows claim (the import gives the second the next free id), rows skipped as bad
+//! (their report must keep the import's order), a run whose flow groups pass
+//! [`MAX_GROUPS`], or any error (the import then reports it, in its order).
+//! [`CsvRunSource::open`] says `None` for those.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use rocpd_model::{
+    Agent, BatchBuilder, Catalog, CodeObject, ColumnBuilder, Error, KernelSymbol, Node, Process,
+    Projection, Queue, Result, SourceInfo, Table, Thread,
+};
+use rocpd_pipeline::{
+    BatchStream, PreparedStream, RunSorter, SortOptions, Source, StageDrop, StreamOptions,
+};
+
+use crate::csv_import::{self, CsvPlan};
+use crate::db::{
+    Agents, AllocRow, CopyRow, DispatchRow, EventRow, FoundDispatch, KernelSymbolRow, NodeRow,
+    PmcRow,
+};
+use crate::sink::RowSink;
+use crate::{CsvKind, ImportOptions, ImportReport, Run};
+
+/// The most flow groups (internal correlation ids of kernels, copies and allocations) a
+/// run read directly may have, about 64 bytes each; a run with more is imported.
+pub const MAX_GROUPS: usize = 1 << 20;
+
+/// The most pages of 4,096 ids each set of ids may use (512 bytes a page); a run whose
+/// ids scatter more is imported.
+const MAX_ID_PAGES: usize = 1 << 14;
+
+/// A set of ids in pages of 4,096 bits: dense ids (correlation and dispatch ids count up)
+/// cost a bit each.
+#[derive(Default)]
+struct IdSet {
+    pages: HashMap<i64, Box<[u64; 64]>>,
+}
+
+impl IdSet {
+    /// Adds `id`; `Some(false)` when it was there, `None` past the page budget.
+    fn insert(&mut self, id: i64) -> Option<bool> {
+        let (page, bit) = (id.div_euclid(4096), id.rem_euclid(4096) as usize);
+        if !self.pages.contains_key(&page) && self.pages.len() >= MAX_ID_PAGES {
+            return None;
+        }
+        let words = self.pages.entry(page).or_insert_with(|| Box::new([0; 64]));
+        let (w, mask) = (bit / 64, 1u64 << (bit % 64));
+        let new = words[w] & mask == 0;
+        words[w] |= mask;
+        Some(new)
+    }
+}
+
+/// What the database's joins give the rows of one internal correlation id.
+#[derive(Debug, Clone, Copy, Default)]
+struct Group {
+    /// Kernels and copies carrying it.
+    targets: u32,
+    /// API calls (and markers) carrying it.
+    sources: u32,
+    first_start: i64,
+    last_start: i64,
+    first_end: i64,
+    last_end: i64,
+    /// The thread of the API call whose region id is this correlation id.
+    region_tid: Option<i64>,
+    /// Whether a kernel, copy or allocation without a thread carries it.
+    fill: bool,
+}
+
+impl Group {
+    fn add(&mut self, start: i64, end: i64) {
+        if self.targets + self.sources == 0 {
+            (self.first_start, self.last_start) = (start, start);
+            (self.first_end, self.last_end) = (end, end);
+        } else {
+            self.first_start = self.first_start.min(start);
+            self.last_start = self.last_start.max(start);
+            self.first_end = self.first_end.min(end);
+            self.last_end = self.last_end.max(end);
+        }
+    }
+
+    /// The flow aggregates, for a group with both ends (the only ones the links hold).
+    fn flows(&self) -> Option<[i64; 4]> {
+        (self.targets > 0 && self.sources > 0).then_some([
+            self.first_start,
+            self.last_start,
+            self.first_end,
+            self.last_end,
+        ])
+    }
+}
+
+/// Whether a category names a marker table row (SQLite's `LIKE 'MARKER\_%'`, which
+/// ignores ASCII case).
+fn is_marker(category: &str) -> bool {
+    category
+        .as_bytes()
+        .get(..7)
+        .is_some_and(|p| p.eq_ignore_ascii_case(b"MARKER_"))
+}
+
+/// The canonical table of each kind's rows (`None`: not rows of a table).
+fn table_of(kind: CsvKind) -> &'static [Table] {
+    match kind {
+        CsvKind::Api => &[Table::Region, Table::Marker],
+        CsvKind::KernelTrace => &[Table::KernelDispatch],
+        CsvKind::MemoryCopy => &[Table::MemoryCopy],
+        CsvKind::MemoryAllocation | CsvKind::ScratchMemory => &[Table::MemoryAllocation],
+        _ => &[],
+    }
+}
+
+/// What the describing pass learned.
+struct Description {
+    counts: BTreeMap<Table, u64>,
+    span: Option<(i64, i64)>,
+    pid_spans: BTreeMap<i64, (i64, i64)>,
+    processes: BTreeSet<i64>,
+    threads: BTreeSet<(i64, i64)>,
+    queues: BTreeSet<i64>,
+    streams: BTreeSet<i64>,
+    agents: Agents,
+    /// Kernel symbols by id, with the pid they were written with (the first wins).
+    symbols: BTreeMap<i64, (i64, KernelSymbolRow)>,
+    /// The first event id of each file of the plan (import order).
+    first_event: Vec<i64>,
+    groups: HashMap<i64, Group>,
+    /// Input left out on purpose (stats, PC sampling), as the import reports it.
+    ignored: Vec<String>,
+}
+
+/// The describing pass's sink.
+struct Describe {
+    d: Description,
+    /// Events of the file being read.
+    events: i64,
+    /// The stack id of the event just made (the next row's).
+    stack: Option<i64>,
+    marker: bool,
+    region_ids: IdSet,
+    dispatch_ids: IdSet,
+    /// Why the run must be imported instead, once known.
+    refused: Option<&'static str>,
+}
+
+impl Describe {
+    fn refuse(&mut self, why: &'static str) {
+        self.refused.get_or_insert(why);
+    }
+
+    fn timed(&mut self, table: Table, pid: i64, start: i64, end: i64) {
+        *self.d.counts.entry(table).or_insert(0) += 1;
+        let span = |s: Option<(i64, i64)>| Some(s.map_or((start, end), |(a, b)| (a.min(start), b.max(end))));
+        self.d.span = span(self.d.span);
+        let p = self.d.pid_spans.get(&pid).copied();
+        if let Some(s) = span(p) {
+            self.d.pid_spans.insert(pid, s);
+        }
+    }
+
+    fn group(&mut self) -> Option<&mut Group> {
+        let s = self.stack?;
+        if !self.d.groups.contains_key(&s) && self.d.groups.len() >= MAX_GROUPS {
+            self.refuse("more flow groups than the direct reader keeps");
+            return None;
+        }
+        Some(self.d.groups.entry(s).or_default())
+    }
+
+    fn target(&mut self, start: i64, end: i64, threadless: bool) {
+        if let Some(g) = self.group() {
+            g.add(start, end);
+            g.targets += 1;
+            g.fill |= threadless;
+        }
+    }
+
+    fn queue_stream(&mut self, queue: Option<i64>, stream: Option<i64>) {
+        self.d.queues.extend(queue);
+        self.d.streams.extend(stream);
+    }
+}
+
+/// A counter file's rows need the database: runs with one are imported, so these are
+/// never reached; if they were, the run is refused.
+fn counter_rows() -> Error {
+    Error::Usage("internal: counter rows reached the direct CSV reader".into())
+}
+
+impl RowSink for Describe {
+    fn agents(&mut self) -> &mut Agents {
+        &mut self.d.agents
+    }
+    fn set_node(&mut self, _node: NodeRow) {}
+    fn thread(&mut self, pid: i64, tid: Option<i64>) {
+        self.d.processes.insert(pid);
+        if let Some(t) = tid {
+            self.d.threads.insert((pid, t));
+        }
+    }
+    fn string(&mut self, _s: &str) -> Result<i64> {
+        Ok(0)
+    }
+    fn event(&mut self, e: &EventRow<'_>) -> Result<i64> {
+        self.events += 1;
+        self.stack = e.stack_id;
+        self.marker = is_marker(e.category);
+        Ok(self.events)
+    }
+    fn region(
+        &mut self,
+        id: i64,
+        pid: i64,
+        tid: i64,
+        start: i64,
+        end: i64,
+        _name_id: i64,
+        _event_id: i64,
+    ) -> Result<()> {
+        self.thread(pid, Some(tid));
+        match self.region_ids.insert(id) {
+            Some(true) => {}
+            Some(false) => self.refuse("two API rows with one correlation id"),
+            None => self.refuse("correlation ids too scattered"),
+        }
+        let table = if self.marker {
+            Table::Marker
+        } else {
+            Table::Region
+        };
+        self.timed(table, pid, start, end);
+        if let Some(g) = self.stack.and_then(|s| self.d.groups.get_mut(&s)) {
+            g.add(start, end);
+            g.sources += 1;
+            if self.stack == Some(id) && g.region_tid.is_none() {
+                g.region_tid = Some(tid);
+            }
+        }
+        Ok(())
+    }
+    fn dispatch(&mut self, d: &DispatchRow, _event_id: i64) -> Result<()> {
+        self.thread(d.pid, d.tid);
+        self.queue_stream(Some(d.queue_id), Some(d.stream_id));
+        match self.dispatch_ids.insert(d.dispatch_id) {
+            Some(true) => {}
+            Some(false) => self.refuse("two kernel rows with one dispatch id"),
+            None => self.refuse("dispatch ids too scattered"),
+        }
+        self.timed(Table::KernelDispatch, d.pid, d.start, d.end);
+        self.target(d.start, d.end, d.tid.is_none());
+        Ok(())
+    }
+    fn copy(&mut self, c: &CopyRow, _event_id: i64) -> Result<()> {
+        self.thread(c.pid, c.tid);
+        self.queue_stream(c.queue_id, c.stream_id);
+        self.timed(Table::MemoryCopy, c.pid, c.start, c.end);
+        self.target(c.start, c.end, c.tid.is_none());
+        Ok(())
+    }
+    fn alloc(&mut self, a: &AllocRow, _event_id: i64) -> Result<()> {
+        self.thread(a.pid, a.tid);
+        self.queue_stream(a.queue_id, a.stream_id);
+        self.timed(Table::MemoryAllocation, a.pid, a.start, a.end);
+        if a.tid.is_none() {
+            if let Some(g) = self.group() {
+                g.fill = true;
+            }
+        }
+        Ok(())
+    }
+    fn kernel_symbol(&mut self, pid: i64, k: &KernelSymbolRow) -> Result<()> {
+        self.d.symbols.entry(k.id).or_insert_with(|| (pid, k.clone()));
+        Ok(())
+    }
+    fn has_kernel(&self, id: i64) -> bool {
+        self.d.symbols.contains_key(&id)
+    }
+    fn pmc(&mut self, _pid: i64, _p: &PmcRow) -> Result<()> {
+        Err(counter_rows())
+    }
+    fn pmc_event(&mut self, _event_id: i64, _pmc_id: i64, _value: f64) -> Result<()> {
+        Err(counter_rows())
+    }
+    fn find_dispatch(&self, _dispatch_id: i64) -> Result<Option<FoundDispatch>> {
+        Err(counter_rows())
+    }
+    fn set_dispatch_tid(&mut self, _dispatch_id: i64, _pid: i64, _tid: i64) -> Result<()> {
+        Err(counter_rows())
+    }
+    fn untimed_event(&self, _dispatch_id: i64) -> Result<Option<i64>> {
+        Err(counter_rows())
+    }
+    fn remember_untimed(&mut self, _dispatch_id: i64, _event_id: i64) -> Result<()> {
+        Err(counter_rows())
+    }
+}
+
+/// A rocprofv3 CSV run opened as a source: described, ready to stream. A clone is the
+/// same source opened again without reading the files.
+#[derive(Clone)]
+pub struct CsvRunSource {
+    run: Run,
+    plan: CsvPlan,
+    guid: String,
+    opts: ImportOptions,
+    desc: Arc<Description>,
+    sort: SortOptions,
+}
+
+impl CsvRunSource {
+    /// Reads the run once to describe it. `Ok(None)` when the run must be imported
+    /// instead (see the module documentation); errors are left to the import, which
+    /// reports them in its order.
+    pub fn open(run: &Run, opts: &ImportOptions) -> Result<Option<Self>> {
+        if !matches!(run.source, crate::RunSource::Csv { .. }) {
+            return Ok(None);
+        }
+        let Ok(guid) = crate::guid::run_guid(run) else {
+            return Ok(None);
+        };
+        let plan = csv_import::plan(run);
+        if plan
+            .files
+            .iter()
+            .any(|(_, k)| *k == CsvKind::CounterCollection)
+        {
+            return Ok(None);
+        }
+        let mut describe = Describe {
+            d: Description {
+                counts: BTreeMap::new(),
+                span: None,
+                pid_spans: BTreeMap::new(),
+                processes: BTreeSet::new(),
+                threads: BTreeSet::new(),
+                queues: BTreeSet::new(),
+                streams: BTreeSet::new(),
+                agents: Agents::default(),
+                symbols: BTreeMap::new(),
+                first_event: Vec::new(),
+                groups: HashMap::new(),
+                ignored: Vec::new(),
+            },
+            events: 0,
+            stack: None,
+            marker: false,
+            region_ids: IdSet::default(),
+            dispatch_ids: IdSet::default(),
+            refused: None,
+        };
+        let mut report = ImportReport::default();
+        // API files last: the groups of their calls exist by then. No kind's rows depend
+        // on the API files' (the import reads them second only by convention).
+        let mut order: Vec<usize> = (0..plan.files.len()).collect();
+        order.sort_by_key(|&i| (plan.files[i].1 == CsvKind::Api, i));
+        let mut events = vec![0i64; plan.files.len()];
+        for i in order {
+            describe.events = 0;
+            let read = csv_import::read_files(
+                &plan,
+                std::slice::from_ref(&plan.files[i]),
+                &mut describe,
+                opts,
+                &mut report,
+            );
+            if read.is_err() || describe.refused.is_some() || report.skipped_rows > 0 {
+                return Ok(None);
+            }
+            events[i] = describe.events;
+        }
+        let mut d = describe.d;
+        let mut next = 1i64;
+        for n in events {
+            d.first_event.push(next);
+            next = next.saturating_add(n);
+        }
+        // The threads the import fills in from the API calls.
+        let pid = plan.pid;
+        for g in d.groups.values() {
+            if let (true, Some(t)) = (g.fill, g.region_tid) {
+                d.threads.insert((pid, t));
+            }
+        }
+        d.ignored = report.ignored;
+        Ok(Some(CsvRunSource {
+            run: run.clone(),
+            plan,
+            guid,
+            opts: opts.clone(),
+            desc: Arc::new(d),
+            sort: SortOptions::default(),
+        }))
+    }
+
+    /// The same source with its streams sorted under `options` (memory budget, where run
+    /// files go).
+    pub fn with_sort_options(mut self, options: SortOptions) -> Self {
+        self.sort = options;
+        self
+    }
+
+    /// The run it reads.
+    pub fn run(&self) -> &Run {
+        &self.run
+    }
+
+    /// Input read but left out on purpose, as the import's report says it.
+    pub fn ignored(&self) -> &[String] {
+        &self.desc.ignored
+    }
+
+    /// The guid of the run (the import's).
+    pub fn guid(&self) -> &str {
+        &self.guid
+    }
+
+    /// The files of `table`'s rows, with their index in the plan (import order).
+    fn files_of(&self, table: Table) -> Vec<usize> {
+        let table = if table == Table::Marker {
+            Table::Region
+        } else {
+            table
+        };
+        (0..self.plan.files.len())
+            .filter(|&i| table_of(self.plan.files[i].1).contains(&table))
+            .collect()
+    }
+
+    /// Reads the files of `table` into `sink`, each from its first event id.
+    fn read_table(&self, table: Table, sink: &mut Rows<'_>) -> Result<()> {
+        let mut report = ImportReport::default();
+        for i in self.files_of(table) {
+            sink.next_event = self.desc.first_event[i];
+            csv_import::read_files(
+                &self.plan,
+                std::slice::from_ref(&self.plan.files[i]),
+                sink,
+                &self.opts,
+                &mut report,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Source for CsvRunSource {
+    fn path(&self) -> &Path {
+        self.run
+            .files
+            .first()
+            .map_or(Path::new(""), PathBuf::as_path)
+    }
+
+    fn source_count(&self) -> usize {
+        1
+    }
+
+    fn catalog(&self, first_source: u32) -> Result<Catalog> {
+        let source = first_source;
+        let d = &self.desc;
+        let node = &self.plan.node;
+        let nid = node.id;
+        let mut c = Catalog::default();
+        c.sources.push(SourceInfo {
+            path: self.path().to_path_buf(),
+            format: "rocprofv3-csv".into(),
+            guid: self.guid.clone(),
+            uuid: rocpd_schema::uuid_suffix(&self.guid),
+            schema_version: "3".into(),
+            imported_from: self.run.files.clone(),
+        });
+        c.nodes.push(Node {
+            source,
+            id: nid,
+            hash: Some(node.hash),
+            machine_id: Some(node.machine_id.clone()),
+            hostname: node.hostname.clone(),
+            system_name: node.system_name.clone(),
+            release: node.release.clone(),
+            version: node.version.clone(),
+            hardware_name: node.hardware_name.clone(),
+            domain_name: node.domain_name.clone(),
+        });
+        for pid in &d.processes {
+            let span = d.pid_spans.get(pid);
+            c.processes.push(Process {
+                source,
+                id: *pid,
+                nid,
+                ppid: None,
+                pid: *pid,
+                init: None,
+                fini: None,
+                start: span.map(|s| s.0),
+                end: span.map(|s| s.1),
+                command: None,
+                environment: Some("{}".into()),
+                extdata: Some("{}".into()),
+            });
+        }
+        // By thread id; the same tid in two processes keeps the first (the import's key).
+        let mut threads: BTreeMap<i64, i64> = BTreeMap::new();
+        for (pid, tid) in &d.threads {
+            threads.entry(*tid).or_insert(*pid);
+        }
+        for (tid, pid) in threads {
+            c.threads.push(Thread {
+                source,
+                id: tid,
+                nid,
+                ppid: None,
+                pid,
+                tid,
+                name: None,
+                start: None,
+                end: None,
+                extdata: Some("{}".into()),
+            });
+        }
+        let main_pid = d.processes.iter().next().copied();
+        let mut agents = d.agents.clone();
+        agents.finish();
+        for a in agents.rows() {
+            c.agents.push(Agent {
+                source,
+                id: a.id,
+                nid,
+                pid: Some(main_pid.unwrap_or(0)),
+                agent_type: a.agent_type.unwrap_or("UNK").to_string(),
+                absolute_index: a.absolute_index,
+                logical_index: a.logical_index,
+                type_index: a.type_index,
+                uuid: a.uuid,
+                name: a.name.clone(),
+                model_name: a.model_name.clone(),
+                vendor_name: a.vendor_name.clone(),
+                product_name: a.product_name.clone(),
+                user_name: a.user_name.clone(),
+                extdata: Some(a.extdata.clone().unwrap_or_else(|| "{}".into())),
+            });
+        }
+        for (ids, dest, default) in [
+            (&d.queues, &mut c.queues, "Default Queue"),
+            (&d.streams, &mut c.streams, "Default Stream"),
+        ] {
+            let word = if default == "Default Queue" {
+                "Queue"
+            } else {
+                "Stream"
+            };
+            for id in ids {
+                dest.push(Queue {
+                    source,
+                    id: *id,
+                    nid,
+                    pid: main_pid,
+                    name: Some(if *id == 0 {
+                        default.to_string()
+                    } else {
+                        format!("{word} {id}")
+                    }),
+                    extdata: Some("{}".into()),
+                });
+            }
+        }
+        let mut code_objects = BTreeSet::new();
+        for (id, (pid, k)) in &d.symbols {
+            code_objects.insert(k.code_object_id);
+            c.kernel_symbols.push(KernelSymbol {
+                source,
+                id: *id,
+                nid,
+                pid: Some(*pid),
+                code_object_id: Some(k.code_object_id),
+                kernel_name: k.kernel_name.clone(),
+                display_name: k.display_name.clone(),
+                kernel_object: k.kernel_object,
+                kernarg_segment_size: k.kernarg_segment_size,
+                kernarg_segment_alignment: k.kernarg_segment_alignment,
+                group_segment_size: k.group_segment_size,
+                private_segment_size: k.private_segment_size,
+                sgpr_count: k.sgpr_count,
+                arch_vgpr_count: k.arch_vgpr_count,
+                accum_vgpr_count: k.accum_vgpr_count,
+                extdata: Some(k.extdata.clone().unwrap_or_else(|| "{}".into())),
+            });
+        }
+        // The import writes a code object for every one the symbols name (CSV files
+        // describe none).
+        for id in code_objects {
+            c.code_objects.push(CodeObject {
+                source,
+                id,
+                nid,
+                pid: Some(main_pid.unwrap_or(0)),
+                agent_id: None,
+                uri: None,
+                load_base: None,
+                load_size: None,
+                load_delta: None,
+                storage_type: None,
+                extdata: Some(r#"{"synthesized":true}"#.into()),
+            });
+        }
+        Ok(c)
+    }
+
+    fn event_span(&self) -> Result<Option<(i64, i64)>> {
+        Ok(self.desc.span)
+    }
+
+    fn find_marker(&self, text: &str) -> Result<Vec<(i64, i64)>> {
+        // In file order, as the database's query finds them.
+        let mut sink = Rows::new(self, Table::Marker, 0, &StreamOptions::default());
+        sink.find = Some((text.to_string(), Vec::new()));
+        self.read_table(Table::Marker, &mut sink)?;
+        Ok(sink.find.map(|(_, found)| found).unwrap_or_default())
+    }
+
+    fn count_rows(&self) -> Result<Vec<(Table, u64)>> {
+        Ok(Table::ALL
+            .iter()
+            .map(|t| (*t, self.desc.counts.get(t).copied().unwrap_or(0)))
+            .collect())
+    }
+
+    fn dropped(&self) -> Result<Vec<StageDrop>> {
+        Ok(Vec::new())
+    }
+
+    fn stream_count(&self) -> usize {
+        self.desc.counts.values().filter(|n| **n > 0).count()
+    }
+
+    fn prepare(
+        &self,
+        first_source: u32,
+        options: &StreamOptions,
+    ) -> Result<Vec<Box<dyn PreparedStream + '_>>> {
+        let mut out: Vec<Box<dyn PreparedStream + '_>> = Vec::new();
+        for table in Table::ALL {
+            if self.desc.counts.get(&table).copied().unwrap_or(0) > 0 && options.wants(table) {
+                out.push(Box::new(Prepared {
+                    source: self,
+                    table,
+                    first_source,
+                    options: options.clone(),
+                }));
+            }
+        }
+        Ok(out)
+    }
+}
+
+struct Prepared<'a> {
+    source: &'a CsvRunSource,
+    table: Table,
+    first_source: u32,
+    options: StreamOptions,
+}
+
+impl PreparedStream for Prepared<'_> {
+    fn table(&self) -> Table {
+        self.table
+    }
+
+    fn open(&mut self) -> Result<Box<dyn BatchStream + '_>> {
+        let s = self.source;
+        let mut rows = Rows::new(s, self.table, self.first_source, &self.options);
+        s.read_table(self.table, &mut rows)?;
+        if !rows.builder.is_empty() {
+            let b = rows.builder.finish()?;
+            rows.sorter.push(b)?;
+        }
+        Ok(Box::new(rows.sorter.finish()?))
+    }
+}
+
+/// What a column of a row is filled with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fill {
+    Source,
+    Id,
+    Nid,
+    Pid,
+    Tid,
+    Start,
+    End,
+    Name,
+    Message,
+    Args,
+    Launched,
+    FlowFirstStart,
+    FlowLastStart,
+    FlowFirstEnd,
+    FlowLastEnd,
+    AgentId,
+    KernelId,
+    DispatchId,
+    QueueId,
+    StreamId,
+    KernelName,
+    PrivateSegment,
+    GroupSegment,
+    Workgroup(usize),
+    Grid(usize),
+    HasLauncher,
+    DstAgent,
+    SrcAgent,
+    Size,
+    AllocType,
+    Level,
+    Address,
+    Category,
+    EventId,
+    StackId,
+    ParentStackId,
+    EventExtdata,
+    Extdata,
+    EmptyObject,
+    Null,
+}
+
+fn fills(table: Table, projection: &Projection) -> Vec<Fill> {
+    table
+        .columns()
+        .iter()
+        .map(|c| {
+            let fill = match c.name {
+                "source" => Fill::Source,
+                "id" => Fill::Id,
+                "nid" => Fill::Nid,
+                "pid" => Fill::Pid,
+                "tid" => Fill::Tid,
+                "start" => Fill::Start,
+                "end" => Fill::End,
+                "name" => Fill::Name,
+                "message" => Fill::Message,
+                "args" => Fill::Args,
+                "launched" => Fill::Launched,
+                "flow_first_start" => Fill::FlowFirstStart,
+                "flow_last_start" => Fill::FlowLastStart,
+                "flow_first_end" => Fill::FlowFirstEnd,
+                "flow_last_end" => Fill::FlowLastEnd,
+                "agent_id" => Fill::AgentId,
+                "kernel_id" => Fill::KernelId,
+                "dispatch_id" => Fill::DispatchId,
+                "queue_id" => Fill::QueueId,
+                "stream_id" => Fill::StreamId,
+                "kernel_name" => Fill::KernelName,
+                "private_segment_size" => Fill::PrivateSegment,
+                "group_segment_size" => Fill::GroupSegment,
+                "workgroup_x" => Fill::Workgroup(0),
+                "workgroup_y" => Fill::Workgroup(1),
+                "workgroup_z" => Fill::Workgroup(2),
+                "grid_x" => Fill::Grid(0),
+                "grid_y" => Fill::Grid(1),
+                "grid_z" => Fill::Grid(2),
+                "has_launcher" => Fill::HasLauncher,
+                "dst_agent_id" => Fill::DstAgent,
+                "src_agent_id" => Fill::SrcAgent,
+                "size" => Fill::Size,
+                "type" => Fill::AllocType,
+                "level" => Fill::Level,
+                "address" => Fill::Address,
+                "category" => Fill::Category,
+                "event_id" => Fill::EventId,
+                "stack_id" => Fill::StackId,
+                "parent_stack_id" => Fill::ParentStackId,
+                "event_extdata" => Fill::EventExtdata,
+                "extdata" => Fill::Extdata,
+                "call_stack" | "line_info" => Fill::EmptyObject,
+                // region_name, dst_address, src_address: CSV files have none.
+                _ => Fill::Null,
+            };
+            if c.nullable && !projection.fills(c.name) {
+                Fill::Null
+            } else {
+                fill
+            }
+        })
+        .collect()
+}
+
+/// The event made just before its row.
+#[derive(Default)]
+struct Pending {
+    category: String,
+    stack_id: Option<i64>,
+    parent_stack_id: Option<i64>,
+    extdata: Option<String>,
+}
+
+/// One row's values, whichever table it belongs to.
+#[derive(Default)]
+struct Values<'a> {
+    id: i64,
+    pid: i64,
+    tid: Option<i64>,
+    start: i64,
+    end: i64,
+    name: &'a str,
+    agent_id: Option<i64>,
+    kernel_id: i64,
+    dispatch_id: i64,
+    queue_id: Option<i64>,
+    stream_id: Option<i64>,
+    kernel_name: &'a str,
+    private_segment: Option<i64>,
+    group_segment: Option<i64>,
+    workgroup: [i64; 3],
+    grid: [i64; 3],
+    dst_agent: Option<i64>,
+    src_agent: Option<i64>,
+    size: Option<i64>,
+    alloc_type: &'a str,
+    level: Option<&'a str>,
+    address: Option<i64>,
+    extdata: Option<&'a str>,
+}
+
+/// The streaming pass's sink: the rows of one table into sorted batches (or, for a
+/// marker search, the matching markers' times).
+struct Rows<'a> {
+    source: &'a CsvRunSource,
+    table: Table,
+    first_source: u32,
+    agents: Agents,
+    names: Vec<String>,
+    name_ids: HashMap<String, i64>,
+    next_event: i64,
+    next_copy: i64,
+    next_alloc: i64,
+    pending: Pending,
+    fills: Vec<Fill>,
+    builder: BatchBuilder,
+    sorter: RunSorter,
+    /// A marker search: the text, and the (start, end) of each marker carrying it.
+    find: Option<(String, Vec<(i64, i64)>)>,
+}
+
+impl<'a> Rows<'a> {
+    fn new(
+        source: &'a CsvRunSource,
+        table: Table,
+        first_source: u32,
+        options: &StreamOptions,
+    ) -> Self {
+        let mut sort = source.sort.clone();
+        sort.batch_rows = options.batch_rows;
+        Rows {
+            source,
+            table,
+            first_source,
+            agents: source.desc.agents.clone(),
+            names: Vec::new(),
+            name_ids: HashMap::new(),
+            next_event: 1,
+            next_copy: 1,
+            next_alloc: 1,
+            pending: Pending::default(),
+            fills: fills(table, &options.projection),
+            builder: BatchBuilder::new(table, options.batch_rows.max(1)),
+            sorter: RunSorter::new(table, sort),
+            find: None,
+        }
+    }
+
+    fn name(&self, id: i64) -> &str {
+        usize::try_from(id)
+            .ok()
+            .and_then(|i| self.names.get(i))
+            .map_or("", String::as_str)
+    }
+
+    /// The thread a row without one gets from the API call of its correlation id.
+    fn filled(&self, tid: Option<i64>) -> Option<i64> {
+        tid.or_else(|| {
+            let s = self.pending.stack_id?;
+            self.source.desc.groups.get(&s)?.region_tid
+        })
+    }
+
+    fn group(&self) -> Option<&Group> {
+        self.source.desc.groups.get(&self.pending.stack_id?)
+    }
+
+    /// `message` as the database's `json_extract(extdata, '$.message')` gives it.
+    fn message(&self) -> Option<String> {
+        let text = self.pending.extdata.as_deref()?;
+        match serde_json::from_str::<serde_json::Value>(text).ok()?.get("message")? {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Bool(b) => Some(if *b { "1" } else { "0" }.into()),
+            other => Some(other.to_string()),
+        }
+    }
+
+    fn push(&mut self, v: &Values<'_>) -> Result<()> {
+        let flows = self.group().and_then(Group::flows);
+        let launched = self
+            .group()
+            .filter(|g| g.flows().is_some())
+            .map_or(0, |g| i64::from(g.targets));
+        let message = if self.fills.contains(&Fill::Message) {
+            self.message()
+        } else {
+            None
+        };
+        let nid = self.source.plan.node.id;
+        let p = &self.pending;
+        let flow = |k: usize| flows.map(|f| f[k]);
+        for (i, fill) in self.fills.iter().enumerate() {
+            let b = self.builder.column(i);
+            match (fill, b) {
+                (Fill::Source, ColumnBuilder::U32(x)) => x.append_value(self.first_source),
+                (Fill::Id, ColumnBuilder::I64(x)) => x.append_value(v.id),
+                (Fill::Nid, ColumnBuilder::I64(x)) => x.append_value(nid),
+                (Fill::Pid, ColumnBuilder::I64(x)) => x.append_value(v.pid),
+                (Fill::Tid, ColumnBuilder::I64(x)) => x.append_option(v.tid),
+                (Fill::Start, ColumnBuilder::I64(x)) => x.append_value(v.start),
+                (Fill::End, ColumnBuilder::I64(x)) => x.append_value(v.end),
+                (Fill::Name, ColumnBuilder::Str(x)) => x.append_value(v.name),
+                (Fill::Message, ColumnBuilder::Str(x)) => x.append_option(message.as_deref()),
+                (Fill::Launched, ColumnBuilder::I64(x)) => x.append_value(launched),
+                (Fill::FlowFirstStart, ColumnBuilder::I64(x)) => x.append_option(flow(0)),
+                (Fill::FlowLastStart, ColumnBuilder::I64(x)) => x.append_option(flow(1)),
+                (Fill::FlowFirstEnd, ColumnBuilder::I64(x)) => x.append_option(flow(2)),
+                (Fill::FlowLastEnd, ColumnBuilder::I64(x)) => x.append_option(flow(3)),
+                (Fill::AgentId, ColumnBuilder::I64(x)) => x.append_option(v.agent_id),
+                (Fill::KernelId, ColumnBuilder::I64(x)) => x.append_value(v.kernel_id),
+                (Fill::DispatchId, ColumnBuilder::I64(x)) => x.append_value(v.dispatch_id),
+                (Fill::QueueId, ColumnBuilder::I64(x)) => x.append_option(v.queue_id),
+                (Fill::StreamId, ColumnBuilder::I64(x)) => x.append_option(v.stream_id),
+                (Fill::KernelName, ColumnBuilder::Str(x)) => x.append_value(v.kernel_name),
+                (Fill::PrivateSegment, ColumnBuilder::I64(x)) => {
+                    x.append_option(v.private_segment)
+                }
+                (Fill::GroupSegment, ColumnBuilder::I64(x)) => x.append_option(v.group_segment),
+                (Fill::Workgroup(k), ColumnBuilder::I64(x)) => x.append_value(v.workgroup[*k]),
+                (Fill::Grid(k), ColumnBuilder::I64(x)) => x.append_value(v.grid[*k]),
+                (Fill::HasLauncher, ColumnBuilder::Bool(x)) => x.append_value(flows.is_some()),
+                (Fill::DstAgent, ColumnBuilder::I64(x)) => x.append_option(v.dst_agent),
+                (Fill::SrcAgent, ColumnBuilder::I64(x)) => x.append_option(v.src_agent),
+                (Fill::Size, ColumnBuilder::I64(x)) => x.append_option(v.size),
+                (Fill::AllocType, ColumnBuilder::Str(x)) => x.append_value(v.alloc_type),
+                (Fill::Level, ColumnBuilder::Str(x)) => x.append_option(v.level),
+                (Fill::Address, ColumnBuilder::I64(x)) => x.append_option(v.address),
+                (Fill::Category, ColumnBuilder::Str(x)) => x.append_value(&p.category),
+                (Fill::EventId, ColumnBuilder::I64(x)) => x.append_value(self.next_event - 1),
+                (Fill::StackId, ColumnBuilder::I64(x)) => x.append_option(p.stack_id),
+                (Fill::ParentStackId, ColumnBuilder::I64(x)) => {
+                    x.append_option(p.parent_stack_id)
+                }
+                (Fill::EventExtdata, ColumnBuilder::Str(x)) => {
+                    x.append_value(p.extdata.as_deref().unwrap_or("{}"))
+                }
+                (Fill::Extdata, ColumnBuilder::Str(x)) => {
+                    x.append_value(v.extdata.unwrap_or("{}"))
+                }
+                (Fill::EmptyObject, ColumnBuilder::Str(x)) => x.append_value("{}"),
+                (_, other) => other.push_null(),
+            }
+        }
+        self.builder.end_row();
+        if self.builder.is_full() {
+            let batch: RecordBatch = self.builder.finish()?;
+            self.sorter.push(batch)?;
+        }
+        Ok(())
+    }
+}
+
+impl RowSink for Rows<'_> {
+    fn agents(&mut self) -> &mut Agents {
+        &mut self.agents
+    }
+    fn set_node(&mut self, _node: NodeRow) {}
+    fn thread(&mut self, _pid: i64, _tid: Option<i64>) {}
+    fn string(&mut self, s: &str) -> Result<i64> {
+        if let Some(id) = self.name_ids.get(s) {
+            return Ok(*id);
+        }
+        let id = self.names.len() as i64;
+        self.names.push(s.to_string());
+        self.name_ids.insert(s.to_string(), id);
+        Ok(id)
+    }
+    fn event(&mut self, e: &EventRow<'_>) -> Result<i64> {
+        let id = self.next_event;
+        self.next_event += 1;
+        self.pending.category.clear();
+        self.pending.category.push_str(e.category);
+        self.pending.stack_id = e.stack_id;
+        self.pending.parent_stack_id = e.parent_stack_id;
+        self.pending.extdata.clone_from(&e.extdata);
+        Ok(id)
+    }
+    fn region(
+        &mut self,
+        id: i64,
+        pid: i64,
+        tid: i64,
+        start: i64,
+        end: i64,
+        name_id: i64,
+        _event_id: i64,
+    ) -> Result<()> {
+        let marker = is_marker(&self.pending.category);
+        if let Some((text, _)) = &self.find {
+            let carries = match self.message() {
+                Some(m) => m == *text,
+                None => self.name(name_id) == text,
+            };
+            if let (true, Some((_, found))) = (marker && carries, &mut self.find) {
+                found.push((start, end));
+            }
+            return Ok(());
+        }
+        if marker != (self.table == Table::Marker) {
+            return Ok(());
+        }
+        let name = self.name(name_id).to_string();
+        self.push(&Values {
+            id,
+            pid,
+            tid: Some(tid),
+            start,
+            end,
+            name: &name,
+            ..Default::default()
+        })
+    }
+    fn dispatch(&mut self, d: &DispatchRow, _event_id: i64) -> Result<()> {
+        let symbol = self.source.desc.symbols.get(&d.kernel_id).map(|(_, k)| k);
+        let kernel_name = symbol
+            .and_then(|k| k.display_name.as_deref().filter(|n| !n.is_empty()))
+            .or_else(|| symbol.and_then(|k| k.kernel_name.as_deref()))
+            .unwrap_or("")
+            .to_string();
+        self.push(&Values {
+            id: d.dispatch_id,
+            pid: d.pid,
+            tid: self.filled(d.tid),
+            start: d.start,
+            end: d.end,
+            agent_id: Some(d.agent_id),
+            kernel_id: d.kernel_id,
+            dispatch_id: d.dispatch_id,
+            queue_id: Some(d.queue_id),
+            stream_id: Some(d.stream_id),
+            kernel_name: &kernel_name,
+            private_segment: d.private_segment_size,
+            group_segment: d.group_segment_size,
+            workgroup: d.workgroup,
+            grid: d.grid,
+            extdata: d.extdata.as_deref(),
+            ..Default::default()
+        })
+    }
+    fn copy(&mut self, c: &CopyRow, _event_id: i64) -> Result<()> {
+        let id = self.next_copy;
+        self.next_copy += 1;
+        let name = self.name(c.name_id).to_string();
+        self.push(&Values {
+            id,
+            pid: c.pid,
+            tid: self.filled(c.tid),
+            start: c.start,
+            end: c.end,
+            name: &name,
+            dst_agent: c.dst_agent_id,
+            src_agent: c.src_agent_id,
+            size: Some(c.size),
+            queue_id: c.queue_id,
+            stream_id: c.stream_id,
+            extdata: c.extdata.as_deref(),
+            ..Default::default()
+        })
+    }
+    fn alloc(&mut self, a: &AllocRow, _event_id: i64) -> Result<()> {
+        let id = self.next_alloc;
+        self.next_alloc += 1;
+        self.push(&Values {
+            id,
+            pid: a.pid,
+            tid: self.filled(a.tid),
+            start: a.start,
+            end: a.end,
+            agent_id: a.agent_id,
+            alloc_type: a.kind.unwrap_or(""),
+            level: a.level,
+            address: a.address,
+            size: Some(a.size),
+            queue_id: a.queue_id,
+            stream_id: a.stream_id,
+            extdata: a.extdata.as_deref(),
+            ..Default::default()
+        })
+    }
+    fn kernel_symbol(&mut self, _pid: i64, _k: &KernelSymbolRow) -> Result<()> {
+        Ok(())
+    }
+    fn has_kernel(&self, id: i64) -> bool {
+        self.source.desc.symbols.contains_key(&id)
+    }
+    fn pmc(&mut self, _pid: i64, _p: &PmcRow) -> Result<()> {
+        Err(counter_rows())
+    }
+    fn pmc_event(&mut self, _event_id: i64, _pmc_id: i64, _value: f64) -> Result<()> {
+        Err(counter_rows())
+    }
+    fn find_dispatch(&self, _dispatch_id: i64) -> Result<Option<FoundDispatch>> {
+        Err(counter_rows())
+    }
+    fn set_dispatch_tid(&mut self, _dispatch_id: i64, _pid: i64, _tid: i64) -> Result<()> {
+        Err(counter_rows())
+    }
+    fn untimed_event(&self, _dispatch_id: i64) -> Result<Option<i64>> {
+        Err(counter_rows())
+    }
+    fn remember_untimed(&mut self, _dispatch_id: i64, _event_id: i64) -> Result<()> {
+        Err(counter_rows())
+    }
+}

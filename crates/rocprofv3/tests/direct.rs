@@ -1,0 +1,253 @@
+//! The direct CSV reader against the import: every column of every row of every table,
+//! the catalog, counts, span and marker search equal what the RocPD reader gives for the
+//! run imported into a database.
+
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, RecordBatch};
+use rocpd_model::{Catalog, Projection, Table};
+use rocpd_pipeline::{SortOptions, Source, StreamOptions};
+use rocpd_rocprofv3::{CsvRunSource, ImportOptions, Run};
+
+/// Every row of `table` from `source`, in one batch.
+fn rows(source: &dyn Source, table: Table, batch_rows: usize) -> RecordBatch {
+    let options = StreamOptions {
+        projection: Projection::all(),
+        batch_rows,
+        tables: None,
+    };
+    let mut batches = Vec::new();
+    for p in source.prepare(0, &options).unwrap().iter_mut() {
+        if p.table() != table {
+            continue;
+        }
+        let mut s = p.open().unwrap();
+        while let Some(b) = s.next_batch().unwrap() {
+            batches.push(b);
+        }
+    }
+    arrow_select::concat::concat_batches(&table.schema(), &batches).unwrap()
+}
+
+/// The catalog without what names the files read (a temporary database, or the CSVs).
+fn comparable(mut c: Catalog) -> String {
+    for s in &mut c.sources {
+        s.path = PathBuf::new();
+        s.format = String::new();
+        s.imported_from.clear();
+    }
+    serde_json::to_string(&c).unwrap()
+}
+
+fn one_run(dir: &Path) -> Run {
+    let mut runs = rocpd_rocprofv3::group_runs(&[dir.to_path_buf()]).unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    runs.remove(0)
+}
+
+/// Reads `run` both ways and compares everything; returns the rows per table.
+fn same_as_imported(run: &Run, sort: SortOptions) -> Vec<(Table, u64)> {
+    let tmp = tempfile::tempdir().unwrap();
+    let db_path = tmp.path().join("imported.db");
+    let report = rocpd_rocprofv3::import(run, &db_path, &ImportOptions::default()).unwrap();
+    let db = rocpd_db::Database::open(&db_path).unwrap();
+    let direct = CsvRunSource::open(run, &ImportOptions::default())
+        .unwrap()
+        .expect("read directly")
+        .with_sort_options(sort);
+    assert_eq!(direct.guid(), report.guid);
+    assert_eq!(direct.ignored(), report.ignored);
+    assert_eq!(
+        comparable(db.catalog(0).unwrap()),
+        comparable(direct.catalog(0).unwrap()),
+        "{}",
+        run.label
+    );
+    assert_eq!(Source::event_span(&db).unwrap(), direct.event_span().unwrap());
+    let counts = Source::count_rows(&db).unwrap();
+    assert_eq!(counts, direct.count_rows().unwrap(), "{}", run.label);
+    for table in Table::ALL {
+        let (a, b) = (rows(&db, table, 7), rows(&direct, table, 5));
+        assert_eq!(a.num_rows(), b.num_rows(), "{}: {}", run.label, table.name());
+        for (i, col) in table.columns().iter().enumerate() {
+            assert!(
+                a.column(i).to_data() == b.column(i).to_data(),
+                "{}: {}.{}: {:?} against {:?}",
+                run.label,
+                table.name(),
+                col.name,
+                a.column(i).slice(0, a.num_rows().min(4)),
+                b.column(i).slice(0, b.num_rows().min(4))
+            );
+        }
+    }
+    counts
+}
+
+/// A generated single-process trace written as a CSV set without its counter file.
+fn generated(dir: &Path, seed: u64, odd_names: bool) -> PathBuf {
+    let cfg = rocpd_gen::GenConfig {
+        seed,
+        processes: 1,
+        iterations: 15,
+        odd_names,
+        ..Default::default()
+    };
+    let dbs = rocpd_gen::generate(&cfg, &dir.join("gen")).unwrap();
+    let (csv, _) = rocpd_gen::export_csv(&dbs[0], &dir.join("csv")).unwrap();
+    for e in std::fs::read_dir(&csv).unwrap() {
+        let p = e.unwrap().path();
+        if p.to_string_lossy().ends_with("counter_collection.csv") {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    csv
+}
+
+#[test]
+fn a_generated_trace_reads_as_its_imported_database() {
+    for (seed, odd) in [(3, true), (8, false)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = one_run(&generated(tmp.path(), seed, odd));
+        let counts = same_as_imported(&run, SortOptions::default());
+        let n = |t: Table| counts.iter().find(|(x, _)| *x == t).unwrap().1;
+        assert!(
+            n(Table::Region) > 100
+                && n(Table::Marker) > 5
+                && n(Table::KernelDispatch) > 20
+                && n(Table::MemoryCopy) > 5
+                && n(Table::MemoryAllocation) > 5,
+            "{counts:?}"
+        );
+        // A budget of one byte: every batch goes to disk and the runs merge back.
+        let spill = tmp.path().join("spill");
+        std::fs::create_dir(&spill).unwrap();
+        same_as_imported(
+            &run,
+            SortOptions {
+                memory_bytes: 1,
+                batch_rows: 8192,
+                spill_dir: Some(spill.clone()),
+            },
+        );
+        assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
+    }
+}
+
+#[test]
+fn markers_are_found_as_the_database_finds_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = one_run(&generated(tmp.path(), 5, false));
+    let db_path = tmp.path().join("imported.db");
+    rocpd_rocprofv3::import(&run, &db_path, &ImportOptions::default()).unwrap();
+    let db = rocpd_db::Database::open(&db_path).unwrap();
+    let direct = CsvRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .unwrap();
+    let markers = rows(&db, Table::Marker, 100);
+    let message = markers
+        .column(Table::Marker.column_index("message"))
+        .as_string::<i32>();
+    let mut names: Vec<String> = (0..markers.num_rows())
+        .filter(|&r| !message.is_null(r))
+        .map(|r| message.value(r).to_string())
+        .collect();
+    names.dedup();
+    names.truncate(6);
+    assert!(!names.is_empty());
+    for name in names.iter().map(String::as_str).chain(["no such marker"]) {
+        assert_eq!(
+            db.find_marker(name).unwrap(),
+            direct.find_marker(name).unwrap(),
+            "{name}"
+        );
+    }
+}
+
+/// What the import does with the database, the direct reader leaves to the import.
+#[test]
+fn runs_that_need_the_database_are_left_to_the_import() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A counter file updates dispatches already written.
+    let docs = Path::new("../../fixtures/rocprofv3-csv-docs");
+    let counters = tmp.path().join("counters");
+    std::fs::create_dir(&counters).unwrap();
+    for f in ["kernel_trace.csv", "counter_collection.csv"] {
+        std::fs::copy(docs.join(f), counters.join(f)).unwrap();
+    }
+    assert!(CsvRunSource::open(&one_run(&counters), &ImportOptions::default())
+        .unwrap()
+        .is_none());
+    // Two API rows with one correlation id: the import gives the second a new id.
+    let header = "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"";
+    let write = |name: &str, body: &str| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("1_hip_api_trace.csv"), format!("{header}\n{body}")).unwrap();
+        one_run(&dir)
+    };
+    let twice = write(
+        "twice",
+        "\"HIP_RUNTIME_API\",\"hipA\",1,1,5,10,20\n\"HIP_RUNTIME_API\",\"hipB\",1,1,5,30,40\n",
+    );
+    assert!(CsvRunSource::open(&twice, &ImportOptions::default())
+        .unwrap()
+        .is_none());
+    // A bad row: the import reports it.
+    let bad = write("bad", "\"HIP_RUNTIME_API\",\"hipA\",1,1,5,ten,20\n");
+    assert!(CsvRunSource::open(&bad, &ImportOptions::default())
+        .unwrap()
+        .is_none());
+    let skip = ImportOptions { skip_bad_rows: true };
+    assert!(CsvRunSource::open(&bad, &skip).unwrap().is_none());
+    // A plain one is read directly.
+    let plain = write(
+        "plain",
+        "\"HIP_RUNTIME_API\",\"hipA\",1,1,5,10,20\n\"MARKER_CORE_API\",\"step\",1,2,6,12,18\n",
+    );
+    same_as_imported(&plain, SortOptions::default());
+}
+
+#[test]
+fn real_trace_files_without_counters_read_as_imported() {
+    // The documentation's and llama.cpp's trace files of every kind but counters, as
+    // runs of their own.
+    let mut cases = Vec::new();
+    for (dir, files) in [
+        (
+            "rocprofv3-csv-docs",
+            &[
+                "kernel_trace.csv",
+                "hip_api_trace.csv",
+                "memory_copy_trace.csv",
+                "memory_allocation_trace.csv",
+                "scratch_memory_trace.csv",
+                "hip_api_stats.csv",
+            ][..],
+        ),
+        // The documentation's API files are of different runs (their ids overlap).
+        ("rocprofv3-csv-docs", &["hsa_api_trace.csv"][..]),
+        ("rocprofv3-csv-docs", &["marker_api_trace.csv"][..]),
+        (
+            "rocprofv3-csv-llamacpp",
+            &["decode_hip_api_trace.csv", "decode_kernel_trace.csv"][..],
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let run_dir = tmp.path().join("run");
+        std::fs::create_dir(&run_dir).unwrap();
+        for f in files {
+            let from = Path::new("../../fixtures").join(dir).join(f);
+            if from.exists() {
+                std::fs::copy(&from, run_dir.join(f)).unwrap();
+            }
+        }
+        cases.push((tmp, run_dir));
+    }
+    for (_tmp, dir) in &cases {
+        for run in rocpd_rocprofv3::group_runs(std::slice::from_ref(dir)).unwrap() {
+            same_as_imported(&run, SortOptions::default());
+        }
+    }
+}
