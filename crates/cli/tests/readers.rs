@@ -549,3 +549,68 @@ fn seventeen_chrome_traces_convert_as_their_imported_databases() {
     let per_copy = info_rows(&[src.to_path_buf()])["region"];
     assert_eq!(decoded.slices.len() as u64, 17 * per_copy);
 }
+
+/// rocprofv3 CSV runs without a counter file are read directly, with no temporary
+/// database (issue 12): with a `TMPDIR` nothing can be created in, Perfetto, OTF2 and
+/// Parquet conversions of two processes' CSV sets succeed and give byte for byte (Parquet:
+/// row for row) what the same command gives when `-f rocpd` makes it import them. A run
+/// with its counter file still imports, so it fails under that `TMPDIR`.
+#[test]
+fn csv_runs_without_counters_convert_directly_to_what_their_imported_databases_give() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dbs = generate(&tmp.path().join("in"), 61, 2, 6);
+    let csv = tmp.path().join("csv");
+    let mut counter_files = Vec::new();
+    for db in &dbs {
+        let (dir, _) = rocpd_gen::export_csv(db, &csv).unwrap();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.to_string_lossy().ends_with("counter_collection.csv") {
+                let kept = tmp.path().join(format!("counters-{}", counter_files.len()));
+                std::fs::rename(&p, &kept).unwrap();
+                counter_files.push((kept, p));
+            }
+        }
+    }
+    assert_eq!(counter_files.len(), 2);
+    let no_tmp = tmp.path().join("no-such-directory");
+    let convert = |out: &Path, formats: &[&str], tmpdir: Option<&Path>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"));
+        cmd.args(["convert", "-q", "-o", "t", "-i"])
+            .arg(&csv)
+            .arg("-d")
+            .arg(out)
+            .arg("-f")
+            .args(formats);
+        if let Some(t) = tmpdir {
+            cmd.env("TMPDIR", t);
+        }
+        cmd.output().unwrap()
+    };
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let o = convert(&a, &["pftrace", "otf2", "parquet"], Some(&no_tmp));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = convert(&b, &["pftrace", "otf2", "parquet", "rocpd"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(b.join("t_results.db").is_file());
+    let pf = |d: &Path| std::fs::read(d.join("t_results.pftrace")).unwrap();
+    assert!(pf(&a) == pf(&b), "Perfetto output differs");
+    for part in ["t_results.otf2", "t_results.def"] {
+        assert_eq!(
+            std::fs::read(a.join(part)).unwrap(),
+            std::fs::read(b.join(part)).unwrap()
+        );
+    }
+    assert!(tree_bytes(&a.join("t_results")) == tree_bytes(&b.join("t_results")));
+    let rows = dataset_rows(&a.join("t_results.parquet"));
+    assert_eq!(rows, dataset_rows(&b.join("t_results.parquet")));
+    assert!(rows["kernels"] > 0 && rows["memory_copies"] > 0, "{rows:?}");
+    let decoded = decode(&a.join("t_results.pftrace"));
+    assert!(!decoded.flow_ends.is_empty());
+    // With its counter file back, a run imports: nothing can be created in that TMPDIR.
+    let (kept, back) = &counter_files[0];
+    std::fs::rename(kept, back).unwrap();
+    let o = convert(&tmp.path().join("c"), &["pftrace"], Some(&no_tmp));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("temporary"), "{}", stderr(&o));
+}

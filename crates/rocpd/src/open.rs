@@ -16,7 +16,9 @@ use std::sync::Arc;
 use rocpd_db::Database;
 use rocpd_model::{Catalog, Error, Projection, Result, Table};
 use rocpd_pipeline::cleanup::Registered;
-use rocpd_pipeline::{Numbered, ProduceOptions, Progress, RunOptions, RunReport, Sink, Stage};
+use rocpd_pipeline::{
+    Numbered, ProduceOptions, Progress, RunOptions, RunReport, Sink, Source, Stage,
+};
 
 use crate::expand::{expand, head};
 use crate::window::{Selection, Span};
@@ -59,10 +61,81 @@ impl OpenOptions {
     }
 }
 
-/// What one import job wrote, or the Proton file it described to read directly.
-enum Imported {
-    Rocprof(rocpd_rocprofv3::ImportReport),
-    Direct(Box<rocpd_proton::ProtonSource>),
+/// The format name of a rocprofv3 run's input.
+fn run_format(run: &rocpd_rocprofv3::Run) -> &'static str {
+    match run.source {
+        rocpd_rocprofv3::RunSource::Csv { .. } => "rocprofv3-csv",
+        rocpd_rocprofv3::RunSource::Json { .. } => "rocprofv3-json",
+    }
+}
+
+/// An input read directly, with no database: described once, then cloned for every
+/// open.
+#[derive(Clone)]
+pub(crate) enum Direct {
+    Proton(rocpd_proton::ProtonSource),
+    Csv(rocpd_rocprofv3::CsvRunSource),
+}
+
+impl Direct {
+    /// A source over it, without reading its files again.
+    fn source(&self) -> Box<dyn Source> {
+        match self {
+            Direct::Proton(p) => Box::new(p.clone()),
+            Direct::Csv(c) => Box::new(c.clone()),
+        }
+    }
+
+    /// How many sorters its streams use at once.
+    fn sorters(&self) -> usize {
+        match self {
+            Direct::Proton(_) => 1,
+            Direct::Csv(c) => c.stream_count(),
+        }
+    }
+
+    fn with_sort_options(self, sort: rocpd_pipeline::SortOptions) -> Self {
+        match self {
+            Direct::Proton(p) => Direct::Proton(p.with_sort_options(sort)),
+            Direct::Csv(c) => Direct::Csv(c.with_sort_options(sort)),
+        }
+    }
+
+    /// What its notes are prefixed with, and the file that stands for it among the inputs.
+    fn label(&self) -> (String, PathBuf) {
+        match self {
+            Direct::Proton(p) => (p.path().display().to_string(), p.path().to_path_buf()),
+            Direct::Csv(c) => (c.run().label.clone(), c.path().to_path_buf()),
+        }
+    }
+
+    /// Notes of the reading (what was made up or left out), as the import says them.
+    fn notes(&self) -> &[String] {
+        match self {
+            Direct::Proton(p) => p.notes(),
+            Direct::Csv(c) => c.ignored(),
+        }
+    }
+
+    /// Imports it into a new database at `dest`; returns where it came from.
+    fn import(&self, dest: &Path, opts: &rocpd_rocprofv3::ImportOptions) -> Result<Origin> {
+        match self {
+            Direct::Proton(p) => {
+                rocpd_proton::import(p.path(), p.kind(), dest)?;
+                Ok(Origin {
+                    format: "proton".into(),
+                    files: vec![p.path().to_path_buf()],
+                })
+            }
+            Direct::Csv(c) => {
+                rocpd_rocprofv3::import(c.run(), dest, opts)?;
+                Ok(Origin {
+                    format: run_format(c.run()).into(),
+                    files: c.run().files.clone(),
+                })
+            }
+        }
+    }
 }
 
 /// Runs `job(0)`, ..., `job(count - 1)` on up to `threads` threads, each job once, started
@@ -171,7 +244,10 @@ pub struct Inputs {
     /// Proton files described while resolving, by input: the inputs read directly, not as
     /// databases. Every later open of one clones its description instead of reading the
     /// file again.
-    described: BTreeMap<usize, Arc<rocpd_proton::ProtonSource>>,
+    described: BTreeMap<usize, Arc<Direct>>,
+    /// How rocprofv3 runs are imported (also those read directly, when a database is
+    /// asked for later).
+    import_options: rocpd_rocprofv3::ImportOptions,
 }
 
 impl std::fmt::Debug for Inputs {
@@ -210,6 +286,7 @@ impl Inputs {
             cache_kib: 1024,
             imports: None,
             described: BTreeMap::new(),
+            import_options: Default::default(),
             threads: options.threads(),
         };
         inputs.resolve(files, options)?;
@@ -251,12 +328,6 @@ impl Inputs {
         if rocprof.is_empty() && proton.is_empty() {
             return Ok(());
         }
-        let tmp = if rocprof.is_empty() {
-            // Nothing to import (Proton files are read directly): no temporary directory.
-            PathBuf::new()
-        } else {
-            self.import_dir()?
-        };
         let runs = if rocprof.is_empty() {
             Vec::new()
         } else {
@@ -265,57 +336,77 @@ impl Inputs {
         let opts = rocpd_rocprofv3::ImportOptions {
             skip_bad_rows: options.skip_bad_rows,
         };
-        let sort = rocpd_pipeline::SortOptions {
-            memory_bytes: (SORT_BUDGET / proton.len().max(1))
-                .clamp(1 << 20, rocpd_pipeline::SORT_MEMORY),
-            ..Default::default()
-        };
-        // Every import writes its own database: they run side by side, and their results
-        // are taken in input order, so inputs, notes and errors do not depend on timing.
-        let dest = |job: usize| tmp.join(format!("import-{:04}.db", job - proton.len()));
-        let reports = in_parallel(proton.len() + runs.len(), options.threads(), |job| {
+        self.import_options = opts.clone();
+        // First every input that can be read directly is described (Proton files, CSV
+        // runs whose import needs no database), then the rest are imported: side by side
+        // each time, results taken in input order, so inputs, notes and errors do not
+        // depend on timing.
+        let direct = in_parallel(proton.len() + runs.len(), options.threads(), |job| {
             Ok(match proton.get(job) {
-                Some((path, kind)) => {
-                    Imported::Direct(Box::new(rocpd_proton::ProtonSource::open(path, *kind)?))
-                }
-                None => Imported::Rocprof(rocpd_rocprofv3::import(
-                    &runs[job - proton.len()],
-                    &dest(job),
-                    &opts,
-                )?),
+                Some((path, kind)) => Some(Direct::Proton(rocpd_proton::ProtonSource::open(
+                    path, *kind,
+                )?)),
+                None => rocpd_rocprofv3::CsvRunSource::open(&runs[job - proton.len()], &opts)?
+                    .map(Direct::Csv),
             })
         })?;
-        for (job, report) in reports.into_iter().enumerate() {
-            match report {
-                Imported::Direct(source) => {
-                    let path = &proton[job].0;
-                    self.notes.extend(
-                        source
-                            .notes()
-                            .iter()
-                            .map(|n| format!("{}: {n}", path.display())),
-                    );
-                    let source = source.with_sort_options(sort.clone());
-                    self.described.insert(self.inputs.len(), Arc::new(source));
-                    self.push(path.clone(), None);
+        let imported: Vec<usize> = (0..runs.len())
+            .filter(|k| direct[proton.len() + k].is_none())
+            .collect();
+        let tmp = if imported.is_empty() {
+            // Nothing to import: no temporary directory.
+            PathBuf::new()
+        } else {
+            self.import_dir()?
+        };
+        let dest = |k: usize| tmp.join(format!("import-{k:04}.db"));
+        let mut reports = in_parallel(imported.len(), options.threads(), |job| {
+            let k = imported[job];
+            rocpd_rocprofv3::import(&runs[k], &dest(k), &opts)
+        })?
+        .into_iter();
+        // The sorters of the inputs read directly share one budget: a run merging them in
+        // time order holds all of them at once (D82); one input's together take at most
+        // what one sorter would.
+        let sorters: usize = direct.iter().flatten().map(Direct::sorters).sum();
+        for (job, found) in direct.into_iter().enumerate() {
+            let run = job.checked_sub(proton.len()).map(|k| &runs[k]);
+            match (found, run) {
+                (Some(source), _) => {
+                    let own = source.sorters().max(1);
+                    let memory = (SORT_BUDGET / sorters.max(1))
+                        .min(rocpd_pipeline::SORT_MEMORY / own)
+                        .clamp(1 << 20, rocpd_pipeline::SORT_MEMORY);
+                    let sort = rocpd_pipeline::SortOptions {
+                        memory_bytes: memory,
+                        ..Default::default()
+                    };
+                    let (label, shown) = source.label();
+                    self.notes
+                        .extend(source.notes().iter().map(|n| format!("{label}: {n}")));
+                    self.described
+                        .insert(self.inputs.len(), Arc::new(source.with_sort_options(sort)));
+                    self.push(shown, None);
                 }
-                Imported::Rocprof(report) => {
-                    let run = &runs[job - proton.len()];
-                    let format = match run.source {
-                        rocpd_rocprofv3::RunSource::Csv { .. } => "rocprofv3-csv",
-                        rocpd_rocprofv3::RunSource::Json { .. } => "rocprofv3-json",
+                (None, Some(run)) => {
+                    let k = job - proton.len();
+                    let Some(report) = reports.next() else {
+                        return Err(Error::Usage("internal: an import was skipped".into()));
                     };
                     self.skipped_rows += report.skipped_rows;
                     for s in report.skipped.iter().chain(&report.ignored) {
                         self.notes.push(format!("{}: {s}", run.label));
                     }
                     self.push(
-                        dest(job),
+                        dest(k),
                         Some(Origin {
-                            format: format.into(),
+                            format: run_format(run).into(),
                             files: run.files.clone(),
                         }),
                     );
+                }
+                (None, None) => {
+                    return Err(Error::Usage("internal: a Proton input was not read".into()))
                 }
             }
         }
@@ -365,21 +456,17 @@ impl Inputs {
         }
         let tmp = self.import_dir()?;
         let direct: Vec<usize> = self.described.keys().copied().collect();
-        let dest = |k: usize| tmp.join(format!("proton-direct-{k:04}.db"));
+        let dest = |k: usize| tmp.join(format!("direct-{k:04}.db"));
         // Side by side like the first imports; errors come in input order (`in_parallel`).
-        let (inputs, described) = (&self.inputs, &self.described);
-        in_parallel(direct.len(), self.threads, |job| {
+        let (described, opts) = (&self.described, &self.import_options);
+        let origins = in_parallel(direct.len(), self.threads, |job| {
             let k = direct[job];
-            let kind = described[&k].kind();
-            rocpd_proton::import(&inputs[k].db, kind, &dest(k)).map(|_| ())
+            described[&k].import(&dest(k), opts)
         })?;
-        for k in direct {
-            let file = std::mem::replace(&mut self.inputs[k].db, dest(k));
+        for (k, origin) in direct.into_iter().zip(origins) {
+            self.inputs[k].db = dest(k);
             self.described.remove(&k);
-            self.inputs[k].origin = Some(Origin {
-                format: "proton".into(),
-                files: vec![file],
-            });
+            self.inputs[k].origin = Some(origin);
             self.inputs[k].first_source = 0;
         }
         self.open.clear();
@@ -681,7 +768,7 @@ pub(crate) struct Keepalive {
     _imports: Option<Arc<ImportDir>>,
     /// Per input: first source number, file, and the description of a Proton file read
     /// directly.
-    pub(crate) dbs: Vec<(u32, PathBuf, Option<Arc<rocpd_proton::ProtonSource>>)>,
+    pub(crate) dbs: Vec<(u32, PathBuf, Option<Arc<Direct>>)>,
     pub(crate) cache_kib: usize,
 }
 
@@ -713,15 +800,12 @@ pub(crate) fn private_tempdir(prefix: &str, what: &str) -> Result<(tempfile::Tem
 /// one way inputs are opened, for runs and for event streams alike.
 fn open_source(
     path: &Path,
-    direct: Option<&Arc<rocpd_proton::ProtonSource>>,
+    direct: Option<&Arc<Direct>>,
     first: u32,
     cache_kib: usize,
 ) -> Result<Numbered> {
     if let Some(described) = direct {
-        return Ok((
-            first,
-            Box::new(rocpd_proton::ProtonSource::clone(described)),
-        ));
+        return Ok((first, described.source()));
     }
     let db = Database::open_with(path, &rocpd_db::OpenOptions { cache_kib })?;
     Ok((first, Box::new(db)))

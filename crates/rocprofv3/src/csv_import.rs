@@ -11,12 +11,11 @@ use std::path::{Path, PathBuf};
 use csv::ByteRecord;
 use rocpd_model::{Error, Result};
 
-use crate::sink::RowSink;
 use crate::csv_read::{CsvReader, RawRecord};
 use crate::db::{
-    AgentRef, AgentRow, AllocRow, CopyRow, DispatchRow, EventRow, KernelSymbolRow, NodeRow,
-    PmcRow,
+    AgentRef, AgentRow, AllocRow, CopyRow, DispatchRow, EventRow, KernelSymbolRow, NodeRow, PmcRow,
 };
+use crate::sink::RowSink;
 use crate::{note_skip, ImportOptions, ImportReport, Run, RunSource};
 
 /// The kind of a rocprofv3 CSV file, judged from its header.
@@ -748,8 +747,12 @@ pub(crate) fn plan(run: &Run) -> CsvPlan {
     };
     let node = NodeRow::from_hostname(layout_hostname(dir, prefix).as_deref());
     let pid = run_pid(run, prefix, guid.as_deref()).unwrap_or(0);
-    let mut files: Vec<(PathBuf, CsvKind)> =
-        run.files.iter().cloned().zip(kinds.iter().copied()).collect();
+    let mut files: Vec<(PathBuf, CsvKind)> = run
+        .files
+        .iter()
+        .cloned()
+        .zip(kinds.iter().copied())
+        .collect();
     files.sort_by_key(|(p, k)| (order(*k), p.clone()));
     CsvPlan {
         node,

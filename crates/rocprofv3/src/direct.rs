@@ -176,7 +176,9 @@ impl Describe {
 
     fn timed(&mut self, table: Table, pid: i64, start: i64, end: i64) {
         *self.d.counts.entry(table).or_insert(0) += 1;
-        let span = |s: Option<(i64, i64)>| Some(s.map_or((start, end), |(a, b)| (a.min(start), b.max(end))));
+        let span = |s: Option<(i64, i64)>| {
+            Some(s.map_or((start, end), |(a, b)| (a.min(start), b.max(end))))
+        };
         self.d.span = span(self.d.span);
         let p = self.d.pid_spans.get(&pid).copied();
         if let Some(s) = span(p) {
@@ -295,7 +297,10 @@ impl RowSink for Describe {
         Ok(())
     }
     fn kernel_symbol(&mut self, pid: i64, k: &KernelSymbolRow) -> Result<()> {
-        self.d.symbols.entry(k.id).or_insert_with(|| (pid, k.clone()));
+        self.d
+            .symbols
+            .entry(k.id)
+            .or_insert_with(|| (pid, k.clone()));
         Ok(())
     }
     fn has_kernel(&self, id: i64) -> bool {
@@ -914,7 +919,10 @@ impl<'a> Rows<'a> {
     /// `message` as the database's `json_extract(extdata, '$.message')` gives it.
     fn message(&self) -> Option<String> {
         let text = self.pending.extdata.as_deref()?;
-        match serde_json::from_str::<serde_json::Value>(text).ok()?.get("message")? {
+        match serde_json::from_str::<serde_json::Value>(text)
+            .ok()?
+            .get("message")?
+        {
             serde_json::Value::Null => None,
             serde_json::Value::String(s) => Some(s.clone()),
             serde_json::Value::Bool(b) => Some(if *b { "1" } else { "0" }.into()),
@@ -959,9 +967,7 @@ impl<'a> Rows<'a> {
                 (Fill::QueueId, ColumnBuilder::I64(x)) => x.append_option(v.queue_id),
                 (Fill::StreamId, ColumnBuilder::I64(x)) => x.append_option(v.stream_id),
                 (Fill::KernelName, ColumnBuilder::Str(x)) => x.append_value(v.kernel_name),
-                (Fill::PrivateSegment, ColumnBuilder::I64(x)) => {
-                    x.append_option(v.private_segment)
-                }
+                (Fill::PrivateSegment, ColumnBuilder::I64(x)) => x.append_option(v.private_segment),
                 (Fill::GroupSegment, ColumnBuilder::I64(x)) => x.append_option(v.group_segment),
                 (Fill::Workgroup(k), ColumnBuilder::I64(x)) => x.append_value(v.workgroup[*k]),
                 (Fill::Grid(k), ColumnBuilder::I64(x)) => x.append_value(v.grid[*k]),
@@ -975,15 +981,11 @@ impl<'a> Rows<'a> {
                 (Fill::Category, ColumnBuilder::Str(x)) => x.append_value(&p.category),
                 (Fill::EventId, ColumnBuilder::I64(x)) => x.append_value(self.next_event - 1),
                 (Fill::StackId, ColumnBuilder::I64(x)) => x.append_option(p.stack_id),
-                (Fill::ParentStackId, ColumnBuilder::I64(x)) => {
-                    x.append_option(p.parent_stack_id)
-                }
+                (Fill::ParentStackId, ColumnBuilder::I64(x)) => x.append_option(p.parent_stack_id),
                 (Fill::EventExtdata, ColumnBuilder::Str(x)) => {
                     x.append_value(p.extdata.as_deref().unwrap_or("{}"))
                 }
-                (Fill::Extdata, ColumnBuilder::Str(x)) => {
-                    x.append_value(v.extdata.unwrap_or("{}"))
-                }
+                (Fill::Extdata, ColumnBuilder::Str(x)) => x.append_value(v.extdata.unwrap_or("{}")),
                 (Fill::EmptyObject, ColumnBuilder::Str(x)) => x.append_value("{}"),
                 (_, other) => other.push_null(),
             }

@@ -5,8 +5,8 @@
 use rocpd_model::Result;
 
 use crate::db::{
-    Agents, AllocRow, CopyRow, DispatchRow, EventRow, FoundDispatch, KernelSymbolRow, NodeRow,
-    Out, PmcRow,
+    Agents, AllocRow, CopyRow, DispatchRow, EventRow, FoundDispatch, KernelSymbolRow, NodeRow, Out,
+    PmcRow,
 };
 
 /// The rows of one run, as the importer makes them. The methods mirror [`Out`]'s: see

@@ -64,12 +64,21 @@ fn same_as_imported(run: &Run, sort: SortOptions) -> Vec<(Table, u64)> {
         "{}",
         run.label
     );
-    assert_eq!(Source::event_span(&db).unwrap(), direct.event_span().unwrap());
+    assert_eq!(
+        Source::event_span(&db).unwrap(),
+        direct.event_span().unwrap()
+    );
     let counts = Source::count_rows(&db).unwrap();
     assert_eq!(counts, direct.count_rows().unwrap(), "{}", run.label);
     for table in Table::ALL {
         let (a, b) = (rows(&db, table, 7), rows(&direct, table, 5));
-        assert_eq!(a.num_rows(), b.num_rows(), "{}: {}", run.label, table.name());
+        assert_eq!(
+            a.num_rows(),
+            b.num_rows(),
+            "{}: {}",
+            run.label,
+            table.name()
+        );
         for (i, col) in table.columns().iter().enumerate() {
             assert!(
                 a.column(i).to_data() == b.column(i).to_data(),
@@ -176,9 +185,11 @@ fn runs_that_need_the_database_are_left_to_the_import() {
     for f in ["kernel_trace.csv", "counter_collection.csv"] {
         std::fs::copy(docs.join(f), counters.join(f)).unwrap();
     }
-    assert!(CsvRunSource::open(&one_run(&counters), &ImportOptions::default())
-        .unwrap()
-        .is_none());
+    assert!(
+        CsvRunSource::open(&one_run(&counters), &ImportOptions::default())
+            .unwrap()
+            .is_none()
+    );
     // Two API rows with one correlation id: the import gives the second a new id.
     let header = "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"";
     let write = |name: &str, body: &str| {
@@ -199,7 +210,9 @@ fn runs_that_need_the_database_are_left_to_the_import() {
     assert!(CsvRunSource::open(&bad, &ImportOptions::default())
         .unwrap()
         .is_none());
-    let skip = ImportOptions { skip_bad_rows: true };
+    let skip = ImportOptions {
+        skip_bad_rows: true,
+    };
     assert!(CsvRunSource::open(&bad, &skip).unwrap().is_none());
     // A plain one is read directly.
     let plain = write(
