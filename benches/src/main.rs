@@ -26,8 +26,10 @@
 //!   generated `.hatchet` trees of 0.1M and 0.3M nodes beside a floor that parses them
 //!   keeping nothing (`--step-any FILE`).
 //! * **rocprofv3 CSV and JSON** (`--import-only`): the single and multi cases written out
-//!   as CSV sets and JSON files, converted beside the same trace as databases: time, peak
-//!   memory and the most temporary disk (`TMPDIR`) each run used.
+//!   as CSV sets (with their counter files, imported; `csv-t` without them, read
+//!   directly, against `db-t`, the same traces imported into databases) and JSON files,
+//!   converted beside the same trace as databases: time, peak memory and the most
+//!   temporary disk (`TMPDIR`) each run used.
 //! * **External sort** (`--sort-only`): 1M and 3M generated API-call rows in three input
 //!   orders through `rocpd_pipeline::RunSorter`, beside a floor that builds the same
 //!   batches (this binary's hidden `--step-sort` mode): the sort readers of unordered
@@ -220,6 +222,54 @@ fn csv_for(case: &Case, root: &Path) -> Result<PathBuf> {
     Ok(csv)
 }
 
+/// The case's CSV sets without their counter files (hard links, beside them): traces a
+/// CSV reader takes directly, with no database.
+fn csv_trace_for(case: &Case, root: &Path) -> Result<PathBuf> {
+    let csv = csv_for(case, root)?;
+    let dir = inputs_for(case, root)?;
+    let traces = dir.join("csv-trace");
+    if !dir.join("csv-trace-done").exists() {
+        let _ = std::fs::remove_dir_all(&traces);
+        for host in std::fs::read_dir(&csv)? {
+            let host = host?.path();
+            let to = traces.join(host.file_name().context("a host directory")?);
+            std::fs::create_dir_all(&to)?;
+            for f in std::fs::read_dir(&host)? {
+                let f = f?.path();
+                let name = f.file_name().context("a file")?;
+                if !name.to_string_lossy().ends_with("counter_collection.csv") {
+                    std::fs::hard_link(&f, to.join(name))?;
+                }
+            }
+        }
+        std::fs::write(dir.join("csv-trace-done"), "")?;
+    }
+    Ok(traces)
+}
+
+/// The case's CSV traces (without counter files) imported into RocPD databases, one per
+/// process (cached beside them): the same trace as databases, the baseline of the CSV
+/// reader.
+fn db_trace_for(rocpd: &Path, case: &Case, root: &Path) -> Result<PathBuf> {
+    let traces = csv_trace_for(case, root)?;
+    let dir = inputs_for(case, root)?;
+    let dbs = dir.join("db-trace");
+    if !dir.join("db-trace-done").exists() {
+        let _ = std::fs::remove_dir_all(&dbs);
+        let status = Command::new(rocpd)
+            .args(["convert", "-q", "-f", "rocpd", "--split-by", "process", "-o", "t", "-i"])
+            .arg(&traces)
+            .arg("-d")
+            .arg(&dbs)
+            .status()?;
+        if !status.success() {
+            bail!("importing {} failed", traces.display());
+        }
+        std::fs::write(dir.join("db-trace-done"), "")?;
+    }
+    Ok(dbs)
+}
+
 /// The case's databases written out as rocprofv3 JSON files (cached beside them).
 fn json_for(case: &Case, root: &Path) -> Result<PathBuf> {
     let dir = inputs_for(case, root)?;
@@ -238,9 +288,13 @@ fn json_for(case: &Case, root: &Path) -> Result<PathBuf> {
 
 fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Measured> {
     let dir = inputs_for(case, root)?;
-    // `--csv` / `--json` as the first argument reads the case as rocprofv3 CSV or JSON.
+    // `--csv` / `--json` as the first argument reads the case as rocprofv3 CSV or JSON;
+    // `--csv-trace`, as CSV without the counter files (read directly); `--db-trace`, as
+    // those imported into databases.
     let (input, extra) = match extra.first() {
         Some(&"--csv") => (csv_for(case, root)?, &extra[1..]),
+        Some(&"--csv-trace") => (csv_trace_for(case, root)?, &extra[1..]),
+        Some(&"--db-trace") => (db_trace_for(rocpd, case, root)?, &extra[1..]),
         Some(&"--json") => (json_for(case, root)?, &extra[1..]),
         _ => (dir.join("db"), extra),
     };
@@ -1257,15 +1311,23 @@ fn import_section(rocpd: &Path, cases: &[Case], root: &Path) -> Result<()> {
     );
     for i in [0, 1, 2, 4, 5] {
         let case = &cases[i];
-        let mut db_rate = None;
+        let (mut db_rate, mut trace_rate) = (None, None);
         for (label, extra) in [
             ("db", &[][..]),
+            ("db-t", &["--db-trace"][..]),
+            ("csv-t", &["--csv-trace"][..]),
             ("csv", &["--csv"][..]),
             ("json", &["--json"][..]),
         ] {
             let m = measure(rocpd, case, root, extra)?;
             let rate = m.events as f64 / m.seconds;
-            let base = *db_rate.get_or_insert(rate);
+            // The CSV traces against the same trace as databases (db-t), the rest against
+            // the case's databases.
+            let base = match label {
+                "db-t" => *trace_rate.insert(rate),
+                "csv-t" => trace_rate.unwrap_or(rate),
+                _ => *db_rate.get_or_insert(rate),
+            };
             println!(
                 "{:<12} {:<5} {:>10} {:>8.1} {:>8.2} {:>10.0} {:>6.2}x {:>9.1} {:>8.1} {:>7.2}",
                 case.name,

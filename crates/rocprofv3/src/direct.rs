@@ -26,7 +26,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use rocpd_model::{
@@ -34,7 +34,8 @@ use rocpd_model::{
     Projection, Queue, Result, SourceInfo, Table, Thread,
 };
 use rocpd_pipeline::{
-    BatchStream, PreparedStream, RunSorter, SortOptions, Source, StageDrop, StreamOptions,
+    BatchStream, PreparedStream, RunSorter, SortOptions, SortedRuns, Source, StageDrop,
+    StreamOptions,
 };
 
 use crate::csv_import::{self, CsvPlan};
@@ -45,8 +46,9 @@ use crate::db::{
 use crate::sink::RowSink;
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
 
-/// The most flow groups (internal correlation ids of kernels, copies and allocations) a
-/// run read directly may have, about 64 bytes each; a run with more is imported.
+/// The most rows of kernels, copies and allocations with an internal correlation id a run
+/// read directly may have (each is a flow group entry of 72 bytes until the groups are
+/// merged); a run with more is imported.
 pub const MAX_GROUPS: usize = 1 << 20;
 
 /// The most pages of 4,096 ids each set of ids may use (512 bytes a page); a run whose
@@ -93,6 +95,23 @@ struct Group {
 }
 
 impl Group {
+    /// Adds the other entry of the same correlation id (targets only carry times).
+    fn merge(&mut self, o: &Group) {
+        if o.targets > 0 {
+            if self.targets + self.sources == 0 {
+                (self.first_start, self.last_start) = (o.first_start, o.last_start);
+                (self.first_end, self.last_end) = (o.first_end, o.last_end);
+            } else {
+                self.first_start = self.first_start.min(o.first_start);
+                self.last_start = self.last_start.max(o.last_start);
+                self.first_end = self.first_end.min(o.first_end);
+                self.last_end = self.last_end.max(o.last_end);
+            }
+        }
+        self.targets = self.targets.saturating_add(o.targets);
+        self.fill |= o.fill;
+    }
+
     fn add(&mut self, start: i64, end: i64) {
         if self.targets + self.sources == 0 {
             (self.first_start, self.last_start) = (start, start);
@@ -114,6 +133,17 @@ impl Group {
             self.last_end,
         ])
     }
+}
+
+/// The group of correlation id `s` in groups sorted by id.
+fn group(groups: &[(i64, Group)], s: i64) -> Option<&Group> {
+    let i = groups.binary_search_by_key(&s, |(k, _)| *k).ok()?;
+    Some(&groups[i].1)
+}
+
+fn find(groups: &mut [(i64, Group)], s: i64) -> Option<&mut Group> {
+    let i = groups.binary_search_by_key(&s, |(k, _)| *k).ok()?;
+    Some(&mut groups[i].1)
 }
 
 /// Whether a category names a marker table row (SQLite's `LIKE 'MARKER\_%'`, which
@@ -150,7 +180,8 @@ struct Description {
     symbols: BTreeMap<i64, (i64, KernelSymbolRow)>,
     /// The first event id of each file of the plan (import order).
     first_event: Vec<i64>,
-    groups: HashMap<i64, Group>,
+    /// By correlation id, sorted, one entry each (once the target files are read).
+    groups: Vec<(i64, Group)>,
     /// Input left out on purpose (stats, PC sampling), as the import reports it.
     ignored: Vec<String>,
 }
@@ -186,21 +217,43 @@ impl Describe {
         }
     }
 
+    /// A new group entry for the current row's correlation id (entries of one id are
+    /// merged by [`Describe::merge_groups`]).
     fn group(&mut self) -> Option<&mut Group> {
         let s = self.stack?;
-        if !self.d.groups.contains_key(&s) && self.d.groups.len() >= MAX_GROUPS {
+        if self.d.groups.len() >= MAX_GROUPS {
             self.refuse("more flow groups than the direct reader keeps");
             return None;
         }
-        Some(self.d.groups.entry(s).or_default())
+        self.d.groups.push((s, Group::default()));
+        self.d.groups.last_mut().map(|(_, g)| g)
     }
 
     fn target(&mut self, start: i64, end: i64, threadless: bool) {
         if let Some(g) = self.group() {
             g.add(start, end);
-            g.targets += 1;
-            g.fill |= threadless;
+            g.targets = 1;
+            g.fill = threadless;
         }
+    }
+
+    /// Sorts the group entries by correlation id and merges those of one id: after the
+    /// target files, before the API files look their calls up.
+    fn merge_groups(&mut self) {
+        let groups = &mut self.d.groups;
+        groups.sort_by_key(|(s, _)| *s);
+        let mut kept: usize = 0;
+        for i in 0..groups.len() {
+            if kept > 0 && groups[kept - 1].0 == groups[i].0 {
+                let g = groups[i].1;
+                groups[kept - 1].1.merge(&g);
+            } else {
+                groups.swap(kept, i);
+                kept += 1;
+            }
+        }
+        groups.truncate(kept);
+        groups.shrink_to_fit();
     }
 
     fn queue_stream(&mut self, queue: Option<i64>, stream: Option<i64>) {
@@ -257,7 +310,7 @@ impl RowSink for Describe {
             Table::Region
         };
         self.timed(table, pid, start, end);
-        if let Some(g) = self.stack.and_then(|s| self.d.groups.get_mut(&s)) {
+        if let Some(g) = self.stack.and_then(|s| find(&mut self.d.groups, s)) {
             g.add(start, end);
             g.sources += 1;
             if self.stack == Some(id) && g.region_tid.is_none() {
@@ -369,7 +422,7 @@ impl CsvRunSource {
                 agents: Agents::default(),
                 symbols: BTreeMap::new(),
                 first_event: Vec::new(),
-                groups: HashMap::new(),
+                groups: Vec::new(),
                 ignored: Vec::new(),
             },
             events: 0,
@@ -385,7 +438,12 @@ impl CsvRunSource {
         let mut order: Vec<usize> = (0..plan.files.len()).collect();
         order.sort_by_key(|&i| (plan.files[i].1 == CsvKind::Api, i));
         let mut events = vec![0i64; plan.files.len()];
+        let mut merged = false;
         for i in order {
+            if plan.files[i].1 == CsvKind::Api && !merged {
+                describe.merge_groups();
+                merged = true;
+            }
             describe.events = 0;
             let read = csv_import::read_files(
                 &plan,
@@ -399,6 +457,9 @@ impl CsvRunSource {
             }
             events[i] = describe.events;
         }
+        if !merged {
+            describe.merge_groups();
+        }
         let mut d = describe.d;
         let mut next = 1i64;
         for n in events {
@@ -407,7 +468,7 @@ impl CsvRunSource {
         }
         // The threads the import fills in from the API calls.
         let pid = plan.pid;
-        for g in d.groups.values() {
+        for (_, g) in &d.groups {
             if let (true, Some(t)) = (g.fill, g.region_tid) {
                 d.threads.insert((pid, t));
             }
@@ -642,7 +703,7 @@ impl Source for CsvRunSource {
 
     fn find_marker(&self, text: &str) -> Result<Vec<(i64, i64)>> {
         // In file order, as the database's query finds them.
-        let mut sink = Rows::new(self, Table::Marker, 0, &StreamOptions::default());
+        let mut sink = Rows::new(self, &[], 0, &StreamOptions::default());
         sink.find = Some((text.to_string(), Vec::new()));
         self.read_table(Table::Marker, &mut sink)?;
         Ok(sink.find.map(|(_, found)| found).unwrap_or_default())
@@ -668,14 +729,19 @@ impl Source for CsvRunSource {
         first_source: u32,
         options: &StreamOptions,
     ) -> Result<Vec<Box<dyn PreparedStream + '_>>> {
+        let has = |t: Table| self.desc.counts.get(&t).copied().unwrap_or(0) > 0 && options.wants(t);
+        // The region and marker streams read the API files once between them.
+        let api = (has(Table::Region) && has(Table::Marker)).then(|| Arc::new(Mutex::new(None)));
         let mut out: Vec<Box<dyn PreparedStream + '_>> = Vec::new();
         for table in Table::ALL {
-            if self.desc.counts.get(&table).copied().unwrap_or(0) > 0 && options.wants(table) {
+            if has(table) {
+                let shared = matches!(table, Table::Region | Table::Marker);
                 out.push(Box::new(Prepared {
                     source: self,
                     table,
                     first_source,
                     options: options.clone(),
+                    api: api.clone().filter(|_| shared),
                 }));
             }
         }
@@ -683,11 +749,16 @@ impl Source for CsvRunSource {
     }
 }
 
+/// The sorted rows of the API files' other table, left by whichever of the region and
+/// marker streams opened first.
+type ApiStash = Arc<Mutex<Option<(Table, SortedRuns)>>>;
+
 struct Prepared<'a> {
     source: &'a CsvRunSource,
     table: Table,
     first_source: u32,
     options: StreamOptions,
+    api: Option<ApiStash>,
 }
 
 impl PreparedStream for Prepared<'_> {
@@ -697,14 +768,39 @@ impl PreparedStream for Prepared<'_> {
 
     fn open(&mut self) -> Result<Box<dyn BatchStream + '_>> {
         let s = self.source;
-        let mut rows = Rows::new(s, self.table, self.first_source, &self.options);
-        s.read_table(self.table, &mut rows)?;
-        if !rows.builder.is_empty() {
-            let b = rows.builder.finish()?;
-            rows.sorter.push(b)?;
+        let Some(api) = &self.api else {
+            let mut rows = Rows::new(s, &[self.table], self.first_source, &self.options);
+            s.read_table(self.table, &mut rows)?;
+            let (_, runs) = rows.finish()?.pop().ok_or_else(lost)?;
+            return Ok(Box::new(runs));
+        };
+        // The lock is held while the files are read: the other stream then waits for
+        // its rows instead of reading them a second time.
+        let mut stash = api.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((table, runs)) = stash.take() {
+            if table == self.table {
+                return Ok(Box::new(runs));
+            }
+            return Err(lost());
         }
-        Ok(Box::new(rows.sorter.finish()?))
+        let both = [Table::Region, Table::Marker];
+        let mut rows = Rows::new(s, &both, self.first_source, &self.options);
+        s.read_table(self.table, &mut rows)?;
+        let mut mine = None;
+        for (table, runs) in rows.finish()? {
+            if table == self.table {
+                mine = Some(runs);
+            } else {
+                *stash = Some((table, runs));
+            }
+        }
+        Ok(Box::new(mine.ok_or_else(lost)?))
     }
+}
+
+/// A stream's rows went missing between the API streams (a bug, not bad input).
+fn lost() -> Error {
+    Error::Usage("internal: the direct CSV reader lost a table's rows".into())
 }
 
 /// What a column of a row is filled with.
@@ -850,11 +946,18 @@ struct Values<'a> {
     extdata: Option<&'a str>,
 }
 
-/// The streaming pass's sink: the rows of one table into sorted batches (or, for a
-/// marker search, the matching markers' times).
+/// One table's rows being built and sorted.
+struct TableOut {
+    table: Table,
+    fills: Vec<Fill>,
+    builder: BatchBuilder,
+    sorter: RunSorter,
+}
+
+/// The streaming pass's sink: the rows of one table (or of the two tables of the API
+/// files) into sorted batches, or, for a marker search, the matching markers' times.
 struct Rows<'a> {
     source: &'a CsvRunSource,
-    table: Table,
     first_source: u32,
     agents: Agents,
     names: Vec<String>,
@@ -863,9 +966,7 @@ struct Rows<'a> {
     next_copy: i64,
     next_alloc: i64,
     pending: Pending,
-    fills: Vec<Fill>,
-    builder: BatchBuilder,
-    sorter: RunSorter,
+    outs: Vec<TableOut>,
     /// A marker search: the text, and the (start, end) of each marker carrying it.
     find: Option<(String, Vec<(i64, i64)>)>,
 }
@@ -873,7 +974,7 @@ struct Rows<'a> {
 impl<'a> Rows<'a> {
     fn new(
         source: &'a CsvRunSource,
-        table: Table,
+        tables: &[Table],
         first_source: u32,
         options: &StreamOptions,
     ) -> Self {
@@ -881,7 +982,6 @@ impl<'a> Rows<'a> {
         sort.batch_rows = options.batch_rows;
         Rows {
             source,
-            table,
             first_source,
             agents: source.desc.agents.clone(),
             names: Vec::new(),
@@ -890,11 +990,35 @@ impl<'a> Rows<'a> {
             next_copy: 1,
             next_alloc: 1,
             pending: Pending::default(),
-            fills: fills(table, &options.projection),
-            builder: BatchBuilder::new(table, options.batch_rows.max(1)),
-            sorter: RunSorter::new(table, sort),
+            outs: tables
+                .iter()
+                .map(|&table| TableOut {
+                    table,
+                    fills: fills(table, &options.projection),
+                    builder: BatchBuilder::new(table, options.batch_rows.max(1)),
+                    sorter: RunSorter::new(table, sort.clone()),
+                })
+                .collect(),
             find: None,
         }
+    }
+
+    /// Every table's rows, sorted.
+    fn finish(self) -> Result<Vec<(Table, SortedRuns)>> {
+        let mut done = Vec::with_capacity(self.outs.len());
+        for mut o in self.outs {
+            if !o.builder.is_empty() {
+                let b = o.builder.finish()?;
+                o.sorter.push(b)?;
+            }
+            done.push((o.table, o.sorter.finish()?));
+        }
+        Ok(done)
+    }
+
+    /// The output of `table`'s rows, if this pass builds them.
+    fn out_of(&self, table: Table) -> Option<usize> {
+        self.outs.iter().position(|o| o.table == table)
     }
 
     fn name(&self, id: i64) -> &str {
@@ -908,12 +1032,12 @@ impl<'a> Rows<'a> {
     fn filled(&self, tid: Option<i64>) -> Option<i64> {
         tid.or_else(|| {
             let s = self.pending.stack_id?;
-            self.source.desc.groups.get(&s)?.region_tid
+            group(&self.source.desc.groups, s)?.region_tid
         })
     }
 
     fn group(&self) -> Option<&Group> {
-        self.source.desc.groups.get(&self.pending.stack_id?)
+        group(&self.source.desc.groups, self.pending.stack_id?)
     }
 
     /// `message` as the database's `json_extract(extdata, '$.message')` gives it.
@@ -930,13 +1054,13 @@ impl<'a> Rows<'a> {
         }
     }
 
-    fn push(&mut self, v: &Values<'_>) -> Result<()> {
+    fn push(&mut self, k: usize, v: &Values<'_>) -> Result<()> {
         let flows = self.group().and_then(Group::flows);
         let launched = self
             .group()
             .filter(|g| g.flows().is_some())
             .map_or(0, |g| i64::from(g.targets));
-        let message = if self.fills.contains(&Fill::Message) {
+        let message = if self.outs[k].fills.contains(&Fill::Message) {
             self.message()
         } else {
             None
@@ -944,8 +1068,9 @@ impl<'a> Rows<'a> {
         let nid = self.source.plan.node.id;
         let p = &self.pending;
         let flow = |k: usize| flows.map(|f| f[k]);
-        for (i, fill) in self.fills.iter().enumerate() {
-            let b = self.builder.column(i);
+        let out = &mut self.outs[k];
+        for (i, fill) in out.fills.iter().enumerate() {
+            let b = out.builder.column(i);
             match (fill, b) {
                 (Fill::Source, ColumnBuilder::U32(x)) => x.append_value(self.first_source),
                 (Fill::Id, ColumnBuilder::I64(x)) => x.append_value(v.id),
@@ -990,10 +1115,10 @@ impl<'a> Rows<'a> {
                 (_, other) => other.push_null(),
             }
         }
-        self.builder.end_row();
-        if self.builder.is_full() {
-            let batch: RecordBatch = self.builder.finish()?;
-            self.sorter.push(batch)?;
+        out.builder.end_row();
+        if out.builder.is_full() {
+            let batch: RecordBatch = out.builder.finish()?;
+            out.sorter.push(batch)?;
         }
         Ok(())
     }
@@ -1045,19 +1170,23 @@ impl RowSink for Rows<'_> {
             }
             return Ok(());
         }
-        if marker != (self.table == Table::Marker) {
+        let table = if marker { Table::Marker } else { Table::Region };
+        let Some(k) = self.out_of(table) else {
             return Ok(());
-        }
+        };
         let name = self.name(name_id).to_string();
-        self.push(&Values {
-            id,
-            pid,
-            tid: Some(tid),
-            start,
-            end,
-            name: &name,
-            ..Default::default()
-        })
+        self.push(
+            k,
+            &Values {
+                id,
+                pid,
+                tid: Some(tid),
+                start,
+                end,
+                name: &name,
+                ..Default::default()
+            },
+        )
     }
     fn dispatch(&mut self, d: &DispatchRow, _event_id: i64) -> Result<()> {
         let symbol = self.source.desc.symbols.get(&d.kernel_id).map(|(_, k)| k);
@@ -1066,65 +1195,74 @@ impl RowSink for Rows<'_> {
             .or_else(|| symbol.and_then(|k| k.kernel_name.as_deref()))
             .unwrap_or("")
             .to_string();
-        self.push(&Values {
-            id: d.dispatch_id,
-            pid: d.pid,
-            tid: self.filled(d.tid),
-            start: d.start,
-            end: d.end,
-            agent_id: Some(d.agent_id),
-            kernel_id: d.kernel_id,
-            dispatch_id: d.dispatch_id,
-            queue_id: Some(d.queue_id),
-            stream_id: Some(d.stream_id),
-            kernel_name: &kernel_name,
-            private_segment: d.private_segment_size,
-            group_segment: d.group_segment_size,
-            workgroup: d.workgroup,
-            grid: d.grid,
-            extdata: d.extdata.as_deref(),
-            ..Default::default()
-        })
+        self.push(
+            0,
+            &Values {
+                id: d.dispatch_id,
+                pid: d.pid,
+                tid: self.filled(d.tid),
+                start: d.start,
+                end: d.end,
+                agent_id: Some(d.agent_id),
+                kernel_id: d.kernel_id,
+                dispatch_id: d.dispatch_id,
+                queue_id: Some(d.queue_id),
+                stream_id: Some(d.stream_id),
+                kernel_name: &kernel_name,
+                private_segment: d.private_segment_size,
+                group_segment: d.group_segment_size,
+                workgroup: d.workgroup,
+                grid: d.grid,
+                extdata: d.extdata.as_deref(),
+                ..Default::default()
+            },
+        )
     }
     fn copy(&mut self, c: &CopyRow, _event_id: i64) -> Result<()> {
         let id = self.next_copy;
         self.next_copy += 1;
         let name = self.name(c.name_id).to_string();
-        self.push(&Values {
-            id,
-            pid: c.pid,
-            tid: self.filled(c.tid),
-            start: c.start,
-            end: c.end,
-            name: &name,
-            dst_agent: c.dst_agent_id,
-            src_agent: c.src_agent_id,
-            size: Some(c.size),
-            queue_id: c.queue_id,
-            stream_id: c.stream_id,
-            extdata: c.extdata.as_deref(),
-            ..Default::default()
-        })
+        self.push(
+            0,
+            &Values {
+                id,
+                pid: c.pid,
+                tid: self.filled(c.tid),
+                start: c.start,
+                end: c.end,
+                name: &name,
+                dst_agent: c.dst_agent_id,
+                src_agent: c.src_agent_id,
+                size: Some(c.size),
+                queue_id: c.queue_id,
+                stream_id: c.stream_id,
+                extdata: c.extdata.as_deref(),
+                ..Default::default()
+            },
+        )
     }
     fn alloc(&mut self, a: &AllocRow, _event_id: i64) -> Result<()> {
         let id = self.next_alloc;
         self.next_alloc += 1;
-        self.push(&Values {
-            id,
-            pid: a.pid,
-            tid: self.filled(a.tid),
-            start: a.start,
-            end: a.end,
-            agent_id: a.agent_id,
-            alloc_type: a.kind.unwrap_or(""),
-            level: a.level,
-            address: a.address,
-            size: Some(a.size),
-            queue_id: a.queue_id,
-            stream_id: a.stream_id,
-            extdata: a.extdata.as_deref(),
-            ..Default::default()
-        })
+        self.push(
+            0,
+            &Values {
+                id,
+                pid: a.pid,
+                tid: self.filled(a.tid),
+                start: a.start,
+                end: a.end,
+                agent_id: a.agent_id,
+                alloc_type: a.kind.unwrap_or(""),
+                level: a.level,
+                address: a.address,
+                size: Some(a.size),
+                queue_id: a.queue_id,
+                stream_id: a.stream_id,
+                extdata: a.extdata.as_deref(),
+                ..Default::default()
+            },
+        )
     }
     fn kernel_symbol(&mut self, _pid: i64, _k: &KernelSymbolRow) -> Result<()> {
         Ok(())
