@@ -256,14 +256,36 @@ fn db_trace_for(rocpd: &Path, case: &Case, root: &Path) -> Result<PathBuf> {
     let dbs = dir.join("db-trace");
     if !dir.join("db-trace-done").exists() {
         let _ = std::fs::remove_dir_all(&dbs);
-        let status = Command::new(rocpd)
-            .args(["convert", "-q", "-f", "rocpd", "--split-by", "process", "-o", "t", "-i"])
-            .arg(&traces)
-            .arg("-d")
-            .arg(&dbs)
-            .status()?;
-        if !status.success() {
-            bail!("importing {} failed", traces.display());
+        // One conversion per process (`<pid>_*.csv` of a host directory): the parts of a
+        // split RocPD output each carry every input's info rows, so they cannot be read
+        // together.
+        for host in std::fs::read_dir(&traces)? {
+            let host = host?.path();
+            let mut runs: std::collections::BTreeMap<String, Vec<PathBuf>> = Default::default();
+            for f in std::fs::read_dir(&host)? {
+                let f = f?.path();
+                let name = f
+                    .file_name()
+                    .context("a file")?
+                    .to_string_lossy()
+                    .into_owned();
+                let pid = name.split('_').next().unwrap_or_default().to_string();
+                runs.entry(pid).or_default().push(f);
+            }
+            for (pid, files) in runs {
+                let host_name = host.file_name().context("a host")?.to_string_lossy();
+                let status = Command::new(rocpd)
+                    .args(["convert", "-q", "-f", "rocpd", "-o"])
+                    .arg(format!("{host_name}-{pid}"))
+                    .arg("-d")
+                    .arg(&dbs)
+                    .arg("-i")
+                    .args(&files)
+                    .status()?;
+                if !status.success() {
+                    bail!("importing {} failed", host.display());
+                }
+            }
         }
         std::fs::write(dir.join("db-trace-done"), "")?;
     }

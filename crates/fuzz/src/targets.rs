@@ -182,13 +182,42 @@ impl Runner {
             Err(e) => return out.err("group_runs", e),
         };
         for (i, run) in runs.iter().take(MAX_RUNS).enumerate() {
+            let direct = read_csv_directly(run);
             let mut strict_rows = None;
             for skip in [false, true] {
                 let dest = self.fresh_output(&format!("import-{i}-{skip}.db"));
                 let opts = rocpd_rocprofv3::ImportOptions {
                     skip_bad_rows: skip,
                 };
-                match rocpd_rocprofv3::import(run, &dest, &opts) {
+                let imported = rocpd_rocprofv3::import(run, &dest, &opts);
+                if !skip {
+                    // The direct CSV reader reads what the import writes, or leaves the
+                    // run to it (always when the import fails).
+                    let events = |r: &rocpd_rocprofv3::ImportReport| {
+                        [
+                            "rocpd_region",
+                            "rocpd_kernel_dispatch",
+                            "rocpd_memory_copy",
+                            "rocpd_memory_allocate",
+                        ]
+                        .iter()
+                        .map(|t| r.count(t))
+                        .sum::<u64>()
+                    };
+                    let agree = match (&direct, &imported) {
+                        (Ok(None), _) => true,
+                        (Ok(Some(n)), Ok(report)) => *n == events(report),
+                        _ => false,
+                    };
+                    if !agree {
+                        out.unreadable.get_or_insert(format!(
+                            "the direct CSV reader disagrees with the import: {:?} against {:?}",
+                            direct,
+                            imported.as_ref().map(events).map_err(|e| e.to_string())
+                        ));
+                    }
+                }
+                match imported {
                     Ok(report) => {
                         // A lenient import of an input the strict one accepted writes the
                         // same database: read it once.
@@ -265,6 +294,73 @@ impl Runner {
     }
 }
 
+/// Everything the direct CSV reader offers for `run` (open, catalog, span, counts, marker
+/// search, every stream walked to its end with a one-byte sort budget): `None` when it
+/// leaves the run to the import, else the rows it streamed, or the first error as text.
+fn read_csv_directly(run: &rocpd_rocprofv3::Run) -> std::result::Result<Option<u64>, String> {
+    use rocpd_pipeline::Source;
+    let spill = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let opts = rocpd_rocprofv3::ImportOptions::default();
+    let Some(source) =
+        rocpd_rocprofv3::CsvRunSource::open(run, &opts).map_err(|e| e.to_string())?
+    else {
+        return Ok(None);
+    };
+    let source = source.with_sort_options(rocpd_pipeline::SortOptions {
+        memory_bytes: 1,
+        batch_rows: 64,
+        spill_dir: Some(spill.path().to_path_buf()),
+    });
+    let text = |e: rocpd_model::Error| e.to_string();
+    source.catalog(0).map_err(text)?;
+    source.event_span().map_err(text)?;
+    source.find_marker("step").map_err(text)?;
+    let counted: u64 = source
+        .count_rows()
+        .map_err(text)?
+        .iter()
+        .map(|(_, n)| n)
+        .sum();
+    let options = rocpd_pipeline::StreamOptions {
+        batch_rows: 64,
+        ..Default::default()
+    };
+    let streamed = stream_in_order(&source, &options)?;
+    if streamed != counted {
+        return Err(format!("streamed {streamed} rows, counted {counted}"));
+    }
+    Ok(Some(streamed))
+}
+
+/// Walks every stream of `source` to its end, checking each goes forward in time; returns
+/// the rows.
+fn stream_in_order(
+    source: &dyn rocpd_pipeline::Source,
+    options: &rocpd_pipeline::StreamOptions,
+) -> std::result::Result<u64, String> {
+    let text = |e: rocpd_model::Error| e.to_string();
+    let mut streamed = 0u64;
+    for mut p in source.prepare(0, options).map_err(text)? {
+        let mut s = p.open().map_err(text)?;
+        let mut last = i64::MIN;
+        while let Some(b) = s.next_batch().map_err(text)? {
+            let starts = b
+                .column(rocpd_model::col::START)
+                .as_any()
+                .downcast_ref::<arrow_array::Int64Array>()
+                .ok_or("start is not Int64")?;
+            for &t in starts.values() {
+                if t < last {
+                    return Err(format!("the stream goes back in time: {t} after {last}"));
+                }
+                last = t;
+            }
+            streamed += b.num_rows() as u64;
+        }
+    }
+    Ok(streamed)
+}
+
 /// Everything the direct Proton reader offers (open, catalog, span, counts, the stream
 /// walked to its end, with a one-byte sort budget so the run files are exercised too):
 /// the regions it streamed, or the first error as text.
@@ -294,25 +390,7 @@ fn read_proton_directly(
         batch_rows: 64,
         ..Default::default()
     };
-    let mut streamed = 0u64;
-    for mut p in source.prepare(0, &options).map_err(text)? {
-        let mut s = p.open().map_err(text)?;
-        let mut last = i64::MIN;
-        while let Some(b) = s.next_batch().map_err(text)? {
-            let starts = b
-                .column(rocpd_model::col::START)
-                .as_any()
-                .downcast_ref::<arrow_array::Int64Array>()
-                .ok_or("start is not Int64")?;
-            for &t in starts.values() {
-                if t < last {
-                    return Err(format!("the stream goes back in time: {t} after {last}"));
-                }
-                last = t;
-            }
-            streamed += b.num_rows() as u64;
-        }
-    }
+    let streamed = stream_in_order(&source, &options)?;
     if streamed != counted {
         return Err(format!("streamed {streamed} regions, counted {counted}"));
     }

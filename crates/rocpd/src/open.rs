@@ -1,11 +1,12 @@
 //! [`Inputs`]: the opened inputs of a run, whatever their format, and the runs over them.
 //!
 //! Opening detects each file by content. RocPD databases are read as they are; Proton
-//! files (chrome traces and trees) are read directly ([`rocpd_proton::ProtonSource`]);
-//! rocprofv3 CSV sets and JSON files are imported into RocPD databases in a private
-//! temporary directory (never beside the input) that lives as long as the `Inputs`, and
-//! so are Proton files when an output copies rows out of databases (`-f rocpd`, `merge`,
-//! `query`). The catalogs of all inputs are read once, numbering
+//! files (chrome traces and trees) and rocprofv3 CSV runs that need no database are read
+//! directly ([`rocpd_proton::ProtonSource`], [`rocpd_rocprofv3::CsvRunSource`]); other
+//! rocprofv3 runs (JSON files, CSV runs with counter files, ...) are imported into RocPD
+//! databases in a private temporary directory (never beside the input) that lives as long
+//! as the `Inputs`, and so is every direct input when an output copies rows out of
+//! databases (`-f rocpd`, `merge`, `query`). The catalogs of all inputs are read once, numbering
 //! sources in input order, and a process given twice is refused before anything else
 //! happens.
 
@@ -241,7 +242,7 @@ pub struct Inputs {
     /// [`OpenOptions::threads`], resolved: imports asked for later run on as many.
     threads: usize,
     imports: Option<Arc<ImportDir>>,
-    /// Proton files described while resolving, by input: the inputs read directly, not as
+    /// Inputs described while resolving to be read directly, by input: the inputs read directly, not as
     /// databases. Every later open of one clones its description instead of reading the
     /// file again.
     described: BTreeMap<usize, Arc<Direct>>,

@@ -145,6 +145,29 @@ fn a_generated_trace_reads_as_its_imported_database() {
 }
 
 #[test]
+fn a_gzip_compressed_trace_reads_as_its_imported_database() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = generated(tmp.path(), 4, true);
+    for e in std::fs::read_dir(&csv).unwrap() {
+        let p = e.unwrap().path();
+        let mut gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(format!("{}.gz", p.display())).unwrap(),
+            flate2::Compression::fast(),
+        );
+        gz.write_all(&std::fs::read(&p).unwrap()).unwrap();
+        gz.finish().unwrap();
+        std::fs::remove_file(&p).unwrap();
+    }
+    let run = one_run(&csv);
+    assert!(run
+        .files
+        .iter()
+        .all(|f| f.to_string_lossy().ends_with(".csv.gz")));
+    same_as_imported(&run, SortOptions::default());
+}
+
+#[test]
 fn markers_are_found_as_the_database_finds_them() {
     let tmp = tempfile::tempdir().unwrap();
     let run = one_run(&generated(tmp.path(), 5, false));
@@ -258,6 +281,21 @@ fn real_trace_files_without_counters_read_as_imported() {
         }
         cases.push((tmp, run_dir));
     }
+    // Kernel traces of every header generation, each a run of its own.
+    let historical = Path::new("../../fixtures/rocprofv3-csv-docs/historical");
+    for e in std::fs::read_dir(historical).unwrap() {
+        let from = e.unwrap().path();
+        let name = from.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.starts_with("kernel_trace__") {
+            continue;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let run_dir = tmp.path().join("run");
+        std::fs::create_dir(&run_dir).unwrap();
+        std::fs::copy(&from, run_dir.join("kernel_trace.csv")).unwrap();
+        cases.push((tmp, run_dir));
+    }
+    assert!(cases.len() >= 9);
     for (_tmp, dir) in &cases {
         for run in rocpd_rocprofv3::group_runs(std::slice::from_ref(dir)).unwrap() {
             same_as_imported(&run, SortOptions::default());
