@@ -37,10 +37,11 @@ pub const INDEPENDENT_GROUP: usize = 8;
 /// Larger caches bought no speed on eight or 64 inputs and cost memory (D36).
 pub const CACHE_BUDGET_KIB: usize = 4 << 10;
 
-/// Sort memory shared by the Proton files read directly, bytes (each gets between 1 MiB
-/// and `rocpd_pipeline::SORT_MEMORY`): a run that merges them in time order holds every
-/// one's sorter at once, so the sum must not grow with their number (D82).
-pub const SORT_BUDGET: usize = 64 << 20;
+/// Sort memory shared by the sorters of the inputs read directly, bytes (each gets between
+/// 512 KiB and `rocpd_pipeline::SORT_MEMORY`, one input's together at most that): a run
+/// that merges them in time order holds every one at once, so the sum must not grow with
+/// their number (D82, D85).
+pub const SORT_BUDGET: usize = 32 << 20;
 
 /// How inputs are opened.
 #[derive(Debug, Clone, Default)]
@@ -377,7 +378,7 @@ impl Inputs {
                     let own = source.sorters().max(1);
                     let memory = (SORT_BUDGET / sorters.max(1))
                         .min(rocpd_pipeline::SORT_MEMORY / own)
-                        .clamp(1 << 20, rocpd_pipeline::SORT_MEMORY);
+                        .clamp(512 << 10, rocpd_pipeline::SORT_MEMORY);
                     let sort = rocpd_pipeline::SortOptions {
                         memory_bytes: memory,
                         ..Default::default()
