@@ -407,6 +407,27 @@ fn tree_bytes(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
+/// `rocpd convert -q -o t -i INPUT -d OUT -f FORMATS...`, with `TMPDIR` set to `tmpdir`
+/// when given.
+fn convert_to(
+    input: &Path,
+    out: &Path,
+    formats: &[&str],
+    tmpdir: Option<&Path>,
+) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"));
+    cmd.args(["convert", "-q", "-o", "t", "-i"])
+        .arg(input)
+        .arg("-d")
+        .arg(out)
+        .arg("-f")
+        .args(formats);
+    if let Some(t) = tmpdir {
+        cmd.env("TMPDIR", t);
+    }
+    cmd.output().unwrap()
+}
+
 /// Proton files (chrome traces and trees) are read directly, with no temporary database
 /// (issue 12): with a `TMPDIR` nothing can be created in, Perfetto and OTF2 conversions
 /// still succeed, and give byte for byte what the imported database gives (`-f rocpd` in
@@ -448,18 +469,8 @@ fn proton_files_convert_directly_to_what_their_imported_database_gives() {
             tmp.path().join(format!("b{i}")),
         );
         let convert = |out: &Path, formats: &[&str], tmpdir: Option<&Path>| {
-            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"));
-            cmd.args(["convert", "-q", "-o", "t", "-i"])
-                .arg(trace)
-                .arg("-d")
-                .arg(out);
-            cmd.arg("-f").args(formats);
-            if let Some(t) = tmpdir {
-                cmd.env("TMPDIR", t);
-            }
-            let o = cmd.output().unwrap();
+            let o = convert_to(trace, out, formats, tmpdir);
             assert!(o.status.success(), "{}: {}", trace.display(), stderr(&o));
-            String::from_utf8_lossy(&o.stderr).into_owned()
         };
         convert(&a, &["pftrace", "otf2", "parquet"], Some(&no_tmp));
         convert(&b, &["pftrace", "otf2", "parquet", "rocpd"], None);
@@ -523,17 +534,7 @@ fn seventeen_chrome_traces_convert_as_their_imported_databases() {
         std::fs::copy(src, inputs.join(format!("rank{k:02}.chrome_trace"))).unwrap();
     }
     let convert = |out: &Path, formats: &[&str], tmpdir: Option<&Path>| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"));
-        cmd.args(["convert", "-q", "-o", "t", "-i"])
-            .arg(&inputs)
-            .arg("-d")
-            .arg(out)
-            .arg("-f")
-            .args(formats);
-        if let Some(t) = tmpdir {
-            cmd.env("TMPDIR", t);
-        }
-        let o = cmd.output().unwrap();
+        let o = convert_to(&inputs, out, formats, tmpdir);
         assert!(o.status.success(), "{}", stderr(&o));
     };
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
@@ -575,17 +576,7 @@ fn csv_runs_without_counters_convert_directly_to_what_their_imported_databases_g
     assert_eq!(counter_files.len(), 2);
     let no_tmp = tmp.path().join("no-such-directory");
     let convert = |out: &Path, formats: &[&str], tmpdir: Option<&Path>| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"));
-        cmd.args(["convert", "-q", "-o", "t", "-i"])
-            .arg(&csv)
-            .arg("-d")
-            .arg(out)
-            .arg("-f")
-            .args(formats);
-        if let Some(t) = tmpdir {
-            cmd.env("TMPDIR", t);
-        }
-        cmd.output().unwrap()
+        convert_to(&csv, out, formats, tmpdir)
     };
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     let o = convert(&a, &["pftrace", "otf2", "parquet"], Some(&no_tmp));

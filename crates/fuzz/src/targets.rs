@@ -294,23 +294,20 @@ impl Runner {
     }
 }
 
-/// Everything the direct CSV reader offers for `run` (open, catalog, span, counts, marker
-/// search, every stream walked to its end with a one-byte sort budget): `None` when it
-/// leaves the run to the import, else the rows it streamed, or the first error as text.
-fn read_csv_directly(run: &rocpd_rocprofv3::Run) -> std::result::Result<Option<u64>, String> {
-    use rocpd_pipeline::Source;
-    let spill = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let opts = rocpd_rocprofv3::ImportOptions::default();
-    let Some(source) =
-        rocpd_rocprofv3::CsvRunSource::open(run, &opts).map_err(|e| e.to_string())?
-    else {
-        return Ok(None);
-    };
-    let source = source.with_sort_options(rocpd_pipeline::SortOptions {
+/// The sort options of the direct readers under the fuzzer: a one-byte budget, so every
+/// batch goes through a run file, in `spill`.
+fn spill_everything(spill: &tempfile::TempDir) -> rocpd_pipeline::SortOptions {
+    rocpd_pipeline::SortOptions {
         memory_bytes: 1,
         batch_rows: 64,
         spill_dir: Some(spill.path().to_path_buf()),
-    });
+    }
+}
+
+/// Everything a source read directly offers (catalog, span, counts, marker search, every
+/// stream walked to its end, forward in time): the rows it streamed, or the first error
+/// as text.
+fn walk_source(source: &dyn rocpd_pipeline::Source) -> std::result::Result<u64, String> {
     let text = |e: rocpd_model::Error| e.to_string();
     source.catalog(0).map_err(text)?;
     source.event_span().map_err(text)?;
@@ -325,22 +322,8 @@ fn read_csv_directly(run: &rocpd_rocprofv3::Run) -> std::result::Result<Option<u
         batch_rows: 64,
         ..Default::default()
     };
-    let streamed = stream_in_order(&source, &options)?;
-    if streamed != counted {
-        return Err(format!("streamed {streamed} rows, counted {counted}"));
-    }
-    Ok(Some(streamed))
-}
-
-/// Walks every stream of `source` to its end, checking each goes forward in time; returns
-/// the rows.
-fn stream_in_order(
-    source: &dyn rocpd_pipeline::Source,
-    options: &rocpd_pipeline::StreamOptions,
-) -> std::result::Result<u64, String> {
-    let text = |e: rocpd_model::Error| e.to_string();
     let mut streamed = 0u64;
-    for mut p in source.prepare(0, options).map_err(text)? {
+    for mut p in source.prepare(0, &options).map_err(text)? {
         let mut s = p.open().map_err(text)?;
         let mut last = i64::MIN;
         while let Some(b) = s.next_batch().map_err(text)? {
@@ -358,43 +341,34 @@ fn stream_in_order(
             streamed += b.num_rows() as u64;
         }
     }
+    if streamed != counted {
+        return Err(format!("streamed {streamed} rows, counted {counted}"));
+    }
     Ok(streamed)
 }
 
-/// Everything the direct Proton reader offers (open, catalog, span, counts, the stream
-/// walked to its end, with a one-byte sort budget so the run files are exercised too):
-/// the regions it streamed, or the first error as text.
+/// The direct CSV reader on `run`: `None` when it leaves the run to the import, else
+/// [`walk_source`]'s rows or error.
+fn read_csv_directly(run: &rocpd_rocprofv3::Run) -> std::result::Result<Option<u64>, String> {
+    let spill = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let opts = rocpd_rocprofv3::ImportOptions::default();
+    let Some(source) =
+        rocpd_rocprofv3::CsvRunSource::open(run, &opts).map_err(|e| e.to_string())?
+    else {
+        return Ok(None);
+    };
+    walk_source(&source.with_sort_options(spill_everything(&spill))).map(Some)
+}
+
+/// The direct Proton reader on `path`: [`walk_source`]'s rows or error (also when the
+/// file is refused on open).
 fn read_proton_directly(
     path: &Path,
     kind: rocpd_proton::ProtonKind,
 ) -> std::result::Result<u64, String> {
-    use rocpd_pipeline::Source;
     let spill = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let source = rocpd_proton::ProtonSource::open(path, kind)
-        .map_err(|e| e.to_string())?
-        .with_sort_options(rocpd_pipeline::SortOptions {
-            memory_bytes: 1,
-            batch_rows: 64,
-            spill_dir: Some(spill.path().to_path_buf()),
-        });
-    let text = |e: rocpd_model::Error| e.to_string();
-    source.catalog(0).map_err(text)?;
-    source.event_span().map_err(text)?;
-    let counted: u64 = source
-        .count_rows()
-        .map_err(text)?
-        .iter()
-        .map(|(_, n)| n)
-        .sum();
-    let options = rocpd_pipeline::StreamOptions {
-        batch_rows: 64,
-        ..Default::default()
-    };
-    let streamed = stream_in_order(&source, &options)?;
-    if streamed != counted {
-        return Err(format!("streamed {streamed} regions, counted {counted}"));
-    }
-    Ok(streamed)
+    let source = rocpd_proton::ProtonSource::open(path, kind).map_err(|e| e.to_string())?;
+    walk_source(&source.with_sort_options(spill_everything(&spill)))
 }
 
 /// Everything the RocPD reader offers, each step on its own so that one failing step

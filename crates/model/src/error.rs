@@ -65,6 +65,20 @@ impl Error {
     }
 }
 
+/// A JSON value as SQLite's `json_extract` returns it, read as text: a string as it is,
+/// `true`/`false` as `1`/`0`, a number, array or object as JSON text, null as none. The
+/// direct readers give the `message` column this way, as the RocPD reader gets it from
+/// `json_extract(extdata, '$.message')` on an imported database.
+pub fn json_extract_text(v: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(if *b { "1" } else { "0" }.into()),
+        other => Some(other.to_string()),
+    }
+}
+
 /// A JSON value in a few words, for messages of the JSON readers ("the number 5",
 /// "the string \"abc...\"", "an array").
 pub fn describe_json(v: &serde_json::Value) -> String {

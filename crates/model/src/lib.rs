@@ -23,7 +23,7 @@ pub use catalog::{
     Agent, AgentIndexMode, Catalog, CatalogIndex, CodeObject, KernelSymbol, Node, Pmc, Process,
     Queue, SourceInfo, Stream, Thread,
 };
-pub use error::{describe_json, Error, Result};
+pub use error::{describe_json, json_extract_text, Error, Result};
 pub use projection::{Projection, JSON_TEXT_COLUMNS};
 pub use table::{ColumnKind, ColumnSpec, EventBatch, Table, COMMON_COLUMNS, MODEL_VERSION};
 

@@ -450,12 +450,7 @@ struct Rows<'a> {
 
 /// `message` as SQLite's `json_extract(extdata, '$.message')` gives it as text.
 fn message_of(ext: &Map<String, Value>) -> Option<String> {
-    match ext.get("message")? {
-        Value::Null => None,
-        Value::String(s) => Some(s.clone()),
-        Value::Bool(b) => Some(if *b { "1" } else { "0" }.into()),
-        other => Some(other.to_string()),
-    }
+    rocpd_model::json_extract_text(ext.get("message")?)
 }
 
 impl RegionOut for Rows<'_> {

@@ -39,10 +39,7 @@ use rocpd_pipeline::{
 };
 
 use crate::csv_import::{self, CsvPlan};
-use crate::db::{
-    Agents, AllocRow, CopyRow, DispatchRow, EventRow, FoundDispatch, KernelSymbolRow, NodeRow,
-    PmcRow,
-};
+use crate::db::{Agents, AllocRow, CopyRow, DispatchRow, EventRow, KernelSymbolRow, NodeRow};
 use crate::sink::RowSink;
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
 
@@ -262,12 +259,6 @@ impl Describe {
     }
 }
 
-/// A counter file's rows need the database: runs with one are imported, so these are
-/// never reached; if they were, the run is refused.
-fn counter_rows() -> Error {
-    Error::Usage("internal: counter rows reached the direct CSV reader".into())
-}
-
 impl RowSink for Describe {
     fn agents(&mut self) -> &mut Agents {
         &mut self.d.agents
@@ -358,24 +349,6 @@ impl RowSink for Describe {
     }
     fn has_kernel(&self, id: i64) -> bool {
         self.d.symbols.contains_key(&id)
-    }
-    fn pmc(&mut self, _pid: i64, _p: &PmcRow) -> Result<()> {
-        Err(counter_rows())
-    }
-    fn pmc_event(&mut self, _event_id: i64, _pmc_id: i64, _value: f64) -> Result<()> {
-        Err(counter_rows())
-    }
-    fn find_dispatch(&self, _dispatch_id: i64) -> Result<Option<FoundDispatch>> {
-        Err(counter_rows())
-    }
-    fn set_dispatch_tid(&mut self, _dispatch_id: i64, _pid: i64, _tid: i64) -> Result<()> {
-        Err(counter_rows())
-    }
-    fn untimed_event(&self, _dispatch_id: i64) -> Result<Option<i64>> {
-        Err(counter_rows())
-    }
-    fn remember_untimed(&mut self, _dispatch_id: i64, _event_id: i64) -> Result<()> {
-        Err(counter_rows())
     }
 }
 
@@ -1043,15 +1016,8 @@ impl<'a> Rows<'a> {
     /// `message` as the database's `json_extract(extdata, '$.message')` gives it.
     fn message(&self) -> Option<String> {
         let text = self.pending.extdata.as_deref()?;
-        match serde_json::from_str::<serde_json::Value>(text)
-            .ok()?
-            .get("message")?
-        {
-            serde_json::Value::Null => None,
-            serde_json::Value::String(s) => Some(s.clone()),
-            serde_json::Value::Bool(b) => Some(if *b { "1" } else { "0" }.into()),
-            other => Some(other.to_string()),
-        }
+        let ext = serde_json::from_str::<serde_json::Value>(text).ok()?;
+        rocpd_model::json_extract_text(ext.get("message")?)
     }
 
     fn push(&mut self, k: usize, v: &Values<'_>) -> Result<()> {
@@ -1269,23 +1235,5 @@ impl RowSink for Rows<'_> {
     }
     fn has_kernel(&self, id: i64) -> bool {
         self.source.desc.symbols.contains_key(&id)
-    }
-    fn pmc(&mut self, _pid: i64, _p: &PmcRow) -> Result<()> {
-        Err(counter_rows())
-    }
-    fn pmc_event(&mut self, _event_id: i64, _pmc_id: i64, _value: f64) -> Result<()> {
-        Err(counter_rows())
-    }
-    fn find_dispatch(&self, _dispatch_id: i64) -> Result<Option<FoundDispatch>> {
-        Err(counter_rows())
-    }
-    fn set_dispatch_tid(&mut self, _dispatch_id: i64, _pid: i64, _tid: i64) -> Result<()> {
-        Err(counter_rows())
-    }
-    fn untimed_event(&self, _dispatch_id: i64) -> Result<Option<i64>> {
-        Err(counter_rows())
-    }
-    fn remember_untimed(&mut self, _dispatch_id: i64, _event_id: i64) -> Result<()> {
-        Err(counter_rows())
     }
 }

@@ -33,12 +33,33 @@ pub(crate) trait RowSink {
     fn alloc(&mut self, a: &AllocRow, event_id: i64) -> Result<()>;
     fn kernel_symbol(&mut self, pid: i64, k: &KernelSymbolRow) -> Result<()>;
     fn has_kernel(&self, id: i64) -> bool;
-    fn pmc(&mut self, pid: i64, p: &PmcRow) -> Result<()>;
-    fn pmc_event(&mut self, event_id: i64, pmc_id: i64, value: f64) -> Result<()>;
-    fn find_dispatch(&self, dispatch_id: i64) -> Result<Option<FoundDispatch>>;
-    fn set_dispatch_tid(&mut self, dispatch_id: i64, pid: i64, tid: i64) -> Result<()>;
-    fn untimed_event(&self, dispatch_id: i64) -> Result<Option<i64>>;
-    fn remember_untimed(&mut self, dispatch_id: i64, event_id: i64) -> Result<()>;
+
+    // Counter rows update or look up dispatches already written: only the database can
+    // take them (the direct reader leaves runs with counter files to the import), so a
+    // sink without a database refuses them.
+    fn pmc(&mut self, _pid: i64, _p: &PmcRow) -> Result<()> {
+        Err(counter_rows())
+    }
+    fn pmc_event(&mut self, _event_id: i64, _pmc_id: i64, _value: f64) -> Result<()> {
+        Err(counter_rows())
+    }
+    fn find_dispatch(&self, _dispatch_id: i64) -> Result<Option<FoundDispatch>> {
+        Err(counter_rows())
+    }
+    fn set_dispatch_tid(&mut self, _dispatch_id: i64, _pid: i64, _tid: i64) -> Result<()> {
+        Err(counter_rows())
+    }
+    fn untimed_event(&self, _dispatch_id: i64) -> Result<Option<i64>> {
+        Err(counter_rows())
+    }
+    fn remember_untimed(&mut self, _dispatch_id: i64, _event_id: i64) -> Result<()> {
+        Err(counter_rows())
+    }
+}
+
+/// The error of counter rows reaching a sink without a database (a bug, not bad input).
+fn counter_rows() -> rocpd_model::Error {
+    rocpd_model::Error::Usage("internal: counter rows reached a sink without a database".into())
 }
 
 impl RowSink for Out<'_> {
