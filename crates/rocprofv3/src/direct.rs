@@ -43,9 +43,9 @@ use crate::db::{Agents, AllocRow, CopyRow, DispatchRow, EventRow, KernelSymbolRo
 use crate::sink::RowSink;
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
 
-/// The most rows of kernels, copies and allocations with an internal correlation id a run
-/// read directly may have (each is a flow group entry of 72 bytes until the groups are
-/// merged); a run with more is imported.
+/// The most entries the describing pass keeps: one per kernel or copy with an internal
+/// correlation id (48 bytes until the groups are merged), and one per row without a
+/// thread (24 bytes); a run with more is imported.
 pub const MAX_GROUPS: usize = 1 << 20;
 
 /// The most pages of 4,096 ids each set of ids may use (512 bytes a page); a run whose
@@ -85,10 +85,6 @@ struct Group {
     last_start: i64,
     first_end: i64,
     last_end: i64,
-    /// The thread of the API call whose region id is this correlation id.
-    region_tid: Option<i64>,
-    /// Whether a kernel, copy or allocation without a thread carries it.
-    fill: bool,
 }
 
 impl Group {
@@ -106,7 +102,6 @@ impl Group {
             }
         }
         self.targets = self.targets.saturating_add(o.targets);
-        self.fill |= o.fill;
     }
 
     fn add(&mut self, start: i64, end: i64) {
@@ -132,15 +127,15 @@ impl Group {
     }
 }
 
-/// The group of correlation id `s` in groups sorted by id.
-fn group(groups: &[(i64, Group)], s: i64) -> Option<&Group> {
-    let i = groups.binary_search_by_key(&s, |(k, _)| *k).ok()?;
-    Some(&groups[i].1)
+/// The entry of correlation id `s` in entries sorted by id.
+fn find_in<T>(entries: &[(i64, T)], s: i64) -> Option<&T> {
+    let i = entries.binary_search_by_key(&s, |(k, _)| *k).ok()?;
+    Some(&entries[i].1)
 }
 
-fn find(groups: &mut [(i64, Group)], s: i64) -> Option<&mut Group> {
-    let i = groups.binary_search_by_key(&s, |(k, _)| *k).ok()?;
-    Some(&mut groups[i].1)
+fn find<T>(entries: &mut [(i64, T)], s: i64) -> Option<&mut T> {
+    let i = entries.binary_search_by_key(&s, |(k, _)| *k).ok()?;
+    Some(&mut entries[i].1)
 }
 
 /// Whether a category names a marker table row (SQLite's `LIKE 'MARKER\_%'`, which
@@ -177,8 +172,13 @@ struct Description {
     symbols: BTreeMap<i64, (i64, KernelSymbolRow)>,
     /// The first event id of each file of the plan (import order).
     first_event: Vec<i64>,
-    /// By correlation id, sorted, one entry each (once the target files are read).
+    /// Flow groups of kernels and copies by correlation id, sorted, one entry each (once
+    /// the target files are read).
     groups: Vec<(i64, Group)>,
+    /// The correlation ids of rows without a thread (copies, allocations, old dispatches),
+    /// sorted, with the thread of the API call whose region id each is (the import's
+    /// `fill_threads`).
+    fills: Vec<(i64, Option<i64>)>,
     /// Input left out on purpose (stats, PC sampling), as the import reports it.
     ignored: Vec<String>,
 }
@@ -214,23 +214,36 @@ impl Describe {
         }
     }
 
-    /// A new group entry for the current row's correlation id (entries of one id are
-    /// merged by [`Describe::merge_groups`]).
-    fn group(&mut self) -> Option<&mut Group> {
-        let s = self.stack?;
-        if self.d.groups.len() >= MAX_GROUPS {
+    /// Whether another group or fill entry fits [`MAX_GROUPS`].
+    fn room(&mut self) -> bool {
+        let fits = self.d.groups.len() + self.d.fills.len() < MAX_GROUPS;
+        if !fits {
             self.refuse("more flow groups than the direct reader keeps");
-            return None;
         }
-        self.d.groups.push((s, Group::default()));
-        self.d.groups.last_mut().map(|(_, g)| g)
+        fits
     }
 
+    /// A kernel or copy: a group entry for its correlation id (entries of one id are
+    /// merged by [`Describe::merge_groups`]), and a fill entry when it has no thread.
     fn target(&mut self, start: i64, end: i64, threadless: bool) {
-        if let Some(g) = self.group() {
+        let Some(s) = self.stack else {
+            return;
+        };
+        if self.room() {
+            let mut g = Group::default();
             g.add(start, end);
             g.targets = 1;
-            g.fill = threadless;
+            self.d.groups.push((s, g));
+        }
+        if threadless {
+            self.fill(s);
+        }
+    }
+
+    /// A row without a thread that takes its API call's: a fill entry for its id.
+    fn fill(&mut self, s: i64) {
+        if self.room() {
+            self.d.fills.push((s, None));
         }
     }
 
@@ -251,6 +264,10 @@ impl Describe {
         }
         groups.truncate(kept);
         groups.shrink_to_fit();
+        let fills = &mut self.d.fills;
+        fills.sort_unstable_by_key(|(s, _)| *s);
+        fills.dedup_by_key(|(s, _)| *s);
+        fills.shrink_to_fit();
     }
 
     fn queue_stream(&mut self, queue: Option<i64>, stream: Option<i64>) {
@@ -304,8 +321,10 @@ impl RowSink for Describe {
         if let Some(g) = self.stack.and_then(|s| find(&mut self.d.groups, s)) {
             g.add(start, end);
             g.sources += 1;
-            if self.stack == Some(id) && g.region_tid.is_none() {
-                g.region_tid = Some(tid);
+        }
+        if self.stack == Some(id) {
+            if let Some(t) = find(&mut self.d.fills, id).filter(|t| t.is_none()) {
+                *t = Some(tid);
             }
         }
         Ok(())
@@ -333,10 +352,8 @@ impl RowSink for Describe {
         self.thread(a.pid, a.tid);
         self.queue_stream(a.queue_id, a.stream_id);
         self.timed(Table::MemoryAllocation, a.pid, a.start, a.end);
-        if a.tid.is_none() {
-            if let Some(g) = self.group() {
-                g.fill = true;
-            }
+        if let (None, Some(s)) = (a.tid, self.stack) {
+            self.fill(s);
         }
         Ok(())
     }
@@ -396,6 +413,7 @@ impl CsvRunSource {
                 symbols: BTreeMap::new(),
                 first_event: Vec::new(),
                 groups: Vec::new(),
+                fills: Vec::new(),
                 ignored: Vec::new(),
             },
             events: 0,
@@ -441,9 +459,9 @@ impl CsvRunSource {
         }
         // The threads the import fills in from the API calls.
         let pid = plan.pid;
-        for (_, g) in &d.groups {
-            if let (true, Some(t)) = (g.fill, g.region_tid) {
-                d.threads.insert((pid, t));
+        for (_, t) in &d.fills {
+            if let Some(t) = t {
+                d.threads.insert((pid, *t));
             }
         }
         d.ignored = report.ignored;
@@ -1005,12 +1023,12 @@ impl<'a> Rows<'a> {
     fn filled(&self, tid: Option<i64>) -> Option<i64> {
         tid.or_else(|| {
             let s = self.pending.stack_id?;
-            group(&self.source.desc.groups, s)?.region_tid
+            *find_in(&self.source.desc.fills, s)?
         })
     }
 
     fn group(&self) -> Option<&Group> {
-        group(&self.source.desc.groups, self.pending.stack_id?)
+        find_in(&self.source.desc.groups, self.pending.stack_id?)
     }
 
     /// `message` as the database's `json_extract(extdata, '$.message')` gives it.
