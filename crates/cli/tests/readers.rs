@@ -598,6 +598,36 @@ fn csv_runs_without_counters_convert_directly_to_what_their_imported_databases_g
     assert!(rows["kernels"] > 0 && rows["memory_copies"] > 0, "{rows:?}");
     let decoded = decode(&a.join("t_results.pftrace"));
     assert!(!decoded.flow_ends.is_empty());
+    // Any number of decode threads (the region and marker streams share one read of the
+    // API files, whichever opens first), byte for byte; the inputs are left as they were.
+    let listing = || tree_bytes(&csv);
+    let before = listing();
+    for threads in ["1", "4"] {
+        let out = tmp.path().join(format!("t{threads}"));
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"));
+        cmd.args([
+            "convert",
+            "-q",
+            "-o",
+            "t",
+            "-f",
+            "pftrace",
+            "--threads",
+            threads,
+            "-i",
+        ])
+        .arg(&csv)
+        .arg("-d")
+        .arg(&out)
+        .env("TMPDIR", &no_tmp);
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            pf(&out) == pf(&a),
+            "--threads {threads}: Perfetto output differs"
+        );
+    }
+    assert!(listing() == before, "an input changed");
     // With its counter file back, a run imports: nothing can be created in that TMPDIR.
     let (kept, back) = &counter_files[0];
     std::fs::rename(kept, back).unwrap();
