@@ -6,11 +6,11 @@
 //!
 //! 1. **Describing** (when the run is opened): every file once, with the API files last,
 //!    keeping what the catalog, counts and span need and what the database's joins would
-//!    give each row later: per internal correlation id of a kernel, copy or allocation,
-//!    the flow group's counts and time extremes (what the RocPD reader's links table
-//!    holds) and the thread of the API call that carries it (what the importer's
-//!    `fill_threads` copies into rows without one). API files go last so those groups
-//!    exist when the calls arrive: nothing per API call is kept.
+//!    give each row later: per internal correlation id of a kernel or copy, the flow
+//!    group's counts and time extremes (what the RocPD reader's links table holds), and
+//!    per correlation id of a row without a thread, the thread of the API call that
+//!    carries it (what the importer's `fill_threads` copies into such rows). API files go
+//!    last so those entries exist when the calls arrive: nothing per API call is kept.
 //! 2. **Streaming** (one stream per table, opened on a decode thread): the files of that
 //!    table again, each row built into Arrow batches of the columns the run reads, with
 //!    the ids the import would give (event ids counted in import order from each file's
