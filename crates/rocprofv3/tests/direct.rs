@@ -302,3 +302,54 @@ fn real_trace_files_without_counters_read_as_imported() {
         }
     }
 }
+
+/// Files that change between the describing pass and a stream give an error naming the
+/// file and line, or rows, never a panic.
+#[test]
+fn files_changed_after_opening_give_errors_not_panics() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = generated(tmp.path(), 6, false);
+    let run = one_run(&csv);
+    let direct = CsvRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .unwrap();
+    let kernel = run
+        .files
+        .iter()
+        .find(|f| f.to_string_lossy().ends_with("kernel_trace.csv"))
+        .unwrap()
+        .clone();
+    let api = run
+        .files
+        .iter()
+        .find(|f| f.to_string_lossy().ends_with("hip_api_trace.csv"))
+        .unwrap()
+        .clone();
+    let original = std::fs::read_to_string(&kernel).unwrap();
+    let header = original.lines().next().unwrap().to_string();
+    let options = StreamOptions {
+        projection: Projection::all(),
+        batch_rows: 64,
+        tables: None,
+    };
+    let drain = |source: &CsvRunSource| -> Result<u64, String> {
+        let mut n = 0;
+        for mut p in source.prepare(0, &options).map_err(|e| e.to_string())? {
+            let mut s = p.open().map_err(|e| e.to_string())?;
+            while let Some(b) = s.next_batch().map_err(|e| e.to_string())? {
+                n += b.num_rows() as u64;
+            }
+        }
+        Ok(n)
+    };
+    // A bad row appended: an error naming the file and its line.
+    std::fs::write(&kernel, format!("{original}{}\n", "x,".repeat(5))).unwrap();
+    let e = drain(&direct).unwrap_err();
+    assert!(e.contains("kernel_trace.csv") && e.contains("line"), "{e}");
+    // Rows removed (only the header left), or the API file gone: rows or an error.
+    std::fs::write(&kernel, format!("{header}\n")).unwrap();
+    drain(&direct).unwrap();
+    std::fs::remove_file(&api).unwrap();
+    let e = drain(&direct).unwrap_err();
+    assert!(e.contains("hip_api_trace.csv"), "{e}");
+}
