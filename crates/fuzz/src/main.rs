@@ -361,6 +361,16 @@ fn worker(args: &Args) -> Result<ExitCode> {
                     stats.errors.fetch_add(1, Ordering::Relaxed);
                     shared.count_message(step, msg);
                 }
+                if let Some(msg) = &out.mismatch {
+                    found = true;
+                    shared.report("mismatch", &shorten(msg, 300), "", Some(&cur));
+                    if !args.keep_going {
+                        shared.enter(Phase::Idle);
+                        shared.set_current(None);
+                        shared.write_stats();
+                        return Ok(ExitCode::from(EXIT_FOUND as u8));
+                    }
+                }
                 if let Some(msg) = &out.unreadable {
                     stats.unreadable.fetch_add(1, Ordering::Relaxed);
                     let mut s = stats
@@ -528,6 +538,10 @@ fn replay(args: &Args) -> Result<ExitCode> {
             }
             if let Some(u) = &out.unreadable {
                 println!("imported database not readable: {u}");
+            }
+            if let Some(m) = &out.mismatch {
+                println!("FAILURE: {m}");
+                return Ok(ExitCode::from(EXIT_FOUND as u8));
             }
             println!(
                 "{} rows read, {secs:.3} s, peak RSS {} MiB",

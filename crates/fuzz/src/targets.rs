@@ -95,6 +95,9 @@ pub struct Outcome {
     pub error: Option<(&'static str, String)>,
     /// An import succeeded but reading the database it wrote failed: the message.
     pub unreadable: Option<String>,
+    /// A direct reader disagreed with the import of the same input (a failure: both must
+    /// give the same rows, or the same refusal).
+    pub mismatch: Option<String>,
     /// Rows read from databases over the whole execution.
     pub rows: u64,
 }
@@ -210,7 +213,7 @@ impl Runner {
                         _ => false,
                     };
                     if !agree {
-                        out.unreadable.get_or_insert(format!(
+                        out.mismatch.get_or_insert(format!(
                             "the direct CSV reader disagrees with the import: {:?} against {:?}",
                             direct,
                             imported.as_ref().map(events).map_err(|e| e.to_string())
@@ -269,7 +272,7 @@ impl Runner {
                 Ok(s) => s,
                 Err(e) => format!("error {e}"),
             };
-            out.unreadable.get_or_insert(format!(
+            out.mismatch.get_or_insert(format!(
                 "the direct Proton reader disagrees with the import: {} against {}",
                 show(direct.map(|n| format!("{n} regions"))),
                 show(
