@@ -346,8 +346,8 @@ fn overflow(path: &Path, index: usize, name: &str, what: &str) -> Error {
 }
 
 /// First pass: the facts about the whole tree that every node's layout depends on.
-#[derive(Default)]
-struct Facts {
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Facts {
     /// The root is Proton's `ROOT` placeholder (not written, not counted).
     root_placeholder: bool,
     /// Some data node has a time metric (widths are then times).
@@ -573,6 +573,8 @@ pub(crate) struct Laid {
     pub notes: Vec<String>,
     /// The process row's extdata (format, synthetic time, width unit).
     pub process_extdata: String,
+    /// What the first pass learned, for laying the tree out again without it.
+    pub facts: Facts,
 }
 
 /// Counts the nodes put through it and their time extremes (a describing pass).
@@ -597,20 +599,27 @@ pub(crate) fn tree_pid(file_name: &str) -> i64 {
 /// Lays a tree file out in two streaming passes (memory follows the tree's depth, not its
 /// size): the first learns which metric sets the widths, the second puts every node into
 /// `out` as it ends, numbered from `first_id` in pre-order. Every error of the file (parse,
-/// metrics, overflow, device table) comes from here.
+/// metrics, overflow, device table) comes from here. With the facts of an earlier layout
+/// of the same file (`known`), the first pass is skipped.
 pub(crate) fn lay_out(
     path: &Path,
     file_name: &str,
     kind: ProtonKind,
     out: &mut dyn NodeOut,
     first_id: i64,
+    known: Option<Facts>,
 ) -> Result<Laid> {
-    let mut survey = Survey {
-        path,
-        facts: Facts::default(),
+    let facts = match known {
+        Some(f) => f,
+        None => {
+            let mut survey = Survey {
+                path,
+                facts: Facts::default(),
+            };
+            walk(path, &mut *pull(path, kind)?, &mut survey)?;
+            survey.facts
+        }
     };
-    walk(path, &mut *pull(path, kind)?, &mut survey)?;
-    let facts = survey.facts;
     let mut extremes = Extremes {
         inner: out,
         span: None,
@@ -659,6 +668,7 @@ pub(crate) fn lay_out(
         devices,
         notes,
         process_extdata: ext.to_string(),
+        facts,
     })
 }
 
@@ -765,6 +775,7 @@ pub(crate) fn import(
         kind,
         &mut WriteNodes { w: &mut *w, pid },
         first_id,
+        None,
     )?;
     notes.extend(laid.notes);
     for d in &laid.devices {
