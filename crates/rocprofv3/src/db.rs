@@ -438,6 +438,16 @@ pub(crate) struct FoundDispatch {
     pub tid: Option<i64>,
 }
 
+/// The name of queue or stream `id` (`word` is `Queue` or `Stream`): handle 0 is the
+/// default one.
+pub(crate) fn handle_name(word: &str, id: i64) -> String {
+    if id == 0 {
+        format!("Default {word}")
+    } else {
+        format!("{word} {id}")
+    }
+}
+
 /// Whether an error is a PRIMARY KEY (or UNIQUE) conflict.
 fn is_key_conflict(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _)
@@ -1074,19 +1084,11 @@ impl<'c> Out<'c> {
             )?;
         }
         for q in &self.queues {
-            let name = if *q == 0 {
-                "Default Queue".to_string()
-            } else {
-                format!("Queue {q}")
-            };
+            let name = handle_name("Queue", *q);
             self.exec(&self.sql.queue, params![q, nid, main_pid, name, "{}"])?;
         }
         for s in &self.streams {
-            let name = if *s == 0 {
-                "Default Stream".to_string()
-            } else {
-                format!("Stream {s}")
-            };
+            let name = handle_name("Stream", *s);
             self.exec(&self.sql.stream, params![s, nid, main_pid, name, "{}"])?;
         }
         // Code objects the kernel symbols name but the input did not describe.

@@ -39,7 +39,9 @@ use rocpd_pipeline::{
 };
 
 use crate::csv_import::{self, CsvPlan};
-use crate::db::{Agents, AllocRow, CopyRow, DispatchRow, EventRow, KernelSymbolRow, NodeRow};
+use crate::db::{
+    handle_name, Agents, AllocRow, CopyRow, DispatchRow, EventRow, KernelSymbolRow, NodeRow,
+};
 use crate::sink::RowSink;
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
 
@@ -91,28 +93,31 @@ impl Group {
     /// Adds the other entry of the same correlation id (targets only carry times).
     fn merge(&mut self, o: &Group) {
         if o.targets > 0 {
-            if self.targets + self.sources == 0 {
-                (self.first_start, self.last_start) = (o.first_start, o.last_start);
-                (self.first_end, self.last_end) = (o.first_end, o.last_end);
-            } else {
-                self.first_start = self.first_start.min(o.first_start);
-                self.last_start = self.last_start.max(o.last_start);
-                self.first_end = self.first_end.min(o.first_end);
-                self.last_end = self.last_end.max(o.last_end);
-            }
+            self.widen([o.first_start, o.last_start, o.first_end, o.last_end]);
         }
         self.targets = self.targets.saturating_add(o.targets);
     }
 
+    /// Adds a row's times (call before counting the row).
     fn add(&mut self, start: i64, end: i64) {
+        self.widen([start, start, end, end]);
+    }
+
+    /// Takes in the starts and ends `[first_start, last_start, first_end, last_end]` of
+    /// rows not counted yet; the first ones set them.
+    fn widen(&mut self, [fs, ls, fe, le]: [i64; 4]) {
         if self.targets + self.sources == 0 {
-            (self.first_start, self.last_start) = (start, start);
-            (self.first_end, self.last_end) = (end, end);
+            (
+                self.first_start,
+                self.last_start,
+                self.first_end,
+                self.last_end,
+            ) = (fs, ls, fe, le);
         } else {
-            self.first_start = self.first_start.min(start);
-            self.last_start = self.last_start.max(start);
-            self.first_end = self.first_end.min(end);
-            self.last_end = self.last_end.max(end);
+            self.first_start = self.first_start.min(fs);
+            self.last_start = self.last_start.max(ls);
+            self.first_end = self.first_end.min(fe);
+            self.last_end = self.last_end.max(le);
         }
     }
 
@@ -147,7 +152,7 @@ fn is_marker(category: &str) -> bool {
         .is_some_and(|p| p.eq_ignore_ascii_case(b"MARKER_"))
 }
 
-/// The canonical table of each kind's rows (`None`: not rows of a table).
+/// The canonical tables of each kind's rows (none for kinds with no rows of a table).
 fn table_of(kind: CsvKind) -> &'static [Table] {
     match kind {
         CsvKind::Api => &[Table::Region, Table::Marker],
@@ -252,17 +257,13 @@ impl Describe {
     fn merge_groups(&mut self) {
         let groups = &mut self.d.groups;
         groups.sort_by_key(|(s, _)| *s);
-        let mut kept: usize = 0;
-        for i in 0..groups.len() {
-            if kept > 0 && groups[kept - 1].0 == groups[i].0 {
-                let g = groups[i].1;
-                groups[kept - 1].1.merge(&g);
-            } else {
-                groups.swap(kept, i);
-                kept += 1;
+        groups.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1.merge(&later.1);
             }
-        }
-        groups.truncate(kept);
+            same
+        });
         groups.shrink_to_fit();
         let fills = &mut self.d.fills;
         fills.sort_unstable_by_key(|(s, _)| *s);
@@ -459,11 +460,8 @@ impl CsvRunSource {
         }
         // The threads the import fills in from the API calls.
         let pid = plan.pid;
-        for (_, t) in &d.fills {
-            if let Some(t) = t {
-                d.threads.insert((pid, *t));
-            }
-        }
+        let filled = d.fills.iter().filter_map(|(_, t)| t.map(|t| (pid, t)));
+        d.threads.extend(filled);
         d.ignored = report.ignored;
         Ok(Some(CsvRunSource {
             run: run.clone(),
@@ -499,11 +497,6 @@ impl CsvRunSource {
 
     /// The files of `table`'s rows, with their index in the plan (import order).
     fn files_of(&self, table: Table) -> Vec<usize> {
-        let table = if table == Table::Marker {
-            Table::Region
-        } else {
-            table
-        };
         (0..self.plan.files.len())
             .filter(|&i| table_of(self.plan.files[i].1).contains(&table))
             .collect()
@@ -622,26 +615,17 @@ impl Source for CsvRunSource {
                 extdata: Some(a.extdata.clone().unwrap_or_else(|| "{}".into())),
             });
         }
-        for (ids, dest, default) in [
-            (&d.queues, &mut c.queues, "Default Queue"),
-            (&d.streams, &mut c.streams, "Default Stream"),
+        for (ids, dest, word) in [
+            (&d.queues, &mut c.queues, "Queue"),
+            (&d.streams, &mut c.streams, "Stream"),
         ] {
-            let word = if default == "Default Queue" {
-                "Queue"
-            } else {
-                "Stream"
-            };
             for id in ids {
                 dest.push(Queue {
                     source,
                     id: *id,
                     nid,
                     pid: main_pid,
-                    name: Some(if *id == 0 {
-                        default.to_string()
-                    } else {
-                        format!("{word} {id}")
-                    }),
+                    name: Some(handle_name(word, *id)),
                     extdata: Some("{}".into()),
                 });
             }
@@ -806,7 +790,6 @@ enum Fill {
     End,
     Name,
     Message,
-    Args,
     Launched,
     FlowFirstStart,
     FlowLastStart,
@@ -854,7 +837,6 @@ fn fills(table: Table, projection: &Projection) -> Vec<Fill> {
                 "end" => Fill::End,
                 "name" => Fill::Name,
                 "message" => Fill::Message,
-                "args" => Fill::Args,
                 "launched" => Fill::Launched,
                 "flow_first_start" => Fill::FlowFirstStart,
                 "flow_last_start" => Fill::FlowLastStart,
@@ -888,7 +870,7 @@ fn fills(table: Table, projection: &Projection) -> Vec<Fill> {
                 "event_extdata" => Fill::EventExtdata,
                 "extdata" => Fill::Extdata,
                 "call_stack" | "line_info" => Fill::EmptyObject,
-                // region_name, dst_address, src_address: CSV files have none.
+                // args, region_name, dst_address, src_address: CSV files have none.
                 _ => Fill::Null,
             };
             if c.nullable && !projection.fills(c.name) {
@@ -1039,11 +1021,10 @@ impl<'a> Rows<'a> {
     }
 
     fn push(&mut self, k: usize, v: &Values<'_>) -> Result<()> {
-        let flows = self.group().and_then(Group::flows);
-        let launched = self
-            .group()
-            .filter(|g| g.flows().is_some())
-            .map_or(0, |g| i64::from(g.targets));
+        // Only groups with both ends are in the links the database joins.
+        let linked = self.group().filter(|g| g.flows().is_some());
+        let flows = linked.and_then(Group::flows);
+        let launched = linked.map_or(0, |g| i64::from(g.targets));
         let message = if self.outs[k].fills.contains(&Fill::Message) {
             self.message()
         } else {
