@@ -243,9 +243,8 @@ pub struct Inputs {
     /// [`OpenOptions::threads`], resolved: imports asked for later run on as many.
     threads: usize,
     imports: Option<Arc<ImportDir>>,
-    /// Inputs described while resolving to be read directly, by input: the inputs read directly, not as
-    /// databases. Every later open of one clones its description instead of reading the
-    /// file again.
+    /// The inputs read directly, not as databases, with their description (made while
+    /// resolving): every later open of one clones it instead of reading the files again.
     described: BTreeMap<usize, Arc<Direct>>,
     /// How rocprofv3 runs are imported (also those read directly, when a database is
     /// asked for later).
@@ -558,8 +557,8 @@ impl Inputs {
         &self.warnings
     }
 
-    /// What the imports of rocprofv3 and Proton inputs left out, and where each imported
-    /// input came from.
+    /// What the imports and direct readings of rocprofv3 and Proton inputs left out, and
+    /// where each imported input came from.
     pub fn import_notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
         let mut inputs: Vec<&Input> = self.inputs.iter().collect();
@@ -768,7 +767,7 @@ impl Inputs {
 /// What an event stream needs to open the inputs again on its own thread.
 pub(crate) struct Keepalive {
     _imports: Option<Arc<ImportDir>>,
-    /// Per input: first source number, file, and the description of a Proton file read
+    /// Per input: first source number, file, and the description of an input read
     /// directly.
     pub(crate) dbs: Vec<(u32, PathBuf, Option<Arc<Direct>>)>,
     pub(crate) cache_kib: usize,
@@ -797,9 +796,9 @@ pub(crate) fn private_tempdir(prefix: &str, what: &str) -> Result<(tempfile::Tem
     Ok((dir, registered))
 }
 
-/// Opens the database at `path` (or, given its description, the Proton file read
-/// directly) as a source numbered from `first`, with its share of the cache budget: the
-/// one way inputs are opened, for runs and for event streams alike.
+/// Opens the database at `path` (or, given its description, the input read directly) as a
+/// source numbered from `first`, with its share of the cache budget: the one way inputs
+/// are opened, for runs and for event streams alike.
 fn open_source(
     path: &Path,
     direct: Option<&Arc<Direct>>,
