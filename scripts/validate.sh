@@ -68,6 +68,11 @@ PY
 }
 
 check fixture fixtures/generated
+# rocprofv3 CSV sets without their counter files are read directly: under a TMPDIR nothing
+# can be created in (no temporary database is possible), every output must still pass.
+"$bin/rocpd-gen" --out "$work/gencsv" --seed 12 --nodes 1 --processes 2 --iterations 60 --csv >/dev/null
+find "$work/gencsv/csv" -name '*counter_collection.csv' -delete
+TMPDIR="$work/no-such-directory" check csv_direct "$work/gencsv/csv"
 # Real rocprofv3 outputs (CSV sets of several header generations, a JSON file).
 check real_csv_llamacpp fixtures/rocprofv3-csv-llamacpp
 check real_csv_docs fixtures/rocprofv3-csv-docs
@@ -122,6 +127,18 @@ command -v otf2-print >/dev/null 2>&1 || echo "  note: otf2-print not installed;
 otf2_check otf2_fixture fixtures/generated
 otf2_check otf2_generated "$work/gen"
 otf2_check otf2_split "$work/gen" --split-by time --split-count 3
+TMPDIR="$work/no-such-directory" otf2_check otf2_csv_direct "$work/gencsv/csv"
+TMPDIR="$work/no-such-directory" "$bin/rocpd" convert -q -i "$work/gencsv/csv" -f parquet -o pq -d "$work/parquet_csv_direct"
+"$bin/rocpd" info --json -i "$work/gencsv/csv" > "$work/csv_direct.parquet.info.json"
+"$py" - "$work/parquet_csv_direct/pq_results.parquet" "$work/csv_direct.parquet.info.json" <<'PY'
+import duckdb, json, sys
+ds, info = sys.argv[1], json.load(open(sys.argv[2]))["rows"]
+for table, row in [("kernels", "kernel_dispatch"), ("api_calls", "region"), ("memory_copies", "memory_copy")]:
+    n = duckdb.sql("select count(*) from read_parquet('%s/%s/*.parquet')" % (ds, table)).fetchall()[0][0]
+    if n != info[row] or n == 0:
+        sys.exit("csv_direct parquet %s: DuckDB reads %d rows, rocpd info says %d" % (table, n, info[row]))
+print("  parquet (CSV read directly): DuckDB reads the rows rocpd info counts")
+PY
 
 # Merged RocPD: read by Python's sqlite3 module (not our code) through the view names AMD's
 # tools query; counts must equal the inputs'.
