@@ -26,8 +26,8 @@
 //!   generated `.hatchet` trees of 0.1M and 0.3M nodes beside a floor that parses them
 //!   keeping nothing (`--step-any FILE`).
 //! * **rocprofv3 CSV and JSON** (`--import-only`): the single and multi cases written out
-//!   as CSV sets (with their counter files, imported; `csv-t` without them, read
-//!   directly, against `db-t`, the same traces imported into databases) and JSON files,
+//!   as CSV sets (read directly, against `db-t`, the same CSV sets imported into
+//!   databases) and JSON files (imported),
 //!   converted beside the same trace as databases: time, peak memory and the most
 //!   temporary disk (`TMPDIR`) each run used.
 //! * **External sort** (`--sort-only`): 1M and 3M generated API-call rows in three input
@@ -222,39 +222,13 @@ fn csv_for(case: &Case, root: &Path) -> Result<PathBuf> {
     Ok(csv)
 }
 
-/// The case's CSV sets without their counter files (hard links, beside them): traces a
-/// CSV reader takes directly, with no database.
-fn csv_trace_for(case: &Case, root: &Path) -> Result<PathBuf> {
-    let csv = csv_for(case, root)?;
-    let dir = inputs_for(case, root)?;
-    let traces = dir.join("csv-trace");
-    if !dir.join("csv-trace-done").exists() {
-        let _ = std::fs::remove_dir_all(&traces);
-        for host in std::fs::read_dir(&csv)? {
-            let host = host?.path();
-            let to = traces.join(host.file_name().context("a host directory")?);
-            std::fs::create_dir_all(&to)?;
-            for f in std::fs::read_dir(&host)? {
-                let f = f?.path();
-                let name = f.file_name().context("a file")?;
-                if !name.to_string_lossy().ends_with("counter_collection.csv") {
-                    std::fs::hard_link(&f, to.join(name))?;
-                }
-            }
-        }
-        std::fs::write(dir.join("csv-trace-done"), "")?;
-    }
-    Ok(traces)
-}
-
-/// The case's CSV traces (without counter files) imported into RocPD databases, one per
-/// process (cached beside them): the same trace as databases, the baseline of the CSV
-/// reader.
+/// The case's CSV sets imported into RocPD databases, one per process (cached beside
+/// them): the same trace as databases, the baseline of the CSV reader.
 fn db_trace_for(rocpd: &Path, case: &Case, root: &Path) -> Result<PathBuf> {
-    let traces = csv_trace_for(case, root)?;
+    let traces = csv_for(case, root)?;
     let dir = inputs_for(case, root)?;
-    let dbs = dir.join("db-trace");
-    if !dir.join("db-trace-done").exists() {
+    let dbs = dir.join("db-csv");
+    if !dir.join("db-csv-done").exists() {
         let _ = std::fs::remove_dir_all(&dbs);
         // One conversion per process (`<pid>_*.csv` of a host directory): the parts of a
         // split RocPD output each carry every input's info rows, so they cannot be read
@@ -287,7 +261,7 @@ fn db_trace_for(rocpd: &Path, case: &Case, root: &Path) -> Result<PathBuf> {
                 }
             }
         }
-        std::fs::write(dir.join("db-trace-done"), "")?;
+        std::fs::write(dir.join("db-csv-done"), "")?;
     }
     Ok(dbs)
 }
@@ -311,11 +285,9 @@ fn json_for(case: &Case, root: &Path) -> Result<PathBuf> {
 fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Measured> {
     let dir = inputs_for(case, root)?;
     // `--csv` / `--json` as the first argument reads the case as rocprofv3 CSV or JSON;
-    // `--csv-trace`, as CSV without the counter files (read directly); `--db-trace`, as
-    // those imported into databases.
+    // `--db-trace`, as the CSV sets imported into databases.
     let (input, extra) = match extra.first() {
         Some(&"--csv") => (csv_for(case, root)?, &extra[1..]),
-        Some(&"--csv-trace") => (csv_trace_for(case, root)?, &extra[1..]),
         Some(&"--db-trace") => (db_trace_for(rocpd, case, root)?, &extra[1..]),
         Some(&"--json") => (json_for(case, root)?, &extra[1..]),
         _ => (dir.join("db"), extra),
@@ -1337,17 +1309,16 @@ fn import_section(rocpd: &Path, cases: &[Case], root: &Path) -> Result<()> {
         for (label, extra) in [
             ("db", &[][..]),
             ("db-t", &["--db-trace"][..]),
-            ("csv-t", &["--csv-trace"][..]),
             ("csv", &["--csv"][..]),
             ("json", &["--json"][..]),
         ] {
             let m = measure(rocpd, case, root, extra)?;
             let rate = m.events as f64 / m.seconds;
-            // The CSV traces against the same trace as databases (db-t), the rest against
+            // The CSV sets against the same trace as databases (db-t), the rest against
             // the case's databases.
             let base = match label {
                 "db-t" => *trace_rate.insert(rate),
-                "csv-t" => trace_rate.unwrap_or(rate),
+                "csv" => trace_rate.unwrap_or(rate),
                 _ => *db_rate.get_or_insert(rate),
             };
             println!(

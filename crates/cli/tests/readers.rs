@@ -551,29 +551,25 @@ fn seventeen_chrome_traces_convert_as_their_imported_databases() {
     assert_eq!(decoded.slices.len() as u64, 17 * per_copy);
 }
 
-/// rocprofv3 CSV runs without a counter file are read directly, with no temporary
+/// rocprofv3 CSV runs, counter files included, are read directly, with no temporary
 /// database (issue 12): with a `TMPDIR` nothing can be created in, Perfetto, OTF2 and
 /// Parquet conversions of two processes' CSV sets succeed and give byte for byte (Parquet:
-/// row for row) what the same command gives when `-f rocpd` makes it import them. A run
-/// with its counter file still imports, so it fails under that `TMPDIR`.
+/// row for row) what the same command gives when `-f rocpd` makes it import them. A
+/// rocprofv3 JSON file still imports, so it fails under that `TMPDIR`.
 #[test]
-fn csv_runs_without_counters_convert_directly_to_what_their_imported_databases_give() {
+fn csv_runs_convert_directly_to_what_their_imported_databases_give() {
     let tmp = tempfile::tempdir().unwrap();
     let dbs = generate(&tmp.path().join("in"), 61, 2, 6);
     let csv = tmp.path().join("csv");
-    let mut counter_files = Vec::new();
+    let mut counter_files = 0;
     for db in &dbs {
         let (dir, _) = rocpd_gen::export_csv(db, &csv).unwrap();
         for e in std::fs::read_dir(&dir).unwrap() {
             let p = e.unwrap().path();
-            if p.to_string_lossy().ends_with("counter_collection.csv") {
-                let kept = tmp.path().join(format!("counters-{}", counter_files.len()));
-                std::fs::rename(&p, &kept).unwrap();
-                counter_files.push((kept, p));
-            }
+            counter_files += usize::from(p.to_string_lossy().ends_with("counter_collection.csv"));
         }
     }
-    assert_eq!(counter_files.len(), 2);
+    assert_eq!(counter_files, 2);
     let no_tmp = tmp.path().join("no-such-directory");
     let convert = |out: &Path, formats: &[&str], tmpdir: Option<&Path>| {
         convert_to(&csv, out, formats, tmpdir)
@@ -595,7 +591,10 @@ fn csv_runs_without_counters_convert_directly_to_what_their_imported_databases_g
     assert!(tree_bytes(&a.join("t_results")) == tree_bytes(&b.join("t_results")));
     let rows = dataset_rows(&a.join("t_results.parquet"));
     assert_eq!(rows, dataset_rows(&b.join("t_results.parquet")));
-    assert!(rows["kernels"] > 0 && rows["memory_copies"] > 0, "{rows:?}");
+    assert!(
+        rows["kernels"] > 0 && rows["memory_copies"] > 0 && rows["pmc_values"] > 0,
+        "{rows:?}"
+    );
     let decoded = decode(&a.join("t_results.pftrace"));
     assert!(!decoded.flow_ends.is_empty());
     // Any number of decode threads (the region and marker streams share one read of the
@@ -628,10 +627,9 @@ fn csv_runs_without_counters_convert_directly_to_what_their_imported_databases_g
         );
     }
     assert!(listing() == before, "an input changed");
-    // With its counter file back, a run imports: nothing can be created in that TMPDIR.
-    let (kept, back) = &counter_files[0];
-    std::fs::rename(kept, back).unwrap();
-    let o = convert(&tmp.path().join("c"), &["pftrace"], Some(&no_tmp));
+    // A JSON file imports: nothing can be created in that TMPDIR.
+    let (json, _) = rocpd_gen::export_json(&dbs[0], &tmp.path().join("json")).unwrap();
+    let o = convert_to(&json, &tmp.path().join("c"), &["pftrace"], Some(&no_tmp));
     assert!(!o.status.success());
     assert!(stderr(&o).contains("temporary"), "{}", stderr(&o));
 }

@@ -507,6 +507,4 @@ impl Source for Database {
     }
 }
 
-/// The reader stage named in the report for PMC rows without a time.
-pub const UNTIMED_PMC: &str =
-    "reader (PMC values whose event is neither a kernel dispatch nor a sample have no time)";
+pub use rocpd_pipeline::UNTIMED_PMC;

@@ -36,6 +36,6 @@ pub use input::{check_regular, open_regular};
 pub use merge::{BatchStream, TimeMerge};
 pub use output::{temp_sibling, OutputFile};
 pub use produce::{batch_rows, produce, produce_events, ProduceOptions, QUEUE_BYTES, ROW_BUDGET};
-pub use report::{OutputReport, RunReport, StageDrop, TableCounts};
+pub use report::{OutputReport, RunReport, StageDrop, TableCounts, UNTIMED_PMC};
 pub use sort::{RunSorter, SortOptions, SortStats, SortedRuns, MAX_MERGE, SORT_MEMORY};
 pub use source::{PreparedStream, Source, StreamOptions};

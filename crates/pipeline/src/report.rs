@@ -9,6 +9,11 @@ use serde::Serialize;
 /// Row counts per table name.
 pub type TableCounts = BTreeMap<&'static str, u64>;
 
+/// The reader stage named in the report for PMC rows without a time (their event is
+/// neither a kernel dispatch nor a sample), whichever reader dropped them.
+pub const UNTIMED_PMC: &str =
+    "reader (PMC values whose event is neither a kernel dispatch nor a sample have no time)";
+
 /// Rows a stage removed on purpose (filter, window, ...).
 #[derive(Debug, Clone, Serialize)]
 pub struct StageDrop {

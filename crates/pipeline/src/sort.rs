@@ -91,32 +91,85 @@ pub struct SortStats {
     pub spilled_bytes: u64,
 }
 
-/// A sort key: start ascending, then end descending, then id ascending (the RocPD
-/// reader's order: a reader whose input numbers rows in another order than it writes
+/// A sort key: start ascending, then end descending, then the ties: id ascending (the
+/// RocPD reader's order: a reader whose input numbers rows in another order than it writes
 /// them, like a Proton tree written as its nodes end, gives the same order as its
-/// imported database).
-type Key = (i64, Reverse<i64>, i64);
+/// imported database), or for PMC values event id, counter id, then id (the RocPD
+/// reader's order of values, which take their times from their dispatch).
+type Key = (i64, Reverse<i64>, i64, i64, i64);
 
-/// The key columns of a batch: start, end and id.
-fn key_columns(batch: &RecordBatch) -> [ScalarBuffer<i64>; 3] {
-    let (s, e) = keys(batch);
-    let ids = batch
-        .column(col::ID)
-        .as_primitive::<Int64Type>()
-        .values()
-        .clone();
-    [s, e, ids]
+/// The key columns of a batch.
+#[derive(Clone)]
+struct KeyColumns {
+    starts: ScalarBuffer<i64>,
+    ends: ScalarBuffer<i64>,
+    /// The id, or a PMC value's event id.
+    first_tie: ScalarBuffer<i64>,
+    /// A PMC value's counter id and id.
+    more_ties: Option<[ScalarBuffer<i64>; 2]>,
+}
+
+impl KeyColumns {
+    fn of(batch: &RecordBatch) -> Self {
+        let (starts, ends) = keys(batch);
+        let int = |name: &str| {
+            let position = batch.schema().index_of(name).ok();
+            position.map(|i| batch.column(i).as_primitive::<Int64Type>().values().clone())
+        };
+        let ids = batch
+            .column(col::ID)
+            .as_primitive::<Int64Type>()
+            .values()
+            .clone();
+        // Only PMC values have a counter id.
+        match (int("pmc_id"), int("event_id")) {
+            (Some(counter), Some(event)) => KeyColumns {
+                starts,
+                ends,
+                first_tie: event,
+                more_ties: Some([counter, ids]),
+            },
+            _ => KeyColumns {
+                starts,
+                ends,
+                first_tie: ids,
+                more_ties: None,
+            },
+        }
+    }
+
+    fn key(&self, row: usize) -> Key {
+        let (a, b) = self
+            .more_ties
+            .as_ref()
+            .map_or((0, 0), |[a, b]| (a[row], b[row]));
+        (
+            self.starts[row],
+            Reverse(self.ends[row]),
+            self.first_tie[row],
+            a,
+            b,
+        )
+    }
+
+    fn empty() -> Self {
+        KeyColumns {
+            starts: ScalarBuffer::from(Vec::new()),
+            ends: ScalarBuffer::from(Vec::new()),
+            first_tie: ScalarBuffer::from(Vec::new()),
+            more_ties: None,
+        }
+    }
 }
 
 fn key_at(batch: &RecordBatch, row: usize) -> Key {
-    let [s, e, ids] = key_columns(batch);
-    (s[row], Reverse(e[row]), ids[row])
+    KeyColumns::of(batch).key(row)
 }
 
 /// `batch` in key order; rows with the same key keep their order.
 fn sort_batch(batch: RecordBatch) -> Result<RecordBatch> {
-    let [s, e, ids] = key_columns(&batch);
-    let key = |i: usize| (s[i], Reverse(e[i]), ids[i]);
+    let columns = KeyColumns::of(&batch);
+    let key = |i: usize| columns.key(i);
     let n = batch.num_rows();
     let sorted = (1..n).all(|i| key(i - 1) <= key(i));
     if sorted {
@@ -492,9 +545,7 @@ impl Batches {
 struct Cursor {
     batches: Batches,
     batch: RecordBatch,
-    starts: ScalarBuffer<i64>,
-    ends: ScalarBuffer<i64>,
-    ids: ScalarBuffer<i64>,
+    keys: KeyColumns,
     row: usize,
     /// Index of `batch` among the batches of the output being built.
     slot: Option<usize>,
@@ -504,15 +555,11 @@ struct Cursor {
 
 impl Cursor {
     fn key(&self) -> Key {
-        (
-            self.starts[self.row],
-            Reverse(self.ends[self.row]),
-            self.ids[self.row],
-        )
+        self.keys.key(self.row)
     }
 
     fn load(&mut self, batch: RecordBatch) {
-        [self.starts, self.ends, self.ids] = key_columns(&batch);
+        self.keys = KeyColumns::of(&batch);
         self.row_bytes = batch.get_array_memory_size() / batch.num_rows().max(1);
         self.batch = batch;
         self.row = 0;
@@ -541,9 +588,7 @@ impl Merge {
             let mut cursor = Cursor {
                 batches,
                 batch: RecordBatch::new_empty(table.schema()),
-                starts: ScalarBuffer::from(Vec::new()),
-                ends: ScalarBuffer::from(Vec::new()),
-                ids: ScalarBuffer::from(Vec::new()),
+                keys: KeyColumns::empty(),
                 row: 0,
                 slot: None,
                 row_bytes: 0,

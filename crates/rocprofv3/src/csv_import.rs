@@ -509,6 +509,27 @@ pub(crate) fn parse_bits(s: &str) -> Result<i64, IntError> {
     }
 }
 
+/// The value of a field of at most 18 ASCII digits, optionally after a `-`: most fields,
+/// read without the text checks and trimming of [`parse_int`] (every such number fits
+/// `i64`, and both [`parse_int`] and [`parse_bits`] give it as is).
+fn plain_decimal(b: &[u8]) -> Option<i64> {
+    let (negative, digits) = match b.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, b),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + i64::from(d - b'0');
+    }
+    Some(if negative { -v } else { v })
+}
+
 impl<'a> Rec<'a> {
     fn name(&self, i: usize) -> &str {
         self.header.names.get(i).map_or("?", String::as_str)
@@ -528,6 +549,9 @@ impl<'a> Rec<'a> {
         range: &str,
     ) -> RowResult<Option<i64>> {
         let Some(i) = col else { return Ok(None) };
+        if let Some(v) = self.rec.get(i).and_then(plain_decimal) {
+            return Ok(Some(v));
+        }
         let t = self.text(Some(i));
         let t = t.trim();
         if t.is_empty() {
@@ -610,7 +634,9 @@ pub(crate) struct State<'o> {
     kernel_by_name: HashMap<String, i64>,
     next_synth_kernel: i64,
     /// (counter name, agent id) → pmc id.
-    pmcs: HashMap<(String, i64), i64>,
+    pmcs: HashMap<i64, HashMap<String, i64>>,
+    /// How many pmc ids were given.
+    pmc_count: i64,
     /// 1-based number of the current data record in its file.
     ordinal: i64,
 }
@@ -789,9 +815,11 @@ pub(crate) fn read_files(
         kernel_by_name: HashMap::new(),
         next_synth_kernel: SYNTH_KERNEL_BASE,
         pmcs: HashMap::new(),
+        pmc_count: 0,
         ordinal: 0,
     };
     for (path, _) in files {
+        st.out.begin_file(path);
         import_file(&mut st, path, plan.guid.as_deref(), opts, report)?;
     }
     Ok(())
@@ -1652,31 +1680,40 @@ fn counter_row(
     let grid = r.opt_int(c.grid)?;
     let wg = r.opt_int(c.wg)?;
     let explicit_kernel = r.opt_int(c.kernel_id)?;
-    let kernel_name = r.text(c.kernel_name).into_owned();
     let lds = r.opt_int(c.lds)?;
     let scratch = r.opt_int(c.scratch)?;
     let vgpr = r.opt_int(c.vgpr)?;
     let accum = r.opt_int(c.accum_vgpr)?;
     let sgpr = r.opt_int(c.sgpr)?;
-    let counter = r.text(Some(c.name)).trim().to_string();
+    let counter = r.text(Some(c.name));
+    let counter = counter.trim();
     let value = r.float(c.value)?;
     let start = r.opt_int(c.start)?;
     let end = r.opt_int(c.end)?;
 
     let agent_id = agent.map(|a| st.out.agents().resolve(a, Some("GPU")));
-    let key = (counter.clone(), agent_id.unwrap_or(-1));
-    let pmc_id = match st.pmcs.get(&key) {
-        Some(id) => *id,
+    // Looked up by reference: a counter file has a row per (dispatch, counter).
+    let known = st
+        .pmcs
+        .get(&agent_id.unwrap_or(-1))
+        .and_then(|names| names.get(counter))
+        .copied();
+    let pmc_id = match known {
+        Some(id) => id,
         None => {
-            let id = st.pmcs.len() as i64 + 1;
-            st.pmcs.insert(key, id);
+            st.pmc_count += 1;
+            let id = st.pmc_count;
+            st.pmcs
+                .entry(agent_id.unwrap_or(-1))
+                .or_default()
+                .insert(counter.to_string(), id);
             st.out.pmc(
                 pid,
                 &PmcRow {
                     id,
                     agent_id,
                     target_arch: Some("GPU"),
-                    name: counter,
+                    name: counter.to_string(),
                     ..Default::default()
                 },
             )?;
@@ -1700,6 +1737,7 @@ fn counter_row(
             Some(e) => e,
             None => {
                 // The kernel trace lacks this dispatch: make it from the counter row.
+                let kernel_name = r.text(c.kernel_name);
                 let kernel_id = st.kernel_id(explicit_kernel, &kernel_name);
                 if !st.out.has_kernel(kernel_id) {
                     st.out.kernel_symbol(
@@ -1707,8 +1745,8 @@ fn counter_row(
                         &KernelSymbolRow {
                             id: kernel_id,
                             code_object_id: 0,
-                            kernel_name: Some(kernel_name.clone()),
-                            display_name: Some(kernel_name),
+                            kernel_name: Some(kernel_name.to_string()),
+                            display_name: Some(kernel_name.into_owned()),
                             group_segment_size: lds,
                             private_segment_size: scratch,
                             sgpr_count: sgpr,
@@ -1793,6 +1831,40 @@ pub(crate) fn distinct_guids(path: &Path) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fast path takes plain decimals only, and agrees with `parse_int` on them.
+    #[test]
+    fn plain_decimals_read_as_parse_int_reads_them() {
+        for text in [
+            "0",
+            "-0",
+            "7",
+            "-42",
+            "123456789012345678",
+            "-999999999999999999",
+        ] {
+            assert_eq!(
+                plain_decimal(text.as_bytes()),
+                parse_int(text).ok(),
+                "{text}"
+            );
+        }
+        for text in [
+            "",
+            "-",
+            "+5",
+            " 5",
+            "5 ",
+            "1234567890123456789",
+            "9223372036854775808",
+            "3.0",
+            "0x10",
+            "1e3",
+            "٣",
+        ] {
+            assert_eq!(plain_decimal(text.as_bytes()), None, "{text}");
+        }
+    }
 
     #[test]
     fn kinds_by_header() {

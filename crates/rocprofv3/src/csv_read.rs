@@ -263,6 +263,11 @@ impl<R: Read> CsvReader<R> {
             // Runs of ordinary bytes are copied at once (never past the record limit).
             let limit = self.buf.len().min(start + MAX_RECORD_BYTES + 1);
             let seg = &self.buf[i..limit];
+            // A field that does not start with a quote is an unquoted one from its first
+            // byte: scanned with the rest.
+            if state == State::StartField && !matches!(seg[0], b'"' | b',' | b'\n') {
+                state = State::Unquoted;
+            }
             let n = match state {
                 State::Unquoted => seg
                     .iter()

@@ -30,8 +30,8 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use rocpd_model::{
-    Agent, BatchBuilder, Catalog, CodeObject, ColumnBuilder, Error, KernelSymbol, Node, Process,
-    Projection, Queue, Result, SourceInfo, Table, Thread,
+    Agent, BatchBuilder, Catalog, CodeObject, ColumnBuilder, Error, KernelSymbol, Node, Pmc,
+    Process, Projection, Queue, Result, SourceInfo, Table, Thread,
 };
 use rocpd_pipeline::{
     BatchStream, PreparedStream, RunSorter, SortOptions, SortedRuns, Source, StageDrop,
@@ -40,7 +40,8 @@ use rocpd_pipeline::{
 
 use crate::csv_import::{self, CsvPlan};
 use crate::db::{
-    handle_name, Agents, AllocRow, CopyRow, DispatchRow, EventRow, KernelSymbolRow, NodeRow,
+    handle_name, Agents, AllocRow, CopyRow, DispatchRow, EventRow, FoundDispatch, KernelSymbolRow,
+    NodeRow, PmcRow,
 };
 use crate::sink::RowSink;
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
@@ -49,6 +50,10 @@ use crate::{CsvKind, ImportOptions, ImportReport, Run};
 /// correlation id (48 bytes until the groups are merged), and one per row without a
 /// thread (24 bytes); a run with more is imported.
 pub const MAX_GROUPS: usize = 1 << 20;
+
+/// The most dispatches with counter values the PMC stream keeps the facts of (64 bytes
+/// each, while the stream is sorted); a run with more is imported.
+pub const MAX_COUNTED: usize = 1 << 19;
 
 /// The most pages of 4,096 ids each set of ids may use (512 bytes a page); a run whose
 /// ids scatter more is imported.
@@ -73,6 +78,20 @@ impl IdSet {
         let new = words[w] & mask == 0;
         words[w] |= mask;
         Some(new)
+    }
+
+    fn contains(&self, id: i64) -> bool {
+        let (page, bit) = (id.div_euclid(4096), id.rem_euclid(4096) as usize);
+        self.pages
+            .get(&page)
+            .is_some_and(|words| words[bit / 64] & (1u64 << (bit % 64)) != 0)
+    }
+
+    fn remove(&mut self, id: i64) {
+        let (page, bit) = (id.div_euclid(4096), id.rem_euclid(4096) as usize);
+        if let Some(words) = self.pages.get_mut(&page) {
+            words[bit / 64] &= !(1u64 << (bit % 64));
+        }
     }
 }
 
@@ -152,11 +171,16 @@ fn is_marker(category: &str) -> bool {
         .is_some_and(|p| p.eq_ignore_ascii_case(b"MARKER_"))
 }
 
-/// The canonical tables of each kind's rows (none for kinds with no rows of a table).
-fn table_of(kind: CsvKind) -> &'static [Table] {
+/// The canonical tables whose streams read each kind's files (none for kinds with no
+/// rows of a table). Counter files make dispatches the kernel trace lacks; the PMC stream
+/// reads the kernel trace for the times and places of the dispatches its values belong
+/// to.
+fn tables_reading(kind: CsvKind) -> &'static [Table] {
     match kind {
         CsvKind::Api => &[Table::Region, Table::Marker],
-        CsvKind::KernelTrace => &[Table::KernelDispatch],
+        CsvKind::KernelTrace | CsvKind::CounterCollection => {
+            &[Table::KernelDispatch, Table::PmcValue]
+        }
         CsvKind::MemoryCopy => &[Table::MemoryCopy],
         CsvKind::MemoryAllocation | CsvKind::ScratchMemory => &[Table::MemoryAllocation],
         _ => &[],
@@ -186,18 +210,45 @@ struct Description {
     fills: Vec<(i64, Option<i64>)>,
     /// Input left out on purpose (stats, PC sampling), as the import reports it.
     ignored: Vec<String>,
+    /// The counters by id, with the pid they were written with.
+    pmcs: BTreeMap<i64, (i64, PmcRow)>,
+    /// The dispatch ids of the kernel trace files (counter rows find them written).
+    traced: IdSet,
+    /// Threads counter rows give dispatches that had none, by dispatch id, sorted (the
+    /// import's `set_dispatch_tid`).
+    counter_tids: Vec<(i64, i64)>,
+    /// The dispatches with timed counter values: the PMC stream keeps their facts.
+    counted: IdSet,
+    /// Counter values of events without time (no dispatch to place them at).
+    untimed_pmc: u64,
+    /// Dispatches (with time) counter rows made: none, and the dispatch stream need not
+    /// read the counter files.
+    made_by_counters: u64,
 }
 
 /// The describing pass's sink.
 struct Describe {
     d: Description,
-    /// Events of the file being read.
-    events: i64,
     /// The stack id of the event just made (the next row's).
     stack: Option<i64>,
     marker: bool,
     region_ids: IdSet,
+    /// Dispatch ids written with time, from kernel traces and counter rows.
     dispatch_ids: IdSet,
+    /// Of those, the ones without a thread yet.
+    threadless: IdSet,
+    /// Dispatch ids of counter rows without time.
+    untimed: IdSet,
+    /// The dispatch the counter row being read belongs to, and whether it has time.
+    current: Option<(i64, bool)>,
+    /// How many dispatches have timed counter values.
+    counted: usize,
+    /// The plan's files and their kinds, and the one being read.
+    paths: Vec<PathBuf>,
+    kinds: Vec<CsvKind>,
+    file: usize,
+    /// Events of each file of the plan.
+    file_events: Vec<i64>,
     /// Why the run must be imported instead, once known.
     refused: Option<&'static str>,
 }
@@ -219,9 +270,10 @@ impl Describe {
         }
     }
 
-    /// Whether another group or fill entry fits [`MAX_GROUPS`].
+    /// Whether another group, fill or counter thread entry fits [`MAX_GROUPS`].
     fn room(&mut self) -> bool {
-        let fits = self.d.groups.len() + self.d.fills.len() < MAX_GROUPS;
+        let d = &self.d;
+        let fits = d.groups.len() + d.fills.len() + d.counter_tids.len() < MAX_GROUPS;
         if !fits {
             self.refuse("more flow groups than the direct reader keeps");
         }
@@ -271,6 +323,11 @@ impl Describe {
         fills.shrink_to_fit();
     }
 
+    /// The kind of the file being read.
+    fn plan_kind(&self) -> Option<CsvKind> {
+        self.kinds.get(self.file).copied()
+    }
+
     fn queue_stream(&mut self, queue: Option<i64>, stream: Option<i64>) {
         self.d.queues.extend(queue);
         self.d.streams.extend(stream);
@@ -292,10 +349,12 @@ impl RowSink for Describe {
         Ok(0)
     }
     fn event(&mut self, e: &EventRow<'_>) -> Result<i64> {
-        self.events += 1;
+        if let Some(n) = self.file_events.get_mut(self.file) {
+            *n += 1;
+        }
         self.stack = e.stack_id;
         self.marker = is_marker(e.category);
-        Ok(self.events)
+        Ok(0)
     }
     fn region(
         &mut self,
@@ -338,6 +397,17 @@ impl RowSink for Describe {
             Some(false) => self.refuse("two kernel rows with one dispatch id"),
             None => self.refuse("dispatch ids too scattered"),
         }
+        let from_trace = self.plan_kind() == Some(CsvKind::KernelTrace);
+        if self.plan_kind() == Some(CsvKind::CounterCollection) {
+            self.d.made_by_counters += 1;
+        }
+        if from_trace && self.d.traced.insert(d.dispatch_id).is_none() {
+            self.refuse("dispatch ids too scattered");
+        }
+        if d.tid.is_none() && self.threadless.insert(d.dispatch_id).is_none() {
+            self.refuse("dispatch ids too scattered");
+        }
+        self.current = Some((d.dispatch_id, true));
         self.timed(Table::KernelDispatch, d.pid, d.start, d.end);
         self.target(d.start, d.end, d.tid.is_none());
         Ok(())
@@ -368,6 +438,70 @@ impl RowSink for Describe {
     fn has_kernel(&self, id: i64) -> bool {
         self.d.symbols.contains_key(&id)
     }
+    fn pmc(&mut self, pid: i64, p: &PmcRow) -> Result<()> {
+        self.d.pmcs.entry(p.id).or_insert_with(|| (pid, p.clone()));
+        Ok(())
+    }
+    fn pmc_event(&mut self, _event_id: i64, _pmc_id: i64, _value: f64) -> Result<()> {
+        match self.current {
+            Some((dispatch, true)) => {
+                *self.d.counts.entry(Table::PmcValue).or_insert(0) += 1;
+                match self.d.counted.insert(dispatch) {
+                    Some(true) => self.counted += 1,
+                    Some(false) => {}
+                    None => self.refuse("dispatch ids too scattered"),
+                }
+                if self.counted > MAX_COUNTED {
+                    self.refuse("more counted dispatches than the direct reader keeps");
+                }
+            }
+            _ => self.d.untimed_pmc += 1,
+        }
+        Ok(())
+    }
+    fn find_dispatch(&mut self, dispatch_id: i64) -> Result<Option<FoundDispatch>> {
+        if !self.dispatch_ids.contains(dispatch_id) {
+            return Ok(None);
+        }
+        self.current = Some((dispatch_id, true));
+        // The caller only asks whether the dispatch has a thread yet.
+        let tid = (!self.threadless.contains(dispatch_id)).then_some(0);
+        Ok(Some(FoundDispatch {
+            event_id: Some(0),
+            stack_id: None,
+            tid,
+        }))
+    }
+    fn set_dispatch_tid(&mut self, dispatch_id: i64, pid: i64, tid: i64) -> Result<()> {
+        self.thread(pid, Some(tid));
+        if self.threadless.contains(dispatch_id) && self.room() {
+            self.threadless.remove(dispatch_id);
+            self.d.counter_tids.push((dispatch_id, tid));
+        }
+        Ok(())
+    }
+    fn untimed_event(&mut self, dispatch_id: i64) -> Result<Option<i64>> {
+        if !self.untimed.contains(dispatch_id) {
+            return Ok(None);
+        }
+        self.current = Some((dispatch_id, false));
+        Ok(Some(0))
+    }
+    fn remember_untimed(&mut self, dispatch_id: i64, _event_id: i64) -> Result<()> {
+        if self.untimed.insert(dispatch_id).is_none() {
+            self.refuse("dispatch ids too scattered");
+        }
+        self.current = Some((dispatch_id, false));
+        Ok(())
+    }
+    fn begin_file(&mut self, path: &Path) {
+        self.file = self
+            .paths
+            .iter()
+            .position(|p| p == path)
+            .unwrap_or(usize::MAX);
+        self.current = None;
+    }
 }
 
 /// A rocprofv3 CSV run opened as a source: described, ready to stream. A clone is the
@@ -394,13 +528,6 @@ impl CsvRunSource {
             return Ok(None);
         };
         let plan = csv_import::plan(run);
-        if plan
-            .files
-            .iter()
-            .any(|(_, k)| *k == CsvKind::CounterCollection)
-        {
-            return Ok(None);
-        }
         let mut describe = Describe {
             d: Description {
                 counts: BTreeMap::new(),
@@ -416,42 +543,47 @@ impl CsvRunSource {
                 groups: Vec::new(),
                 fills: Vec::new(),
                 ignored: Vec::new(),
+                pmcs: BTreeMap::new(),
+                traced: IdSet::default(),
+                counter_tids: Vec::new(),
+                counted: IdSet::default(),
+                untimed_pmc: 0,
+                made_by_counters: 0,
             },
-            events: 0,
             stack: None,
             marker: false,
             region_ids: IdSet::default(),
             dispatch_ids: IdSet::default(),
+            threadless: IdSet::default(),
+            untimed: IdSet::default(),
+            current: None,
+            counted: 0,
+            paths: plan.files.iter().map(|(p, _)| p.clone()).collect(),
+            kinds: plan.files.iter().map(|(_, k)| *k).collect(),
+            file: usize::MAX,
+            file_events: vec![0; plan.files.len()],
             refused: None,
         };
         let mut report = ImportReport::default();
         // API files last: the groups of their calls exist by then. No kind's rows depend
-        // on the API files' (the import reads them second only by convention).
-        let mut order: Vec<usize> = (0..plan.files.len()).collect();
-        order.sort_by_key(|&i| (plan.files[i].1 == CsvKind::Api, i));
-        let mut events = vec![0i64; plan.files.len()];
-        let mut merged = false;
-        for i in order {
-            if plan.files[i].1 == CsvKind::Api && !merged {
+        // on the API files' (the import reads them second only by convention). The others
+        // keep the import's order, in one read as the import does: counter rows find the
+        // kernel trace's dispatches and kernel names.
+        let (apis, targets): (Vec<_>, Vec<_>) = plan
+            .files
+            .iter()
+            .cloned()
+            .partition(|(_, k)| *k == CsvKind::Api);
+        for (i, files) in [targets, apis].iter().enumerate() {
+            if i == 1 {
                 describe.merge_groups();
-                merged = true;
             }
-            describe.events = 0;
-            let read = csv_import::read_files(
-                &plan,
-                std::slice::from_ref(&plan.files[i]),
-                &mut describe,
-                opts,
-                &mut report,
-            );
+            let read = csv_import::read_files(&plan, files, &mut describe, opts, &mut report);
             if read.is_err() || describe.refused.is_some() || report.skipped_rows > 0 {
                 return Ok(None);
             }
-            events[i] = describe.events;
         }
-        if !merged {
-            describe.merge_groups();
-        }
+        let events = std::mem::take(&mut describe.file_events);
         let mut d = describe.d;
         let mut next = 1i64;
         for n in events {
@@ -463,6 +595,7 @@ impl CsvRunSource {
         let filled = d.fills.iter().filter_map(|(_, t)| t.map(|t| (pid, t)));
         d.threads.extend(filled);
         d.ignored = report.ignored;
+        d.counter_tids.sort_unstable_by_key(|(id, _)| *id);
         Ok(Some(CsvRunSource {
             run: run.clone(),
             plan,
@@ -497,25 +630,27 @@ impl CsvRunSource {
 
     /// The files of `table`'s rows, with their index in the plan (import order).
     fn files_of(&self, table: Table) -> Vec<usize> {
-        (0..self.plan.files.len())
-            .filter(|&i| table_of(self.plan.files[i].1).contains(&table))
+        let files = &self.plan.files;
+        (0..files.len())
+            .filter(|&i| tables_reading(files[i].1).contains(&table))
+            .filter(|&i| {
+                let counters = files[i].1 == CsvKind::CounterCollection;
+                !(counters && table == Table::KernelDispatch && self.desc.made_by_counters == 0)
+            })
             .collect()
     }
 
-    /// Reads the files of `table` into `sink`, each from its first event id.
+    /// Reads the files of `table` into `sink`, in one read as the import does (counter
+    /// rows find the kernel trace's kernel names); each file's events count from its
+    /// first event id.
     fn read_table(&self, table: Table, sink: &mut Rows<'_>) -> Result<()> {
         let mut report = ImportReport::default();
-        for i in self.files_of(table) {
-            sink.next_event = self.desc.first_event[i];
-            csv_import::read_files(
-                &self.plan,
-                std::slice::from_ref(&self.plan.files[i]),
-                sink,
-                &self.opts,
-                &mut report,
-            )?;
-        }
-        Ok(())
+        let files: Vec<_> = self
+            .files_of(table)
+            .into_iter()
+            .map(|i| self.plan.files[i].clone())
+            .collect();
+        csv_import::read_files(&self.plan, &files, sink, &self.opts, &mut report)
     }
 }
 
@@ -669,6 +804,30 @@ impl Source for CsvRunSource {
                 extdata: Some(r#"{"synthesized":true}"#.into()),
             });
         }
+        for (id, (pid, p)) in &d.pmcs {
+            c.pmcs.push(Pmc {
+                source,
+                id: *id,
+                nid,
+                pid: Some(*pid),
+                agent_id: p.agent_id,
+                target_arch: p.target_arch.map(str::to_string),
+                event_code: None,
+                instance_id: Some(0),
+                name: p.name.clone(),
+                symbol: Some(p.name.clone()),
+                description: p.description.clone(),
+                long_description: Some(String::new()),
+                component: Some("rocm".into()),
+                units: Some(String::new()),
+                value_type: Some("ABS".into()),
+                block: p.block.clone(),
+                expression: p.expression.clone(),
+                is_constant: p.is_constant,
+                is_derived: p.is_derived,
+                extdata: Some(p.extdata.clone().unwrap_or_else(|| "{}".into())),
+            });
+        }
         Ok(c)
     }
 
@@ -692,7 +851,15 @@ impl Source for CsvRunSource {
     }
 
     fn dropped(&self) -> Result<Vec<StageDrop>> {
-        Ok(Vec::new())
+        let untimed = self.desc.untimed_pmc;
+        Ok(if untimed > 0 {
+            vec![StageDrop {
+                stage: rocpd_pipeline::UNTIMED_PMC.into(),
+                rows: [(Table::PmcValue.name(), untimed)].into_iter().collect(),
+            }]
+        } else {
+            Vec::new()
+        })
     }
 
     fn stream_count(&self) -> usize {
@@ -819,6 +986,9 @@ enum Fill {
     EventExtdata,
     Extdata,
     EmptyObject,
+    PmcId,
+    CounterName,
+    Value,
     Null,
 }
 
@@ -870,6 +1040,9 @@ fn fills(table: Table, projection: &Projection) -> Vec<Fill> {
                 "event_extdata" => Fill::EventExtdata,
                 "extdata" => Fill::Extdata,
                 "call_stack" | "line_info" => Fill::EmptyObject,
+                "pmc_id" => Fill::PmcId,
+                "counter_name" => Fill::CounterName,
+                "value" => Fill::Value,
                 // args, region_name, dst_address, src_address: CSV files have none.
                 _ => Fill::Null,
             };
@@ -917,6 +1090,143 @@ struct Values<'a> {
     level: Option<&'a str>,
     address: Option<i64>,
     extdata: Option<&'a str>,
+    event_id: i64,
+    pmc_id: i64,
+    counter_name: &'a str,
+    value: f64,
+}
+
+/// What a counter value takes from the dispatch it belongs to, as the RocPD reader joins
+/// it in: 64 bytes, the small sets of agents, pids and categories kept once.
+#[derive(Debug, Clone, Copy)]
+struct Fact {
+    dispatch_id: i64,
+    event_id: i64,
+    start: i64,
+    end: i64,
+    tid: i64,
+    /// The event's stack id, which is also its parent stack id (the CSV import gives a
+    /// dispatch's event its correlation id as both).
+    stack: i64,
+    agent: u32,
+    pid: u32,
+    category: u32,
+    /// [`Fact::HAS_TID`], [`Fact::HAS_STACK`].
+    flags: u8,
+}
+
+impl Fact {
+    const HAS_TID: u8 = 1;
+    const HAS_STACK: u8 = 2;
+
+    fn tid(&self) -> Option<i64> {
+        (self.flags & Fact::HAS_TID != 0).then_some(self.tid)
+    }
+
+    fn stack(&self) -> Option<i64> {
+        (self.flags & Fact::HAS_STACK != 0).then_some(self.stack)
+    }
+}
+
+/// A dispatch's facts as a row gives them.
+struct NewFact<'a> {
+    dispatch_id: i64,
+    event_id: i64,
+    start: i64,
+    end: i64,
+    tid: Option<i64>,
+    stack: Option<i64>,
+    agent_id: i64,
+    pid: i64,
+    category: &'a str,
+}
+
+/// The facts of the dispatches with counter values, for the PMC stream: those of the
+/// kernel trace (sorted by dispatch id once the counter files begin) and those the
+/// counter rows make.
+#[derive(Default)]
+struct Facts {
+    traced: Vec<Fact>,
+    sorted: bool,
+    created: BTreeMap<i64, Fact>,
+    agents: Vec<i64>,
+    pids: Vec<i64>,
+    categories: Vec<String>,
+}
+
+/// The position of `value` in `values`, added if new (the sets are small: agents, pids
+/// and categories of one run).
+fn intern<T: PartialEq + ?Sized, O: PartialEq<T>>(
+    values: &mut Vec<O>,
+    value: &T,
+    owned: impl FnOnce() -> O,
+) -> Result<u32> {
+    let i = match values.iter().position(|v| v == value) {
+        Some(i) => i,
+        None => {
+            values.push(owned());
+            values.len() - 1
+        }
+    };
+    u32::try_from(i).map_err(|_| Error::Usage("internal: too many distinct dispatch facts".into()))
+}
+
+impl Facts {
+    fn add(&mut self, f: NewFact<'_>, created: bool) -> Result<Fact> {
+        let fact = Fact {
+            dispatch_id: f.dispatch_id,
+            event_id: f.event_id,
+            start: f.start,
+            end: f.end,
+            tid: f.tid.unwrap_or(0),
+            stack: f.stack.unwrap_or(0),
+            agent: intern(&mut self.agents, &f.agent_id, || f.agent_id)?,
+            pid: intern(&mut self.pids, &f.pid, || f.pid)?,
+            category: intern(&mut self.categories, f.category, || f.category.to_string())?,
+            flags: u8::from(f.tid.is_some()) * Fact::HAS_TID
+                + u8::from(f.stack.is_some()) * Fact::HAS_STACK,
+        };
+        if created {
+            self.created.insert(fact.dispatch_id, fact);
+        } else {
+            self.traced.push(fact);
+            self.sorted = false;
+        }
+        Ok(fact)
+    }
+
+    fn get(&mut self, dispatch_id: i64) -> Option<Fact> {
+        if !self.sorted {
+            // Stable: of two facts of one dispatch id (files changed since the
+            // describing pass), the first stays first.
+            self.traced.sort_by_key(|f| f.dispatch_id);
+            self.sorted = true;
+        }
+        match self
+            .traced
+            .binary_search_by_key(&dispatch_id, |f| f.dispatch_id)
+        {
+            Ok(i) => Some(self.traced[i]),
+            Err(_) => self.created.get(&dispatch_id).copied(),
+        }
+    }
+
+    fn category(&self, f: Fact) -> &str {
+        self.categories
+            .get(f.category as usize)
+            .map_or("", String::as_str)
+    }
+
+    fn pid(&self, f: Fact) -> i64 {
+        self.pids.get(f.pid as usize).copied().unwrap_or_default()
+    }
+
+    fn agent(&self, f: Fact) -> i64 {
+        self.agents
+            .get(f.agent as usize)
+            .copied()
+            .unwrap_or_default()
+    }
 }
 
 /// One table's rows being built and sorted.
@@ -942,6 +1252,19 @@ struct Rows<'a> {
     outs: Vec<TableOut>,
     /// A marker search: the text, and the (start, end) of each marker carrying it.
     find: Option<(String, Vec<(i64, i64)>)>,
+    /// The kind of the file being read.
+    kind: Option<CsvKind>,
+    /// Dispatch ids counter rows made, with time and without, so far.
+    created: IdSet,
+    untimed: IdSet,
+    /// The facts of the dispatch the counter row being read belongs to, if it has time.
+    current: Option<Fact>,
+    /// The id of the next counter value.
+    next_pmc: i64,
+    /// The PMC stream's dispatch facts.
+    facts: Option<Facts>,
+    /// A buffer for a counter value's event columns.
+    pmc_event: Pending,
 }
 
 impl<'a> Rows<'a> {
@@ -973,6 +1296,13 @@ impl<'a> Rows<'a> {
                 })
                 .collect(),
             find: None,
+            kind: None,
+            created: IdSet::default(),
+            untimed: IdSet::default(),
+            current: None,
+            next_pmc: 1,
+            facts: tables.contains(&Table::PmcValue).then(Facts::default),
+            pmc_event: Pending::default(),
         }
     }
 
@@ -1022,7 +1352,12 @@ impl<'a> Rows<'a> {
 
     fn push(&mut self, k: usize, v: &Values<'_>) -> Result<()> {
         // Only groups with both ends are in the links the database joins.
-        let linked = self.group().filter(|g| g.flows().is_some());
+        let table = self.outs[k].table;
+        let linked = table
+            .has_flows()
+            .then(|| self.group())
+            .flatten()
+            .filter(|g| g.flows().is_some());
         let flows = linked.and_then(Group::flows);
         let launched = linked.map_or(0, |g| i64::from(g.targets));
         let message = if self.outs[k].fills.contains(&Fill::Message) {
@@ -1069,7 +1404,7 @@ impl<'a> Rows<'a> {
                 (Fill::Level, ColumnBuilder::Str(x)) => x.append_option(v.level),
                 (Fill::Address, ColumnBuilder::I64(x)) => x.append_option(v.address),
                 (Fill::Category, ColumnBuilder::Str(x)) => x.append_value(&p.category),
-                (Fill::EventId, ColumnBuilder::I64(x)) => x.append_value(self.next_event - 1),
+                (Fill::EventId, ColumnBuilder::I64(x)) => x.append_value(v.event_id),
                 (Fill::StackId, ColumnBuilder::I64(x)) => x.append_option(p.stack_id),
                 (Fill::ParentStackId, ColumnBuilder::I64(x)) => x.append_option(p.parent_stack_id),
                 (Fill::EventExtdata, ColumnBuilder::Str(x)) => {
@@ -1077,6 +1412,9 @@ impl<'a> Rows<'a> {
                 }
                 (Fill::Extdata, ColumnBuilder::Str(x)) => x.append_value(v.extdata.unwrap_or("{}")),
                 (Fill::EmptyObject, ColumnBuilder::Str(x)) => x.append_value("{}"),
+                (Fill::PmcId, ColumnBuilder::I64(x)) => x.append_value(v.pmc_id),
+                (Fill::CounterName, ColumnBuilder::Str(x)) => x.append_value(v.counter_name),
+                (Fill::Value, ColumnBuilder::F64(x)) => x.append_value(v.value),
                 (_, other) => other.push_null(),
             }
         }
@@ -1122,7 +1460,7 @@ impl RowSink for Rows<'_> {
         start: i64,
         end: i64,
         name_id: i64,
-        _event_id: i64,
+        event_id: i64,
     ) -> Result<()> {
         let marker = is_marker(&self.pending.category);
         if let Some((text, _)) = &self.find {
@@ -1149,23 +1487,55 @@ impl RowSink for Rows<'_> {
                 start,
                 end,
                 name: &name,
+                event_id,
                 ..Default::default()
             },
         )
     }
-    fn dispatch(&mut self, d: &DispatchRow, _event_id: i64) -> Result<()> {
-        let symbol = self.source.desc.symbols.get(&d.kernel_id).map(|(_, k)| k);
+    fn dispatch(&mut self, d: &DispatchRow, event_id: i64) -> Result<()> {
+        let desc = &self.source.desc;
+        if self.kind == Some(CsvKind::CounterCollection) {
+            self.created.insert(d.dispatch_id);
+        }
+        // A thread a counter row gave, else the API call's (the import's order).
+        let counter_tid = || find_in(&desc.counter_tids, d.dispatch_id).copied();
+        let tid = self.filled(d.tid.or_else(counter_tid));
+        if let Some(facts) = &mut self.facts {
+            if desc.counted.contains(d.dispatch_id) {
+                let p = &self.pending;
+                debug_assert_eq!(p.stack_id, p.parent_stack_id);
+                let created = self.kind == Some(CsvKind::CounterCollection);
+                let fact = facts.add(
+                    NewFact {
+                        dispatch_id: d.dispatch_id,
+                        event_id,
+                        start: d.start,
+                        end: d.end,
+                        tid,
+                        stack: p.stack_id,
+                        agent_id: d.agent_id,
+                        pid: d.pid,
+                        category: &p.category,
+                    },
+                    created,
+                )?;
+                self.current = Some(fact);
+            }
+        }
+        let Some(k) = self.out_of(Table::KernelDispatch) else {
+            return Ok(());
+        };
+        let symbol = desc.symbols.get(&d.kernel_id).map(|(_, k)| k);
         let kernel_name = symbol
             .and_then(|k| k.display_name.as_deref().filter(|n| !n.is_empty()))
             .or_else(|| symbol.and_then(|k| k.kernel_name.as_deref()))
-            .unwrap_or("")
-            .to_string();
+            .unwrap_or("");
         self.push(
-            0,
+            k,
             &Values {
                 id: d.dispatch_id,
                 pid: d.pid,
-                tid: self.filled(d.tid),
+                tid,
                 start: d.start,
                 end: d.end,
                 agent_id: Some(d.agent_id),
@@ -1173,17 +1543,18 @@ impl RowSink for Rows<'_> {
                 dispatch_id: d.dispatch_id,
                 queue_id: Some(d.queue_id),
                 stream_id: Some(d.stream_id),
-                kernel_name: &kernel_name,
+                kernel_name,
                 private_segment: d.private_segment_size,
                 group_segment: d.group_segment_size,
                 workgroup: d.workgroup,
                 grid: d.grid,
                 extdata: d.extdata.as_deref(),
+                event_id,
                 ..Default::default()
             },
         )
     }
-    fn copy(&mut self, c: &CopyRow, _event_id: i64) -> Result<()> {
+    fn copy(&mut self, c: &CopyRow, event_id: i64) -> Result<()> {
         let id = self.next_copy;
         self.next_copy += 1;
         let name = self.name(c.name_id).to_string();
@@ -1202,11 +1573,12 @@ impl RowSink for Rows<'_> {
                 queue_id: c.queue_id,
                 stream_id: c.stream_id,
                 extdata: c.extdata.as_deref(),
+                event_id,
                 ..Default::default()
             },
         )
     }
-    fn alloc(&mut self, a: &AllocRow, _event_id: i64) -> Result<()> {
+    fn alloc(&mut self, a: &AllocRow, event_id: i64) -> Result<()> {
         let id = self.next_alloc;
         self.next_alloc += 1;
         self.push(
@@ -1225,6 +1597,7 @@ impl RowSink for Rows<'_> {
                 queue_id: a.queue_id,
                 stream_id: a.stream_id,
                 extdata: a.extdata.as_deref(),
+                event_id,
                 ..Default::default()
             },
         )
@@ -1234,5 +1607,85 @@ impl RowSink for Rows<'_> {
     }
     fn has_kernel(&self, id: i64) -> bool {
         self.source.desc.symbols.contains_key(&id)
+    }
+    fn pmc(&mut self, _pid: i64, _p: &PmcRow) -> Result<()> {
+        Ok(())
+    }
+    fn pmc_event(&mut self, _event_id: i64, pmc_id: i64, value: f64) -> Result<()> {
+        let id = self.next_pmc;
+        self.next_pmc += 1;
+        let (Some(k), Some(f)) = (self.out_of(Table::PmcValue), self.current) else {
+            // Not this stream's, or a value without time: the RocPD reader drops it too.
+            return Ok(());
+        };
+        let desc = &self.source.desc;
+        let counter_name = desc.pmcs.get(&pmc_id).map_or("", |(_, p)| p.name.as_str());
+        let Some(facts) = &self.facts else {
+            return Ok(());
+        };
+        // The row's event columns are its dispatch's event's.
+        let mut event = std::mem::take(&mut self.pmc_event);
+        event.category.clear();
+        event.category.push_str(facts.category(f));
+        event.stack_id = f.stack();
+        event.parent_stack_id = f.stack();
+        event.extdata = None;
+        let pid = facts.pid(f);
+        let agent_id = facts.agent(f);
+        std::mem::swap(&mut self.pending, &mut event);
+        let pushed = self.push(
+            k,
+            &Values {
+                id,
+                pid,
+                tid: f.tid(),
+                start: f.start,
+                end: f.end,
+                agent_id: Some(agent_id),
+                dispatch_id: f.dispatch_id,
+                event_id: f.event_id,
+                pmc_id,
+                counter_name,
+                value,
+                extdata: Some("{}"),
+                ..Default::default()
+            },
+        );
+        std::mem::swap(&mut self.pending, &mut event);
+        self.pmc_event = event;
+        pushed
+    }
+    fn find_dispatch(&mut self, dispatch_id: i64) -> Result<Option<FoundDispatch>> {
+        let traced = self.source.desc.traced.contains(dispatch_id);
+        if !traced && !self.created.contains(dispatch_id) {
+            self.current = None;
+            return Ok(None);
+        }
+        self.current = self.facts.as_mut().and_then(|f| f.get(dispatch_id));
+        // A thread: the ones counter rows give are in the description already.
+        Ok(Some(FoundDispatch {
+            event_id: Some(0),
+            stack_id: None,
+            tid: Some(0),
+        }))
+    }
+    fn set_dispatch_tid(&mut self, _dispatch_id: i64, _pid: i64, _tid: i64) -> Result<()> {
+        Ok(())
+    }
+    fn untimed_event(&mut self, dispatch_id: i64) -> Result<Option<i64>> {
+        self.current = None;
+        Ok(self.untimed.contains(dispatch_id).then_some(0))
+    }
+    fn remember_untimed(&mut self, dispatch_id: i64, _event_id: i64) -> Result<()> {
+        self.untimed.insert(dispatch_id);
+        self.current = None;
+        Ok(())
+    }
+    fn begin_file(&mut self, path: &Path) {
+        let plan = &self.source.plan;
+        let i = plan.files.iter().position(|(p, _)| p == path);
+        self.kind = i.map(|i| plan.files[i].1);
+        self.next_event = i.map_or(1, |i| self.source.desc.first_event[i]);
+        self.current = None;
     }
 }

@@ -2,6 +2,8 @@
 //! implemented twice, by the database writer ([`crate::db::Out`]) and by the direct
 //! reader's passes (`crate::direct`), so both see the same rows, ids and errors.
 
+use std::path::Path;
+
 use rocpd_model::Result;
 
 use crate::db::{
@@ -34,32 +36,16 @@ pub(crate) trait RowSink {
     fn kernel_symbol(&mut self, pid: i64, k: &KernelSymbolRow) -> Result<()>;
     fn has_kernel(&self, id: i64) -> bool;
 
-    // Counter rows update or look up dispatches already written: only the database can
-    // take them (the direct reader leaves runs with counter files to the import), so a
-    // sink without a database refuses them.
-    fn pmc(&mut self, _pid: i64, _p: &PmcRow) -> Result<()> {
-        Err(counter_rows())
-    }
-    fn pmc_event(&mut self, _event_id: i64, _pmc_id: i64, _value: f64) -> Result<()> {
-        Err(counter_rows())
-    }
-    fn find_dispatch(&self, _dispatch_id: i64) -> Result<Option<FoundDispatch>> {
-        Err(counter_rows())
-    }
-    fn set_dispatch_tid(&mut self, _dispatch_id: i64, _pid: i64, _tid: i64) -> Result<()> {
-        Err(counter_rows())
-    }
-    fn untimed_event(&self, _dispatch_id: i64) -> Result<Option<i64>> {
-        Err(counter_rows())
-    }
-    fn remember_untimed(&mut self, _dispatch_id: i64, _event_id: i64) -> Result<()> {
-        Err(counter_rows())
-    }
-}
+    // Counter rows look up, create or update the dispatch they belong to.
+    fn pmc(&mut self, pid: i64, p: &PmcRow) -> Result<()>;
+    fn pmc_event(&mut self, event_id: i64, pmc_id: i64, value: f64) -> Result<()>;
+    fn find_dispatch(&mut self, dispatch_id: i64) -> Result<Option<FoundDispatch>>;
+    fn set_dispatch_tid(&mut self, dispatch_id: i64, pid: i64, tid: i64) -> Result<()>;
+    fn untimed_event(&mut self, dispatch_id: i64) -> Result<Option<i64>>;
+    fn remember_untimed(&mut self, dispatch_id: i64, event_id: i64) -> Result<()>;
 
-/// The error of counter rows reaching a sink without a database (a bug, not bad input).
-fn counter_rows() -> rocpd_model::Error {
-    rocpd_model::Error::Usage("internal: counter rows reached a sink without a database".into())
+    /// Called before the rows of each file: `path` is the file's, as the plan names it.
+    fn begin_file(&mut self, _path: &Path) {}
 }
 
 impl RowSink for Out<'_> {
@@ -111,13 +97,13 @@ impl RowSink for Out<'_> {
     fn pmc_event(&mut self, event_id: i64, pmc_id: i64, value: f64) -> Result<()> {
         Out::pmc_event(self, event_id, pmc_id, value)
     }
-    fn find_dispatch(&self, dispatch_id: i64) -> Result<Option<FoundDispatch>> {
+    fn find_dispatch(&mut self, dispatch_id: i64) -> Result<Option<FoundDispatch>> {
         Out::find_dispatch(self, dispatch_id)
     }
     fn set_dispatch_tid(&mut self, dispatch_id: i64, pid: i64, tid: i64) -> Result<()> {
         Out::set_dispatch_tid(self, dispatch_id, pid, tid)
     }
-    fn untimed_event(&self, dispatch_id: i64) -> Result<Option<i64>> {
+    fn untimed_event(&mut self, dispatch_id: i64) -> Result<Option<i64>> {
         Out::untimed_event(self, dispatch_id)
     }
     fn remember_untimed(&mut self, dispatch_id: i64, event_id: i64) -> Result<()> {

@@ -70,6 +70,12 @@ fn same_as_imported(run: &Run, sort: SortOptions) -> Vec<(Table, u64)> {
     );
     let counts = Source::count_rows(&db).unwrap();
     assert_eq!(counts, direct.count_rows().unwrap(), "{}", run.label);
+    assert_eq!(
+        format!("{:?}", Source::dropped(&db).unwrap()),
+        format!("{:?}", direct.dropped().unwrap()),
+        "{}",
+        run.label
+    );
     for table in Table::ALL {
         let (a, b) = (rows(&db, table, 7), rows(&direct, table, 5));
         assert_eq!(
@@ -96,6 +102,18 @@ fn same_as_imported(run: &Run, sort: SortOptions) -> Vec<(Table, u64)> {
 
 /// A generated single-process trace written as a CSV set without its counter file.
 fn generated(dir: &Path, seed: u64, odd_names: bool) -> PathBuf {
+    let csv = generated_with_counters(dir, seed, odd_names);
+    for e in std::fs::read_dir(&csv).unwrap() {
+        let p = e.unwrap().path();
+        if p.to_string_lossy().ends_with("counter_collection.csv") {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    csv
+}
+
+/// A generated single-process trace written as a CSV set.
+fn generated_with_counters(dir: &Path, seed: u64, odd_names: bool) -> PathBuf {
     let cfg = rocpd_gen::GenConfig {
         seed,
         processes: 1,
@@ -105,12 +123,6 @@ fn generated(dir: &Path, seed: u64, odd_names: bool) -> PathBuf {
     };
     let dbs = rocpd_gen::generate(&cfg, &dir.join("gen")).unwrap();
     let (csv, _) = rocpd_gen::export_csv(&dbs[0], &dir.join("csv")).unwrap();
-    for e in std::fs::read_dir(&csv).unwrap() {
-        let p = e.unwrap().path();
-        if p.to_string_lossy().ends_with("counter_collection.csv") {
-            std::fs::remove_file(p).unwrap();
-        }
-    }
     csv
 }
 
@@ -201,18 +213,6 @@ fn markers_are_found_as_the_database_finds_them() {
 #[test]
 fn runs_that_need_the_database_are_left_to_the_import() {
     let tmp = tempfile::tempdir().unwrap();
-    // A counter file updates dispatches already written.
-    let docs = Path::new("../../fixtures/rocprofv3-csv-docs");
-    let counters = tmp.path().join("counters");
-    std::fs::create_dir(&counters).unwrap();
-    for f in ["kernel_trace.csv", "counter_collection.csv"] {
-        std::fs::copy(docs.join(f), counters.join(f)).unwrap();
-    }
-    assert!(
-        CsvRunSource::open(&one_run(&counters), &ImportOptions::default())
-            .unwrap()
-            .is_none()
-    );
     // Two API rows with one correlation id: the import gives the second a new id.
     let header = "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"";
     let write = |name: &str, body: &str| {
@@ -352,4 +352,151 @@ fn files_changed_after_opening_give_errors_not_panics() {
     std::fs::remove_file(&api).unwrap();
     let e = drain(&direct).unwrap_err();
     assert!(e.contains("hip_api_trace.csv"), "{e}");
+}
+
+#[test]
+fn generated_traces_with_counter_files_read_as_imported() {
+    for (seed, odd) in [(3, true), (9, false)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = one_run(&generated_with_counters(tmp.path(), seed, odd));
+        assert!(run
+            .files
+            .iter()
+            .any(|f| f.to_string_lossy().ends_with("counter_collection.csv")));
+        let counts = same_as_imported(&run, SortOptions::default());
+        let n = |t: Table| counts.iter().find(|(x, _)| *x == t).unwrap().1;
+        assert!(n(Table::PmcValue) > 50, "{counts:?}");
+        let spill = tmp.path().join("spill");
+        std::fs::create_dir(&spill).unwrap();
+        same_as_imported(
+            &run,
+            SortOptions {
+                memory_bytes: 1,
+                batch_rows: 8192,
+                spill_dir: Some(spill.clone()),
+            },
+        );
+        assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
+    }
+}
+
+/// Counter files of every header generation, alone (their rows make the dispatches) and
+/// beside kernel traces (their rows find them, and give a thread to dispatches that have
+/// none), with and without time.
+#[test]
+fn real_counter_files_read_as_imported() {
+    let docs = Path::new("../../fixtures/rocprofv3-csv-docs");
+    let historical = docs.join("historical");
+    let counter_files: Vec<PathBuf> = std::fs::read_dir(&historical)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("counter_collection__") || name.starts_with("kernel_names__")
+        })
+        .chain([docs.join("counter_collection.csv")])
+        .collect();
+    let kernel_traces: Vec<Option<PathBuf>> = std::fs::read_dir(&historical)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("kernel_trace__")
+        })
+        .chain([docs.join("kernel_trace.csv")])
+        .map(Some)
+        .chain([None])
+        .collect();
+    assert!(counter_files.len() >= 5 && kernel_traces.len() >= 7);
+    let mut pmc_rows = 0;
+    let mut untimed = 0;
+    for counters in &counter_files {
+        for trace in &kernel_traces {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = tmp.path().join("run");
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::copy(counters, dir.join("counter_collection.csv")).unwrap();
+            if let Some(t) = trace {
+                std::fs::copy(t, dir.join("kernel_trace.csv")).unwrap();
+            }
+            for run in rocpd_rocprofv3::group_runs(std::slice::from_ref(&dir)).unwrap() {
+                let direct = CsvRunSource::open(&run, &ImportOptions::default())
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("{} is read directly", run.label));
+                untimed += direct.dropped().unwrap().len();
+                let counts = same_as_imported(&run, SortOptions::default());
+                pmc_rows += counts
+                    .iter()
+                    .find(|(t, _)| *t == Table::PmcValue)
+                    .unwrap()
+                    .1;
+            }
+        }
+    }
+    assert!(pmc_rows > 100, "{pmc_rows}");
+    assert!(untimed > 0, "no case has counter values without time");
+}
+
+/// Counter values sort as the database orders them: by their dispatch's time, then its
+/// event, then the counter, then the value's id. Here two dispatches share their times
+/// and the counter file lists them, and their counters, in other orders than those.
+#[test]
+fn counter_values_sort_by_dispatch_event_and_counter() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    let kernel_header = "\"Kind\",\"Agent_Id\",\"Queue_Id\",\"Stream_Id\",\"Thread_Id\",\"Dispatch_Id\",\"Kernel_Id\",\"Kernel_Name\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\",\"LDS_Block_Size\",\"Scratch_Size\",\"VGPR_Count\",\"Accum_VGPR_Count\",\"SGPR_Count\",\"Workgroup_Size_X\",\"Workgroup_Size_Y\",\"Workgroup_Size_Z\",\"Grid_Size_X\",\"Grid_Size_Y\",\"Grid_Size_Z\"";
+    let kernel = |dispatch: i64| {
+        format!("\"KERNEL_DISPATCH\",\"Agent 1\",1,1,7,{dispatch},10,\"k\",{dispatch},100,200,0,0,8,0,16,64,1,1,1024,1,1")
+    };
+    std::fs::write(
+        dir.join("kernel_trace.csv"),
+        format!("{kernel_header}\n{}\n{}\n", kernel(5), kernel(2)),
+    )
+    .unwrap();
+    let counter_header = "\"Correlation_Id\",\"Dispatch_Id\",\"Agent_Id\",\"Queue_Id\",\"Process_Id\",\"Thread_Id\",\"Grid_Size\",\"Kernel_Id\",\"Kernel_Name\",\"Workgroup_Size\",\"LDS_Block_Size\",\"Scratch_Size\",\"VGPR_Count\",\"Accum_VGPR_Count\",\"SGPR_Count\",\"Counter_Name\",\"Counter_Value\",\"Start_Timestamp\",\"End_Timestamp\"";
+    let value = |dispatch: i64, counter: &str, v: f64| {
+        format!("{dispatch},{dispatch},\"Agent 1\",1,7,7,1024,10,\"k\",64,0,0,8,0,16,\"{counter}\",{v},100,200")
+    };
+    let rows = [
+        value(2, "SQ_WAVES", 1.0),
+        value(2, "GRBM_COUNT", 2.0),
+        value(5, "GRBM_COUNT", 3.0),
+        value(5, "SQ_WAVES", 4.0),
+    ];
+    std::fs::write(
+        dir.join("counter_collection.csv"),
+        format!("{counter_header}\n{}\n", rows.join("\n")),
+    )
+    .unwrap();
+    let run = one_run(&dir);
+    same_as_imported(&run, SortOptions::default());
+    let direct = CsvRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .unwrap();
+    let pmc = rows_of(&direct);
+    // Dispatch 5's event comes first (the kernel trace lists it first), SQ_WAVES is
+    // counter 1 (the file names it first).
+    assert_eq!(pmc, [(5, 1, 4.0), (5, 2, 3.0), (2, 1, 1.0), (2, 2, 2.0)]);
+}
+
+/// (dispatch id, counter id, value) of every PMC row of `source`, in stream order.
+fn rows_of(source: &dyn Source) -> Vec<(i64, i64, f64)> {
+    use arrow_array::types::{Float64Type, Int64Type};
+    let b = rows(source, Table::PmcValue, 3);
+    let int = |name: &str| {
+        b.column(Table::PmcValue.column_index(name))
+            .as_primitive::<Int64Type>()
+            .clone()
+    };
+    let (dispatch, counter) = (int("dispatch_id"), int("pmc_id"));
+    let value = b
+        .column(Table::PmcValue.column_index("value"))
+        .as_primitive::<Float64Type>()
+        .clone();
+    (0..b.num_rows())
+        .map(|i| (dispatch.value(i), counter.value(i), value.value(i)))
+        .collect()
 }
