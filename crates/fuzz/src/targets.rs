@@ -202,6 +202,7 @@ impl Runner {
                             "rocpd_kernel_dispatch",
                             "rocpd_memory_copy",
                             "rocpd_memory_allocate",
+                            "rocpd_pmc_event",
                         ]
                         .iter()
                         .map(|t| r.count(t))
@@ -360,7 +361,14 @@ fn read_csv_directly(run: &rocpd_rocprofv3::Run) -> std::result::Result<Option<u
     else {
         return Ok(None);
     };
-    walk_source(&source.with_sort_options(spill_everything(&spill))).map(Some)
+    let dropped: u64 = rocpd_pipeline::Source::dropped(&source)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .flat_map(|d| d.rows.values())
+        .sum();
+    let streamed = walk_source(&source.with_sort_options(spill_everything(&spill)))?;
+    // Counter values without time are written by the import and dropped by the reader.
+    Ok(Some(streamed + dropped))
 }
 
 /// The direct Proton reader on `path`: [`walk_source`]'s rows or error (also when the
