@@ -68,10 +68,9 @@ PY
 }
 
 check fixture fixtures/generated
-# rocprofv3 CSV sets without their counter files are read directly: under a TMPDIR nothing
+# rocprofv3 CSV sets, counter files included, are read directly: under a TMPDIR nothing
 # can be created in (no temporary database is possible), every output must still pass.
 "$bin/rocpd-gen" --out "$work/gencsv" --seed 12 --nodes 1 --processes 2 --iterations 60 --csv >/dev/null
-find "$work/gencsv/csv" -name '*counter_collection.csv' -delete
 TMPDIR="$work/no-such-directory" check csv_direct "$work/gencsv/csv"
 # Real rocprofv3 outputs (CSV sets of several header generations, a JSON file).
 check real_csv_llamacpp fixtures/rocprofv3-csv-llamacpp
@@ -133,7 +132,7 @@ TMPDIR="$work/no-such-directory" "$bin/rocpd" convert -q -i "$work/gencsv/csv" -
 "$py" - "$work/parquet_csv_direct/pq_results.parquet" "$work/csv_direct.parquet.info.json" <<'PY'
 import duckdb, json, sys
 ds, info = sys.argv[1], json.load(open(sys.argv[2]))["rows"]
-for table, row in [("kernels", "kernel_dispatch"), ("api_calls", "region"), ("memory_copies", "memory_copy")]:
+for table, row in [("kernels", "kernel_dispatch"), ("api_calls", "region"), ("memory_copies", "memory_copy"), ("pmc_values", "pmc_value")]:
     n = duckdb.sql("select count(*) from read_parquet('%s/%s/*.parquet')" % (ds, table)).fetchall()[0][0]
     if n != info[row] or n == 0:
         sys.exit("csv_direct parquet %s: DuckDB reads %d rows, rocpd info says %d" % (table, n, info[row]))
