@@ -342,13 +342,19 @@ impl Inputs {
         // runs whose import needs no database), then the rest are imported: side by side
         // each time, results taken in input order, so inputs, notes and errors do not
         // depend on timing.
-        let direct = in_parallel(proton.len() + runs.len(), options.threads(), |job| {
+        let jobs = proton.len() + runs.len();
+        // A CSV run may describe its counter files on a second thread, when fewer inputs
+        // than threads leave one idle.
+        let per_run = if jobs < options.threads() { 2 } else { 1 };
+        let direct = in_parallel(jobs, options.threads(), |job| {
             Ok(match proton.get(job) {
                 Some((path, kind)) => Some(Direct::Proton(rocpd_proton::ProtonSource::open(
                     path, *kind,
                 )?)),
-                None => rocpd_rocprofv3::CsvRunSource::open(&runs[job - proton.len()], &opts)?
-                    .map(Direct::Csv),
+                None => {
+                    let run = &runs[job - proton.len()];
+                    rocpd_rocprofv3::CsvRunSource::open_on(run, &opts, per_run)?.map(Direct::Csv)
+                }
             })
         })?;
         let imported: Vec<usize> = (0..runs.len())

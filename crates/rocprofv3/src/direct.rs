@@ -504,31 +504,9 @@ impl RowSink for Describe {
     }
 }
 
-/// A rocprofv3 CSV run opened as a source: described, ready to stream. A clone is the
-/// same source opened again without reading the files.
-#[derive(Clone)]
-pub struct CsvRunSource {
-    run: Run,
-    plan: CsvPlan,
-    guid: String,
-    opts: ImportOptions,
-    desc: Arc<Description>,
-    sort: SortOptions,
-}
-
-impl CsvRunSource {
-    /// Reads the run once to describe it. `Ok(None)` when the run must be imported
-    /// instead (see the module documentation); errors are left to the import, which
-    /// reports them in its order.
-    pub fn open(run: &Run, opts: &ImportOptions) -> Result<Option<Self>> {
-        if !matches!(run.source, crate::RunSource::Csv { .. }) {
-            return Ok(None);
-        }
-        let Ok(guid) = crate::guid::run_guid(run) else {
-            return Ok(None);
-        };
-        let plan = csv_import::plan(run);
-        let mut describe = Describe {
+impl Describe {
+    fn new(plan: &CsvPlan) -> Self {
+        Describe {
             d: Description {
                 counts: BTreeMap::new(),
                 span: None,
@@ -563,26 +541,154 @@ impl CsvRunSource {
             file: usize::MAX,
             file_events: vec![0; plan.files.len()],
             refused: None,
-        };
-        let mut report = ImportReport::default();
-        // API files last: the groups of their calls exist by then. No kind's rows depend
-        // on the API files' (the import reads them second only by convention). The others
-        // keep the import's order, in one read as the import does: counter rows find the
-        // kernel trace's dispatches and kernel names.
-        let (apis, targets): (Vec<_>, Vec<_>) = plan
-            .files
-            .iter()
-            .cloned()
-            .partition(|(_, k)| *k == CsvKind::Api);
-        for (i, files) in [targets, apis].iter().enumerate() {
-            if i == 1 {
-                describe.merge_groups();
-            }
-            let read = csv_import::read_files(&plan, files, &mut describe, opts, &mut report);
-            if read.is_err() || describe.refused.is_some() || report.skipped_rows > 0 {
-                return Ok(None);
-            }
         }
+    }
+
+    /// A describer of the counter files, run beside this one's read of the API files: it
+    /// takes the dispatches read so far (the API files' rows need them not) and a copy
+    /// of the agents, and knows nothing else.
+    fn for_counters(&mut self, plan: &CsvPlan) -> Self {
+        let mut c = Describe::new(plan);
+        c.d.agents = self.d.agents.clone();
+        c.dispatch_ids = std::mem::take(&mut self.dispatch_ids);
+        c.threadless = std::mem::take(&mut self.threadless);
+        c
+    }
+
+    /// Takes in what a counter describer learned; `false` (taking nothing) when its rows
+    /// made dispatches, which the API files' read must have seen (their flow groups and
+    /// threads).
+    fn absorb_counters(&mut self, c: Describe) -> bool {
+        let made = c.d.made_by_counters > 0
+            || !c.d.groups.is_empty()
+            || !c.d.fills.is_empty()
+            || !c.d.symbols.is_empty()
+            || c.d.span.is_some();
+        if made {
+            return false;
+        }
+        for (table, n) in c.d.counts {
+            *self.d.counts.entry(table).or_insert(0) += n;
+        }
+        self.d.processes.extend(c.d.processes);
+        self.d.threads.extend(c.d.threads);
+        self.d.agents = c.d.agents;
+        self.d.pmcs = c.d.pmcs;
+        self.d.counter_tids = c.d.counter_tids;
+        self.d.counted = c.d.counted;
+        self.d.untimed_pmc += c.d.untimed_pmc;
+        self.counted += c.counted;
+        for (mine, theirs) in self.file_events.iter_mut().zip(c.file_events) {
+            *mine += theirs;
+        }
+        if let Some(why) = c.refused {
+            self.refuse(why);
+        }
+        // The budget of the two together.
+        self.room();
+        true
+    }
+}
+
+/// The describing pass over `plan` (see the module documentation); `None` when the run
+/// must be imported. With `threads` of two or more, the counter files are read beside
+/// the API files, unless their rows make dispatches (then the run is described again,
+/// in order).
+fn describe_run(
+    plan: &CsvPlan,
+    opts: &ImportOptions,
+    threads: usize,
+) -> Result<Option<(Describe, ImportReport)>> {
+    let ok = |d: &Describe, r: &ImportReport| d.refused.is_none() && r.skipped_rows == 0;
+    // API files last: the groups of their calls exist by then. No kind's rows depend on
+    // the API files' (the import reads them second only by convention). The others keep
+    // the import's order, in one read as the import does: counter rows find the kernel
+    // trace's dispatches and kernel names.
+    let (apis, targets): (Vec<_>, Vec<_>) = plan
+        .files
+        .iter()
+        .cloned()
+        .partition(|(_, k)| *k == CsvKind::Api);
+    let (counters, others): (Vec<_>, Vec<_>) = targets
+        .iter()
+        .cloned()
+        .partition(|(_, k)| *k == CsvKind::CounterCollection);
+    if threads >= 2 && !counters.is_empty() && !apis.is_empty() {
+        let mut describe = Describe::new(plan);
+        let mut report = ImportReport::default();
+        let read = csv_import::read_files(plan, &others, &mut describe, opts, &mut report);
+        if read.is_err() || !ok(&describe, &report) {
+            return Ok(None);
+        }
+        describe.merge_groups();
+        let mut side = describe.for_counters(plan);
+        let mut side_report = ImportReport::default();
+        let (side_read, api_read) = std::thread::scope(|scope| {
+            let helper = scope.spawn(|| {
+                csv_import::read_files(plan, &counters, &mut side, opts, &mut side_report)
+            });
+            let api = csv_import::read_files(plan, &apis, &mut describe, opts, &mut report);
+            let side = helper
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (side, api)
+        });
+        if side_read.is_err() || api_read.is_err() || !ok(&side, &side_report) {
+            return Ok(None);
+        }
+        if describe.absorb_counters(side) {
+            report.ignored.extend(side_report.ignored);
+            return Ok(ok(&describe, &report).then_some((describe, report)));
+        }
+    }
+    let mut describe = Describe::new(plan);
+    let mut report = ImportReport::default();
+    for (i, files) in [targets, apis].iter().enumerate() {
+        if i == 1 {
+            describe.merge_groups();
+        }
+        let read = csv_import::read_files(plan, files, &mut describe, opts, &mut report);
+        if read.is_err() || !ok(&describe, &report) {
+            return Ok(None);
+        }
+    }
+    Ok(Some((describe, report)))
+}
+
+/// A rocprofv3 CSV run opened as a source: described, ready to stream. A clone is the
+/// same source opened again without reading the files.
+#[derive(Clone)]
+pub struct CsvRunSource {
+    run: Run,
+    plan: CsvPlan,
+    guid: String,
+    opts: ImportOptions,
+    desc: Arc<Description>,
+    sort: SortOptions,
+}
+
+impl CsvRunSource {
+    /// Reads the run once to describe it. `Ok(None)` when the run must be imported
+    /// instead (see the module documentation); errors are left to the import, which
+    /// reports them in its order.
+    pub fn open(run: &Run, opts: &ImportOptions) -> Result<Option<Self>> {
+        Self::open_on(run, opts, 2)
+    }
+
+    /// [`CsvRunSource::open`] on at most `threads` threads: with two or more, a run's
+    /// counter files are described beside its API files.
+    pub fn open_on(run: &Run, opts: &ImportOptions, threads: usize) -> Result<Option<Self>> {
+        if !matches!(run.source, crate::RunSource::Csv { .. }) {
+            return Ok(None);
+        }
+        let Ok(guid) = crate::guid::run_guid(run) else {
+            return Ok(None);
+        };
+        let plan = csv_import::plan(run);
+        let Some((describe, report)) = describe_run(&plan, opts, threads)? else {
+            return Ok(None);
+        };
+        let mut describe = describe;
         let events = std::mem::take(&mut describe.file_events);
         let mut d = describe.d;
         let mut next = 1i64;

@@ -57,6 +57,20 @@ fn same_as_imported(run: &Run, sort: SortOptions) -> Vec<(Table, u64)> {
         .expect("read directly")
         .with_sort_options(sort);
     assert_eq!(direct.guid(), report.guid);
+    // Described on one thread (counter files after the rest) or two (beside the API
+    // files), the same.
+    let one = CsvRunSource::open_on(run, &ImportOptions::default(), 1)
+        .unwrap()
+        .expect("read directly");
+    assert_eq!(
+        comparable(one.catalog(0).unwrap()),
+        comparable(direct.catalog(0).unwrap())
+    );
+    assert_eq!(one.count_rows().unwrap(), direct.count_rows().unwrap());
+    assert_eq!(
+        format!("{:?}", one.dropped().unwrap()),
+        format!("{:?}", direct.dropped().unwrap())
+    );
     assert_eq!(direct.ignored(), report.ignored);
     assert_eq!(
         comparable(db.catalog(0).unwrap()),
