@@ -48,9 +48,20 @@ pub const MAX_MERGE: usize = 32;
 /// Default bytes of sorted batches held in memory before they are merged into a run file.
 pub const SORT_MEMORY: usize = 16 << 20;
 
-/// Rows per batch in a spilled run's file: the merge holds one such batch per run it
-/// reads, so this and [`MAX_MERGE`] bound its memory whatever the readers pushed.
+/// Rows per batch in a spilled run's file, at most: the merge holds one such batch per
+/// run it reads, so this and [`MAX_MERGE`] bound its memory whatever the readers pushed.
 const SPILL_BATCH_ROWS: usize = 1024;
+
+/// Bytes per batch in a spilled run's file, about: wide rows (API calls with their names
+/// and arguments) make batches of fewer rows. Each stream being merged holds up to
+/// [`MAX_MERGE`] of them, and a conversion merges every table's stream at once.
+const SPILL_BATCH_BYTES: usize = 64 << 10;
+
+/// The rows of the batches `batch` is written to a run file in.
+fn spill_batch_rows(batch: &RecordBatch) -> usize {
+    let row_bytes = batch.get_array_memory_size() / batch.num_rows().max(1);
+    (SPILL_BATCH_BYTES / row_bytes.max(1)).clamp(64, SPILL_BATCH_ROWS)
+}
 
 /// How a [`RunSorter`] sorts.
 #[derive(Debug, Clone)]
@@ -243,9 +254,10 @@ impl RunWriter {
     }
 
     fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let rows = spill_batch_rows(batch);
         let mut offset = 0;
         while offset < batch.num_rows() {
-            let len = SPILL_BATCH_ROWS.min(batch.num_rows() - offset);
+            let len = rows.min(batch.num_rows() - offset);
             self.writer
                 .write(&batch.slice(offset, len))
                 .map_err(|e| Error::output(&self.path, format!("cannot write a sort run: {e}")))?;

@@ -219,6 +219,8 @@ struct Description {
     counter_tids: Vec<(i64, i64)>,
     /// The dispatches with timed counter values: the PMC stream keeps their facts.
     counted: IdSet,
+    /// How many.
+    counted_dispatches: usize,
     /// Counter values of events without time (no dispatch to place them at).
     untimed_pmc: u64,
     /// Dispatches (with time) counter rows made: none, and the dispatch stream need not
@@ -308,7 +310,9 @@ impl Describe {
     /// target files, before the API files look their calls up.
     fn merge_groups(&mut self) {
         let groups = &mut self.d.groups;
-        groups.sort_by_key(|(s, _)| *s);
+        // Unstable: entries of one id merge the same in any order, and a stable sort
+        // would take a buffer of half the entries.
+        groups.sort_unstable_by_key(|(s, _)| *s);
         groups.dedup_by(|later, kept| {
             let same = later.0 == kept.0;
             if same {
@@ -525,6 +529,7 @@ impl Describe {
                 traced: IdSet::default(),
                 counter_tids: Vec::new(),
                 counted: IdSet::default(),
+                counted_dispatches: 0,
                 untimed_pmc: 0,
                 made_by_counters: 0,
             },
@@ -702,6 +707,7 @@ impl CsvRunSource {
         d.threads.extend(filled);
         d.ignored = report.ignored;
         d.counter_tids.sort_unstable_by_key(|(id, _)| *id);
+        d.counted_dispatches = describe.counted;
         Ok(Some(CsvRunSource {
             run: run.clone(),
             plan,
@@ -1303,9 +1309,9 @@ impl Facts {
 
     fn get(&mut self, dispatch_id: i64) -> Option<Fact> {
         if !self.sorted {
-            // Stable: of two facts of one dispatch id (files changed since the
-            // describing pass), the first stays first.
-            self.traced.sort_by_key(|f| f.dispatch_id);
+            // Unstable: a stable sort takes a buffer as large as the facts. Dispatch ids
+            // are distinct (the describing pass refuses a run where they are not).
+            self.traced.sort_unstable_by_key(|f| f.dispatch_id);
             self.sorted = true;
         }
         match self
@@ -1407,7 +1413,11 @@ impl<'a> Rows<'a> {
             untimed: IdSet::default(),
             current: None,
             next_pmc: 1,
-            facts: tables.contains(&Table::PmcValue).then(Facts::default),
+            facts: tables.contains(&Table::PmcValue).then(|| Facts {
+                // The counted dispatches of the kernel trace at most: no growth slack.
+                traced: Vec::with_capacity(source.desc.counted_dispatches),
+                ..Facts::default()
+            }),
             pmc_event: Pending::default(),
         }
     }
