@@ -1,6 +1,7 @@
 //! Sorting one table's rows by (`start`, `end` descending, `id`) in bounded memory, for readers
 //! whose input is not in time order (rocprofv3 CSV and JSON files write a row when an
-//! event ends; Proton traces are in the order the profiler flushed them).
+//! event ends; Proton traces are in the order the profiler flushed them). PMC values
+//! break ties by (`event_id`, `pmc_id`, `id`), as the RocPD reader orders them.
 //!
 //! A reader pushes its batches in input order into a [`RunSorter`]. Each batch is sorted
 //! on its own, stably, unless it is in order already, and held in memory. When the held
@@ -15,8 +16,8 @@
 //! (runs stay in input order and each keeps it), so a reader's output does not depend on
 //! the budget. More than [`MAX_MERGE`] files are first merged, consecutive files into
 //! one, until `MAX_MERGE` are left, so the files open at once are bounded; a run file is
-//! read back in batches of 1,024 rows, so the merge holds at most `MAX_MERGE` such
-//! batches beside the memory budget. The temporary directory is removed when the sorter
+//! read back in batches of at most 1,024 rows and about 64 KiB, so the merge holds at
+//! most `MAX_MERGE` such batches beside the memory budget. The temporary directory is removed when the sorter
 //! or the stream is dropped, and is registered with [`crate::cleanup`] meanwhile so that
 //! a signal handler can remove it.
 
