@@ -246,7 +246,34 @@ fn rocpd_output_splits_by_process_and_duplicates_are_refused() {
     for db in &dbs {
         let m = rusqlite::Connection::open(db).unwrap();
         assert_eq!(count(&m, "SELECT COUNT(DISTINCT pid) FROM rocpd_region"), 1);
+        // Only its own process's table set and info rows.
+        assert_eq!(count(&m, "SELECT COUNT(*) FROM rocpd_info_process"), 1);
+        assert_eq!(count(&m, "SELECT COUNT(DISTINCT guid) FROM rocpd_region"), 1);
     }
+    // So the parts merge back: every region once.
+    let back = tmp.path().join("back");
+    let o = rocpd(&[
+        "merge",
+        "-q",
+        "-d",
+        back.to_str().unwrap(),
+        "-o",
+        "b",
+        "-i",
+        dbs[0].to_str().unwrap(),
+        dbs[1].to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let merged = std::fs::read_dir(&back)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "db"))
+        .unwrap();
+    let m = rusqlite::Connection::open(&merged).unwrap();
+    assert_eq!(
+        count(&m, "SELECT COUNT(*) FROM rocpd_region"),
+        sql_count(&ins, "SELECT COUNT(*) FROM {rocpd_region}") as i64
+    );
     let copy = tmp.path().join("copy.db");
     std::fs::copy(&ins[0], &copy).unwrap();
     let dir = tmp.path().join("dup");

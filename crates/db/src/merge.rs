@@ -5,8 +5,8 @@
 //! Two ways in: [`merge`] copies whole databases inside SQLite (the fast path, lossless);
 //! [`RocpdSink`] is a pipeline sink for filtered, windowed or split runs: it records the
 //! ids of the rows that reach it (in a TEMP table, on disk) and at `finish` copies exactly
-//! those rows, the events they reference and the arguments of those events, plus every info
-//! row. Both write to a temporary file that is renamed into place when complete.
+//! those rows, the events they reference and the arguments of those events, plus the info
+//! rows of the table sets those rows come from (of every input's when no row reached it). Both write to a temporary file that is renamed into place when complete.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -310,6 +310,8 @@ pub struct RocpdSink {
     out: Option<Output>,
     catalog: Option<Arc<Catalog>>,
     rows: BTreeMap<&'static str, u64>,
+    /// The sources at least one kept row comes from.
+    kept_sources: std::collections::BTreeSet<u32>,
 }
 
 impl RocpdSink {
@@ -320,6 +322,7 @@ impl RocpdSink {
             out: None,
             catalog: None,
             rows: BTreeMap::new(),
+            kept_sources: Default::default(),
         }
     }
 }
@@ -365,6 +368,7 @@ impl Sink for RocpdSink {
                 for r in 0..b.batch.num_rows() {
                     st.execute((src.value(r), code, ids.value(r)))
                         .map_err(|e| out.err(e))?;
+                    self.kept_sources.insert(src.value(r));
                 }
                 *self.rows.entry(b.table.name()).or_default() += b.batch.num_rows() as u64;
             }
@@ -376,7 +380,15 @@ impl Sink for RocpdSink {
         let mut out = self.out.take().expect("begin first");
         let catalog = self.catalog.take().expect("begin first");
         let mut by_file: BTreeMap<PathBuf, Vec<(u32, String)>> = BTreeMap::new();
+        // The sources whose rows reached this output, with their info rows: a part of a
+        // split by process holds that process's table set, not every input's (so parts
+        // can be read together). An output no row reached still describes every input.
+        let kept = &self.kept_sources;
+        let wanted = |i: u32| kept.is_empty() || kept.contains(&i);
         for (i, s) in catalog.sources.iter().enumerate() {
+            if !wanted(i as u32) {
+                continue;
+            }
             by_file
                 .entry(s.path.clone())
                 .or_default()
