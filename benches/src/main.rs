@@ -230,9 +230,8 @@ fn db_trace_for(rocpd: &Path, case: &Case, root: &Path) -> Result<PathBuf> {
     let dbs = dir.join("db-csv");
     if !dir.join("db-csv-done").exists() {
         let _ = std::fs::remove_dir_all(&dbs);
-        // One conversion per process (`<pid>_*.csv` of a host directory): the parts of a
-        // split RocPD output each carry every input's info rows, so they cannot be read
-        // together.
+        // One conversion per process (`<pid>_*.csv` of a host directory): one database
+        // per process, as rocprofv3 writes them.
         for host in std::fs::read_dir(&traces)? {
             let host = host?.path();
             let mut runs: std::collections::BTreeMap<String, Vec<PathBuf>> = Default::default();
