@@ -248,7 +248,10 @@ fn rocpd_output_splits_by_process_and_duplicates_are_refused() {
         assert_eq!(count(&m, "SELECT COUNT(DISTINCT pid) FROM rocpd_region"), 1);
         // Only its own process's table set and info rows.
         assert_eq!(count(&m, "SELECT COUNT(*) FROM rocpd_info_process"), 1);
-        assert_eq!(count(&m, "SELECT COUNT(DISTINCT guid) FROM rocpd_region"), 1);
+        assert_eq!(
+            count(&m, "SELECT COUNT(DISTINCT guid) FROM rocpd_region"),
+            1
+        );
     }
     // So the parts merge back: every region once.
     let back = tmp.path().join("back");

@@ -155,19 +155,24 @@ fn a_generated_trace_reads_as_its_imported_database() {
                 && n(Table::MemoryAllocation) > 5,
             "{counts:?}"
         );
-        // A budget of one byte: every batch goes to disk and the runs merge back.
-        let spill = tmp.path().join("spill");
-        std::fs::create_dir(&spill).unwrap();
-        same_as_imported(
-            &run,
-            SortOptions {
-                memory_bytes: 1,
-                batch_rows: 8192,
-                spill_dir: Some(spill.clone()),
-            },
-        );
-        assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
+        same_with_every_batch_spilled(&run, tmp.path());
     }
+}
+
+/// [`same_as_imported`] with a sort budget of one byte: every batch goes to disk and the
+/// runs merge back; nothing is left in the spill directory.
+fn same_with_every_batch_spilled(run: &Run, tmp: &Path) {
+    let spill = tmp.join("spill");
+    std::fs::create_dir(&spill).unwrap();
+    same_as_imported(
+        run,
+        SortOptions {
+            memory_bytes: 1,
+            batch_rows: 8192,
+            spill_dir: Some(spill.clone()),
+        },
+    );
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
 }
 
 #[test]
@@ -380,17 +385,7 @@ fn generated_traces_with_counter_files_read_as_imported() {
         let counts = same_as_imported(&run, SortOptions::default());
         let n = |t: Table| counts.iter().find(|(x, _)| *x == t).unwrap().1;
         assert!(n(Table::PmcValue) > 50, "{counts:?}");
-        let spill = tmp.path().join("spill");
-        std::fs::create_dir(&spill).unwrap();
-        same_as_imported(
-            &run,
-            SortOptions {
-                memory_bytes: 1,
-                batch_rows: 8192,
-                spill_dir: Some(spill.clone()),
-            },
-        );
-        assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
+        same_with_every_batch_spilled(&run, tmp.path());
     }
 }
 
