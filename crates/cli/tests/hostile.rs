@@ -596,9 +596,10 @@ fn interrupt(
 fn signals_leave_no_partial_output_and_no_temporary_files() {
     let tmp = tempfile::tempdir().unwrap();
     let inputs = generate(&tmp.path().join("in"), 17, 4, 600);
-    // CSV inputs of the same trace, so that an import directory exists too.
-    let csv = tmp.path().join("csv");
-    rocpd_gen::export_csv(&inputs[0], &csv).expect("csv export");
+    // A rocprofv3 JSON file of the same trace, so that an import directory exists too
+    // (CSV runs are read directly).
+    let (json, _) =
+        rocpd_gen::export_json(&inputs[0], &tmp.path().join("json")).expect("json export");
     for (signal, status, input, what) in [
         (
             "INT",
@@ -609,7 +610,7 @@ fn signals_leave_no_partial_output_and_no_temporary_files() {
         (
             "TERM",
             143,
-            csv.to_str().unwrap().to_string(),
+            json.to_str().unwrap().to_string(),
             "rocpd-import-",
         ),
     ] {
