@@ -11,18 +11,24 @@
 //!    per correlation id of a row without a thread, the thread of the API call that
 //!    carries it (what the importer's `fill_threads` copies into such rows). API files go
 //!    last so those entries exist when the calls arrive: nothing per API call is kept.
+//!    Counter rows are described as the import writes them: the counters, the dispatches
+//!    they make when the kernel trace lacks them, the threads they give dispatches that
+//!    have none, and which dispatches have values.
 //! 2. **Streaming** (one stream per table, opened on a decode thread): the files of that
 //!    table again, each row built into Arrow batches of the columns the run reads, with
 //!    the ids the import would give (event ids counted in import order from each file's
 //!    first, copy and allocation ids counted per table) and sorted by (start, end desc,
-//!    id) through a [`RunSorter`]: rocprofv3 writes a row when its event ends.
+//!    id) through a [`RunSorter`]: rocprofv3 writes a row when its event ends. The PMC
+//!    stream reads the kernel trace first, keeping the facts of each dispatch with values
+//!    ([`Fact`]), then joins each counter value to its dispatch's facts as the RocPD
+//!    reader's query does.
 //!
 //! Some runs are imported after all, because what the import does to them needs the
-//! database: a counter-collection file (its rows update dispatches already written), an
-//! id two rows claim (the import gives the second the next free id), rows skipped as bad
-//! (their report must keep the import's order), a run whose flow groups pass
-//! [`MAX_GROUPS`], or any error (the import then reports it, in its order).
-//! [`CsvRunSource::open`] says `None` for those.
+//! database: an id two rows claim (the import gives the second the next free id), rows
+//! skipped as bad (their report must keep the import's order), a run whose flow groups
+//! pass [`MAX_GROUPS`] or whose dispatches with values pass [`MAX_COUNTED`], or any error
+//! (the import then reports it, in its order). [`CsvRunSource::open`] says `None` for
+//! those.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

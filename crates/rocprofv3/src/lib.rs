@@ -14,7 +14,7 @@
 //!   (bounded records, resynchronisation after a stray quote with `skip_bad_rows`), JSON
 //!   through serde visitors over the record arrays (never a whole-file value).
 //! * [`CsvRunSource`] reads a CSV run directly, as a `rocpd_pipeline::Source` with no
-//!   database, when its import needs none (no counter file, no id claimed twice, no bad
+//!   database, when its import needs none (no id claimed twice, no bad
 //!   rows): the same row parsers write through a `RowSink` into a describing pass and one
 //!   sorted stream per table, giving the rows the RocPD reader gives for the import.
 //! * [`unrecognised_reason`] says why a file named like a rocprofv3 or RocPD output is not
