@@ -179,7 +179,7 @@ fn same_with_every_batch_spilled(run: &Run, tmp: &Path) {
 fn a_gzip_compressed_trace_reads_as_its_imported_database() {
     use std::io::Write;
     let tmp = tempfile::tempdir().unwrap();
-    let csv = generated(tmp.path(), 4, true);
+    let csv = generated_with_counters(tmp.path(), 4, true);
     for e in std::fs::read_dir(&csv).unwrap() {
         let p = e.unwrap().path();
         let mut gz = flate2::write::GzEncoder::new(
