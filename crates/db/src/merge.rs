@@ -6,7 +6,8 @@
 //! [`RocpdSink`] is a pipeline sink for filtered, windowed or split runs: it records the
 //! ids of the rows that reach it (in a TEMP table, on disk) and at `finish` copies exactly
 //! those rows, the events they reference and the arguments of those events, plus the info
-//! rows of the table sets those rows come from (of every input's when no row reached it). Both write to a temporary file that is renamed into place when complete.
+//! rows of the table sets those rows come from (of every input's when no row reached it).
+//! Both write to a temporary file that is renamed into place when complete.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

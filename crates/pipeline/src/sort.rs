@@ -17,9 +17,9 @@
 //! the budget. More than [`MAX_MERGE`] files are first merged, consecutive files into
 //! one, until `MAX_MERGE` are left, so the files open at once are bounded; a run file is
 //! read back in batches of at most 1,024 rows and about 64 KiB, so the merge holds at
-//! most `MAX_MERGE` such batches beside the memory budget. The temporary directory is removed when the sorter
-//! or the stream is dropped, and is registered with [`crate::cleanup`] meanwhile so that
-//! a signal handler can remove it.
+//! most `MAX_MERGE` such batches beside the memory budget. The temporary directory is
+//! removed when the sorter or the stream is dropped, and is registered with
+//! [`crate::cleanup`] meanwhile so that a signal handler can remove it.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -122,31 +122,25 @@ struct KeyColumns {
 }
 
 impl KeyColumns {
-    fn of(batch: &RecordBatch) -> Self {
+    /// The key columns of `batch`, a batch of `table`'s rows.
+    fn of(table: Table, batch: &RecordBatch) -> Self {
         let (starts, ends) = keys(batch);
-        let int = |name: &str| {
-            let position = batch.schema().index_of(name).ok();
-            position.map(|i| batch.column(i).as_primitive::<Int64Type>().values().clone())
-        };
-        let ids = batch
-            .column(col::ID)
-            .as_primitive::<Int64Type>()
-            .values()
-            .clone();
-        // Only PMC values have a counter id.
-        match (int("pmc_id"), int("event_id")) {
-            (Some(counter), Some(event)) => KeyColumns {
+        let int = |i: usize| batch.column(i).as_primitive::<Int64Type>().values().clone();
+        let ids = int(col::ID);
+        if table == Table::PmcValue {
+            KeyColumns {
                 starts,
                 ends,
-                first_tie: event,
-                more_ties: Some([counter, ids]),
-            },
-            _ => KeyColumns {
+                first_tie: int(table.column_index("event_id")),
+                more_ties: Some([int(table.column_index("pmc_id")), ids]),
+            }
+        } else {
+            KeyColumns {
                 starts,
                 ends,
                 first_tie: ids,
                 more_ties: None,
-            },
+            }
         }
     }
 
@@ -174,13 +168,13 @@ impl KeyColumns {
     }
 }
 
-fn key_at(batch: &RecordBatch, row: usize) -> Key {
-    KeyColumns::of(batch).key(row)
+fn key_at(table: Table, batch: &RecordBatch, row: usize) -> Key {
+    KeyColumns::of(table, batch).key(row)
 }
 
 /// `batch` in key order; rows with the same key keep their order.
-fn sort_batch(batch: RecordBatch) -> Result<RecordBatch> {
-    let columns = KeyColumns::of(&batch);
+fn sort_batch(table: Table, batch: RecordBatch) -> Result<RecordBatch> {
+    let columns = KeyColumns::of(table, &batch);
     let key = |i: usize| columns.key(i);
     let n = batch.num_rows();
     let sorted = (1..n).all(|i| key(i - 1) <= key(i));
@@ -340,10 +334,12 @@ impl RunSorter {
         if n == 0 {
             return Ok(());
         }
-        let batch = sort_batch(batch)?;
+        let table = self.table;
+        let batch = sort_batch(table, batch)?;
         self.stats.rows += n as u64;
         if let Some(prev) = self.pool.last() {
-            self.pool_in_order &= key_at(prev, prev.num_rows() - 1) <= key_at(&batch, 0);
+            self.pool_in_order &=
+                key_at(table, prev, prev.num_rows() - 1) <= key_at(table, &batch, 0);
         }
         let size = batch.get_array_memory_size();
         self.pool_bytes += size;
@@ -383,8 +379,12 @@ impl RunSorter {
         let pool = std::mem::take(&mut self.pool);
         let in_order = std::mem::replace(&mut self.pool_in_order, true);
         self.pool_bytes = 0;
-        let first = pool.iter().map(|b| key_at(b, 0)).min();
-        let last = pool.iter().map(|b| key_at(b, b.num_rows() - 1)).max();
+        let table = self.table;
+        let first = pool.iter().map(|b| key_at(table, b, 0)).min();
+        let last = pool
+            .iter()
+            .map(|b| key_at(table, b, b.num_rows() - 1))
+            .max();
         let (Some(first), Some(last)) = (first, last) else {
             return Ok(());
         };
@@ -556,6 +556,7 @@ impl Batches {
 
 /// One run's position in the merge.
 struct Cursor {
+    table: Table,
     batches: Batches,
     batch: RecordBatch,
     keys: KeyColumns,
@@ -572,7 +573,7 @@ impl Cursor {
     }
 
     fn load(&mut self, batch: RecordBatch) {
-        self.keys = KeyColumns::of(&batch);
+        self.keys = KeyColumns::of(self.table, &batch);
         self.row_bytes = batch.get_array_memory_size() / batch.num_rows().max(1);
         self.batch = batch;
         self.row = 0;
@@ -599,6 +600,7 @@ impl Merge {
                 continue;
             };
             let mut cursor = Cursor {
+                table,
                 batches,
                 batch: RecordBatch::new_empty(table.schema()),
                 keys: KeyColumns::empty(),

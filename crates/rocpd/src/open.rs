@@ -3,12 +3,12 @@
 //! Opening detects each file by content. RocPD databases are read as they are; Proton
 //! files (chrome traces and trees) and rocprofv3 CSV runs that need no database are read
 //! directly ([`rocpd_proton::ProtonSource`], [`rocpd_rocprofv3::CsvRunSource`]); other
-//! rocprofv3 runs (JSON files, CSV runs the direct reader leaves to the import) are imported into RocPD
-//! databases in a private temporary directory (never beside the input) that lives as long
-//! as the `Inputs`, and so is every direct input when an output copies rows out of
-//! databases (`-f rocpd`, `merge`, `query`). The catalogs of all inputs are read once, numbering
-//! sources in input order, and a process given twice is refused before anything else
-//! happens.
+//! rocprofv3 runs (JSON files, CSV runs the direct reader leaves to the import) are
+//! imported into RocPD databases in a private temporary directory (never beside the input)
+//! that lives as long as the `Inputs`, and so is every direct input when an output copies
+//! rows out of databases (`-f rocpd`, `merge`, `query`). The catalogs of all inputs are
+//! read once, numbering sources in input order, and a process given twice is refused
+//! before anything else happens.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
