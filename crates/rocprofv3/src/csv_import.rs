@@ -818,8 +818,9 @@ pub(crate) fn read_files(
         pmc_count: 0,
         ordinal: 0,
     };
-    for (path, _) in files {
-        st.out.begin_file(path);
+    for (path, kind) in files {
+        let index = plan.files.iter().position(|(p, _)| p == path);
+        st.out.begin_file(index, *kind);
         import_file(&mut st, path, plan.guid.as_deref(), opts, report)?;
     }
     Ok(())
@@ -1692,10 +1693,11 @@ fn counter_row(
     let end = r.opt_int(c.end)?;
 
     let agent_id = agent.map(|a| st.out.agents().resolve(a, Some("GPU")));
+    let agent_key = agent_id.unwrap_or(-1);
     // Looked up by reference: a counter file has a row per (dispatch, counter).
     let known = st
         .pmcs
-        .get(&agent_id.unwrap_or(-1))
+        .get(&agent_key)
         .and_then(|names| names.get(counter))
         .copied();
     let pmc_id = match known {
@@ -1704,7 +1706,7 @@ fn counter_row(
             st.pmc_count += 1;
             let id = st.pmc_count;
             st.pmcs
-                .entry(agent_id.unwrap_or(-1))
+                .entry(agent_key)
                 .or_default()
                 .insert(counter.to_string(), id);
             st.out.pmc(

@@ -249,12 +249,9 @@ struct Describe {
     untimed: IdSet,
     /// The dispatch the counter row being read belongs to, and whether it has time.
     current: Option<(i64, bool)>,
-    /// How many dispatches have timed counter values.
-    counted: usize,
-    /// The plan's files and their kinds, and the one being read.
-    paths: Vec<PathBuf>,
-    kinds: Vec<CsvKind>,
-    file: usize,
+    /// The plan index and kind of the file being read.
+    file: Option<usize>,
+    kind: Option<CsvKind>,
     /// Events of each file of the plan.
     file_events: Vec<i64>,
     /// Why the run must be imported instead, once known.
@@ -333,11 +330,6 @@ impl Describe {
         fills.shrink_to_fit();
     }
 
-    /// The kind of the file being read.
-    fn plan_kind(&self) -> Option<CsvKind> {
-        self.kinds.get(self.file).copied()
-    }
-
     fn queue_stream(&mut self, queue: Option<i64>, stream: Option<i64>) {
         self.d.queues.extend(queue);
         self.d.streams.extend(stream);
@@ -359,7 +351,7 @@ impl RowSink for Describe {
         Ok(0)
     }
     fn event(&mut self, e: &EventRow<'_>) -> Result<i64> {
-        if let Some(n) = self.file_events.get_mut(self.file) {
+        if let Some(n) = self.file.and_then(|i| self.file_events.get_mut(i)) {
             *n += 1;
         }
         self.stack = e.stack_id;
@@ -407,8 +399,8 @@ impl RowSink for Describe {
             Some(false) => self.refuse("two kernel rows with one dispatch id"),
             None => self.refuse("dispatch ids too scattered"),
         }
-        let from_trace = self.plan_kind() == Some(CsvKind::KernelTrace);
-        if self.plan_kind() == Some(CsvKind::CounterCollection) {
+        let from_trace = self.kind == Some(CsvKind::KernelTrace);
+        if self.kind == Some(CsvKind::CounterCollection) {
             self.d.made_by_counters += 1;
         }
         if from_trace && self.d.traced.insert(d.dispatch_id).is_none() {
@@ -457,11 +449,11 @@ impl RowSink for Describe {
             Some((dispatch, true)) => {
                 *self.d.counts.entry(Table::PmcValue).or_insert(0) += 1;
                 match self.d.counted.insert(dispatch) {
-                    Some(true) => self.counted += 1,
+                    Some(true) => self.d.counted_dispatches += 1,
                     Some(false) => {}
                     None => self.refuse("dispatch ids too scattered"),
                 }
-                if self.counted > MAX_COUNTED {
+                if self.d.counted_dispatches > MAX_COUNTED {
                     self.refuse("more counted dispatches than the direct reader keeps");
                 }
             }
@@ -504,12 +496,8 @@ impl RowSink for Describe {
         self.current = Some((dispatch_id, false));
         Ok(())
     }
-    fn begin_file(&mut self, path: &Path) {
-        self.file = self
-            .paths
-            .iter()
-            .position(|p| p == path)
-            .unwrap_or(usize::MAX);
+    fn begin_file(&mut self, index: Option<usize>, kind: CsvKind) {
+        (self.file, self.kind) = (index, Some(kind));
         self.current = None;
     }
 }
@@ -546,10 +534,8 @@ impl Describe {
             threadless: IdSet::default(),
             untimed: IdSet::default(),
             current: None,
-            counted: 0,
-            paths: plan.files.iter().map(|(p, _)| p.clone()).collect(),
-            kinds: plan.files.iter().map(|(_, k)| *k).collect(),
-            file: usize::MAX,
+            file: None,
+            kind: None,
             file_events: vec![0; plan.files.len()],
             refused: None,
         }
@@ -587,8 +573,8 @@ impl Describe {
         self.d.pmcs = c.d.pmcs;
         self.d.counter_tids = c.d.counter_tids;
         self.d.counted = c.d.counted;
+        self.d.counted_dispatches += c.d.counted_dispatches;
         self.d.untimed_pmc += c.d.untimed_pmc;
-        self.counted += c.counted;
         for (mine, theirs) in self.file_events.iter_mut().zip(c.file_events) {
             *mine += theirs;
         }
@@ -624,7 +610,10 @@ fn describe_run(
         .iter()
         .cloned()
         .partition(|(_, k)| *k == CsvKind::CounterCollection);
-    if threads >= 2 && !counters.is_empty() && !apis.is_empty() {
+    // Without a kernel trace, counter rows make every dispatch: the API files' read must
+    // see them, so the run is read in order at once.
+    let traced = others.iter().any(|(_, k)| *k == CsvKind::KernelTrace);
+    if threads >= 2 && traced && !counters.is_empty() && !apis.is_empty() {
         let mut describe = Describe::new(plan);
         let mut report = ImportReport::default();
         let read = csv_import::read_files(plan, &others, &mut describe, opts, &mut report);
@@ -713,7 +702,6 @@ impl CsvRunSource {
         d.threads.extend(filled);
         d.ignored = report.ignored;
         d.counter_tids.sort_unstable_by_key(|(id, _)| *id);
-        d.counted_dispatches = describe.counted;
         Ok(Some(CsvRunSource {
             run: run.clone(),
             plan,
@@ -1616,7 +1604,9 @@ impl RowSink for Rows<'_> {
     }
     fn dispatch(&mut self, d: &DispatchRow, event_id: i64) -> Result<()> {
         let desc = &self.source.desc;
-        if self.kind == Some(CsvKind::CounterCollection) {
+        // A dispatch in a counter file is one a counter row made.
+        let created = self.kind == Some(CsvKind::CounterCollection);
+        if created {
             self.created.insert(d.dispatch_id);
         }
         // A thread a counter row gave, else the API call's (the import's order).
@@ -1626,7 +1616,6 @@ impl RowSink for Rows<'_> {
             if desc.counted.contains(d.dispatch_id) {
                 let p = &self.pending;
                 debug_assert_eq!(p.stack_id, p.parent_stack_id);
-                let created = self.kind == Some(CsvKind::CounterCollection);
                 let fact = facts.add(
                     NewFact {
                         dispatch_id: d.dispatch_id,
@@ -1803,11 +1792,10 @@ impl RowSink for Rows<'_> {
         self.current = None;
         Ok(())
     }
-    fn begin_file(&mut self, path: &Path) {
-        let plan = &self.source.plan;
-        let i = plan.files.iter().position(|(p, _)| p == path);
-        self.kind = i.map(|i| plan.files[i].1);
-        self.next_event = i.map_or(1, |i| self.source.desc.first_event[i]);
+    fn begin_file(&mut self, index: Option<usize>, kind: CsvKind) {
+        self.kind = Some(kind);
+        let first = index.and_then(|i| self.source.desc.first_event.get(i));
+        self.next_event = first.copied().unwrap_or(1);
         self.current = None;
     }
 }

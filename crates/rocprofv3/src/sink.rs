@@ -2,14 +2,13 @@
 //! implemented twice, by the database writer ([`crate::db::Out`]) and by the direct
 //! reader's passes (`crate::direct`), so both see the same rows, ids and errors.
 
-use std::path::Path;
-
 use rocpd_model::Result;
 
 use crate::db::{
     Agents, AllocRow, CopyRow, DispatchRow, EventRow, FoundDispatch, KernelSymbolRow, NodeRow, Out,
     PmcRow,
 };
+use crate::CsvKind;
 
 /// The rows of one run, as the importer makes them. The methods mirror [`Out`]'s: see
 /// there for what each writes.
@@ -44,8 +43,9 @@ pub(crate) trait RowSink {
     fn untimed_event(&mut self, dispatch_id: i64) -> Result<Option<i64>>;
     fn remember_untimed(&mut self, dispatch_id: i64, event_id: i64) -> Result<()>;
 
-    /// Called before the rows of each file: `path` is the file's, as the plan names it.
-    fn begin_file(&mut self, _path: &Path) {}
+    /// Called before the rows of each file: `index` is the file's in the plan (`None` for
+    /// a file the plan does not list), `kind` its kind.
+    fn begin_file(&mut self, _index: Option<usize>, _kind: CsvKind) {}
 }
 
 impl RowSink for Out<'_> {

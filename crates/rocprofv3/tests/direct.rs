@@ -332,18 +332,14 @@ fn files_changed_after_opening_give_errors_not_panics() {
     let direct = CsvRunSource::open(&run, &ImportOptions::default())
         .unwrap()
         .unwrap();
-    let kernel = run
-        .files
-        .iter()
-        .find(|f| f.to_string_lossy().ends_with("kernel_trace.csv"))
-        .unwrap()
-        .clone();
-    let api = run
-        .files
-        .iter()
-        .find(|f| f.to_string_lossy().ends_with("hip_api_trace.csv"))
-        .unwrap()
-        .clone();
+    let file_of = |kind: &str| {
+        run.files
+            .iter()
+            .find(|f| f.to_string_lossy().ends_with(kind))
+            .unwrap()
+            .clone()
+    };
+    let (kernel, api) = (file_of("kernel_trace.csv"), file_of("hip_api_trace.csv"));
     let original = std::fs::read_to_string(&kernel).unwrap();
     let header = original.lines().next().unwrap().to_string();
     let options = StreamOptions {
