@@ -357,7 +357,7 @@ fn read_csv_directly(run: &rocpd_rocprofv3::Run) -> std::result::Result<Option<u
     let spill = tempfile::tempdir().map_err(|e| e.to_string())?;
     let opts = rocpd_rocprofv3::ImportOptions::default();
     let Some(source) =
-        rocpd_rocprofv3::CsvRunSource::open(run, &opts).map_err(|e| e.to_string())?
+        rocpd_rocprofv3::DirectRunSource::open(run, &opts).map_err(|e| e.to_string())?
     else {
         return Ok(None);
     };

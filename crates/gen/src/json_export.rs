@@ -80,20 +80,20 @@ pub fn export_json(db: &Path, out_dir: &Path) -> Result<(PathBuf, BTreeMap<Strin
         .context("process")?;
     std::fs::create_dir_all(out_dir)?;
     let path = out_dir.join(format!("{pid}_results.json"));
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&path)?);
+    // The records go to a temporary file first: the strings table, which rocprofv3
+    // writes before them, names every operation they use.
+    let records_path = out_dir.join(format!(".{pid}_records.tmp"));
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&records_path)?);
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut kinds = Kinds {
         names: vec!["NONE".into()],
         ops: vec![vec![]],
     };
 
-    // Records first (rocprofv3 writes them last; the importer accepts either order), so that
-    // the strings table can be written after every operation name has been seen.
-    write!(w, "{{\"rocprofiler-sdk-tool\":[{{")?;
     let meta = json!({"node": {"id": nid, "hash": hash, "machine_id": machine, "hostname": host},
         "pid": pid, "init_time": init, "fini_time": fini,
         "command": command.split_whitespace().collect::<Vec<_>>(), "config": {}});
-    write!(w, "\"metadata\":{meta},\"buffer_records\":{{")?;
+    write!(w, "\"buffer_records\":{{")?;
     let mut markers: Vec<Value> = Vec::new();
     for (i, (list, prefix)) in [
         ("hip_api", "HIP_"),
@@ -223,7 +223,9 @@ pub fn export_json(db: &Path, out_dir: &Path) -> Result<(PathBuf, BTreeMap<Strin
             },
         )?;
     }
-    // Counter values, one callback record per dispatch with its counters.
+    // Counter values, one callback record per dispatch with its counters. After the
+    // kernel records, unlike rocprofv3 (which writes callback records first): a reader
+    // then finds every dispatch before its counters.
     write!(w, "]}},\"callback_records\":{{\"counter_collection\":[")?;
     first = true;
     let mut current: Option<(i64, Value)> = None;
@@ -321,13 +323,20 @@ pub fn export_json(db: &Path, out_dir: &Path) -> Result<(PathBuf, BTreeMap<Strin
         .collect();
     let strings = json!({"callback_records": [], "buffer_records": buffer, "marker_api": markers,
         "correlation_id": {"external": []}, "counters": {"dimension_ids": []}});
+    w.flush()?;
+    drop(w);
+    // The small tables before the records, in rocprofv3's order.
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
     write!(
-        w,
-        ",\"agents\":{},\"counters\":{},\"strings\":{strings},\"code_objects\":[],\"kernel_symbols\":{},\"summary\":[]}}]}}",
+        out,
+        "{{\"rocprofiler-sdk-tool\":[{{\"metadata\":{meta},\"agents\":{},\"counters\":{},\"strings\":{strings},\"code_objects\":[],\"kernel_symbols\":{},\"summary\":[],",
         Value::Array(agents),
         Value::Array(counters),
         Value::Array(symbols)
     )?;
-    w.flush()?;
+    std::io::copy(&mut std::fs::File::open(&records_path)?, &mut out)?;
+    write!(out, "}}]}}")?;
+    out.flush()?;
+    std::fs::remove_file(&records_path)?;
     Ok((path, counts))
 }

@@ -2,7 +2,7 @@
 //!
 //! Opening detects each file by content. RocPD databases are read as they are; Proton
 //! files (chrome traces and trees) and rocprofv3 CSV runs that need no database are read
-//! directly ([`rocpd_proton::ProtonSource`], [`rocpd_rocprofv3::CsvRunSource`]); other
+//! directly ([`rocpd_proton::ProtonSource`], [`rocpd_rocprofv3::DirectRunSource`]); other
 //! rocprofv3 runs (JSON files, CSV runs the direct reader leaves to the import) are
 //! imported into RocPD databases in a private temporary directory (never beside the input)
 //! that lives as long as the `Inputs`, and so is every direct input when an output copies
@@ -76,7 +76,7 @@ fn run_format(run: &rocpd_rocprofv3::Run) -> &'static str {
 #[derive(Clone)]
 pub(crate) enum Direct {
     Proton(rocpd_proton::ProtonSource),
-    Csv(rocpd_rocprofv3::CsvRunSource),
+    Rocprofv3(rocpd_rocprofv3::DirectRunSource),
 }
 
 impl Direct {
@@ -84,7 +84,7 @@ impl Direct {
     fn source(&self) -> Box<dyn Source> {
         match self {
             Direct::Proton(p) => Box::new(p.clone()),
-            Direct::Csv(c) => Box::new(c.clone()),
+            Direct::Rocprofv3(c) => Box::new(c.clone()),
         }
     }
 
@@ -92,14 +92,14 @@ impl Direct {
     fn sorters(&self) -> usize {
         match self {
             Direct::Proton(_) => 1,
-            Direct::Csv(c) => c.stream_count(),
+            Direct::Rocprofv3(c) => c.stream_count(),
         }
     }
 
     fn with_sort_options(self, sort: rocpd_pipeline::SortOptions) -> Self {
         match self {
             Direct::Proton(p) => Direct::Proton(p.with_sort_options(sort)),
-            Direct::Csv(c) => Direct::Csv(c.with_sort_options(sort)),
+            Direct::Rocprofv3(c) => Direct::Rocprofv3(c.with_sort_options(sort)),
         }
     }
 
@@ -107,7 +107,7 @@ impl Direct {
     fn label(&self) -> (String, PathBuf) {
         match self {
             Direct::Proton(p) => (p.path().display().to_string(), p.path().to_path_buf()),
-            Direct::Csv(c) => (c.run().label.clone(), c.path().to_path_buf()),
+            Direct::Rocprofv3(c) => (c.run().label.clone(), c.path().to_path_buf()),
         }
     }
 
@@ -115,7 +115,7 @@ impl Direct {
     fn notes(&self) -> &[String] {
         match self {
             Direct::Proton(p) => p.notes(),
-            Direct::Csv(c) => c.ignored(),
+            Direct::Rocprofv3(c) => c.ignored(),
         }
     }
 
@@ -129,7 +129,7 @@ impl Direct {
                     files: vec![p.path().to_path_buf()],
                 })
             }
-            Direct::Csv(c) => {
+            Direct::Rocprofv3(c) => {
                 rocpd_rocprofv3::import(c.run(), dest, opts)?;
                 Ok(Origin {
                     format: run_format(c.run()).into(),
@@ -353,7 +353,8 @@ impl Inputs {
                 )?)),
                 None => {
                     let run = &runs[job - proton.len()];
-                    rocpd_rocprofv3::CsvRunSource::open_on(run, &opts, per_run)?.map(Direct::Csv)
+                    rocpd_rocprofv3::DirectRunSource::open_on(run, &opts, per_run)?
+                        .map(Direct::Rocprofv3)
                 }
             })
         })?;

@@ -18,6 +18,8 @@ use rocpd_schema::table_name;
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 
+use crate::sink::{Deferred, Texts};
+
 fn out_err(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
     move |e| Error::output(path, e.to_string())
 }
@@ -478,6 +480,9 @@ pub(crate) struct Out<'c> {
     code_objects: HashSet<i64>,
     pmcs: HashSet<i64>,
     untimed: bool,
+    /// Whether the temporary tables of JSON texts and deferred records exist.
+    texts: bool,
+    deferred: bool,
 }
 
 impl<'c> Out<'c> {
@@ -503,6 +508,8 @@ impl<'c> Out<'c> {
             code_objects: HashSet::new(),
             pmcs: HashSet::new(),
             untimed: false,
+            texts: false,
+            deferred: false,
         })
     }
 
@@ -520,11 +527,6 @@ impl<'c> Out<'c> {
     /// Runs `sql` (a whole script) on the connection.
     pub fn batch(&self, sql: &str) -> Result<()> {
         self.conn.execute_batch(sql).map_err(|e| self.err(e))
-    }
-
-    /// The connection (for temporary helper tables).
-    pub fn conn(&self) -> &'c Connection {
-        self.conn
     }
 
     /// The quoted name of table `base`.
@@ -924,6 +926,80 @@ impl<'c> Out<'c> {
         .map(|_| ())
     }
 
+    /// Keeps text `id` of a JSON `strings` table (in a temporary table: bounded memory).
+    pub fn put_text(&mut self, which: Texts, id: i64, text: &str) -> Result<()> {
+        if !self.texts {
+            self.batch(
+                "CREATE TEMP TABLE rs_marker_text (id INTEGER PRIMARY KEY, text TEXT);
+                 CREATE TEMP TABLE rs_external_text (id INTEGER PRIMARY KEY, text TEXT);",
+            )?;
+            self.texts = true;
+        }
+        let sql = match which {
+            Texts::Marker => "INSERT OR REPLACE INTO temp.rs_marker_text VALUES (?, ?)",
+            Texts::External => "INSERT OR REPLACE INTO temp.rs_external_text VALUES (?, ?)",
+        };
+        self.exec(sql, params![id, text]).map(|_| ())
+    }
+
+    /// Text `id` of a JSON `strings` table, if it was given.
+    pub fn text(&self, which: Texts, id: i64) -> Result<Option<String>> {
+        if !self.texts {
+            return Ok(None);
+        }
+        let sql = match which {
+            Texts::Marker => "SELECT text FROM temp.rs_marker_text WHERE id = ?",
+            Texts::External => "SELECT text FROM temp.rs_external_text WHERE id = ?",
+        };
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut s| s.query_row([id], |r| r.get(0)).optional())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Keeps a JSON record that came before the tables it needs.
+    pub fn defer(&mut self, section: &str, place: &str, json: &str) -> Result<()> {
+        if !self.deferred {
+            self.batch(
+                "CREATE TEMP TABLE rs_json_pending \
+                 (seq INTEGER PRIMARY KEY, section TEXT, place TEXT, json TEXT);",
+            )?;
+            self.deferred = true;
+        }
+        self.exec(
+            "INSERT INTO temp.rs_json_pending (section, place, json) VALUES (?, ?, ?)",
+            [section, place, json],
+        )
+        .map(|_| ())
+    }
+
+    /// Up to `limit` deferred records after sequence number `after`, in their order.
+    pub fn deferred(&mut self, after: i64, limit: usize) -> Result<Vec<Deferred>> {
+        if !self.deferred {
+            return Ok(Vec::new());
+        }
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, section, place, json FROM temp.rs_json_pending \
+                 WHERE seq > ? ORDER BY seq LIMIT ?",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([after, limit], |r| {
+                Ok(Deferred {
+                    seq: r.get(0)?,
+                    section: r.get(1)?,
+                    place: r.get(2)?,
+                    json: r.get(3)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| self.err(e))
+    }
+
     /// Fills in the thread of rows that have none from the API call with the same internal
     /// correlation id (copies, allocations and dispatches of generations without a
     /// `Thread_Id` column).
@@ -948,6 +1024,12 @@ impl<'c> Out<'c> {
     pub fn finish(mut self) -> Result<()> {
         if self.untimed {
             self.batch("DROP TABLE temp.rs_untimed;")?;
+        }
+        if self.texts {
+            self.batch("DROP TABLE temp.rs_marker_text; DROP TABLE temp.rs_external_text;")?;
+        }
+        if self.deferred {
+            self.batch("DROP TABLE temp.rs_json_pending;")?;
         }
         self.fill_threads()?;
         // Threads filled in above, and processes of every row.

@@ -27,7 +27,7 @@
 //! database: an id two rows claim (the import gives the second the next free id), rows
 //! skipped as bad (their report must keep the import's order), a run whose flow groups
 //! pass [`MAX_GROUPS`] or whose dispatches with values pass [`MAX_COUNTED`], or any error
-//! (the import then reports it, in its order). [`CsvRunSource::open`] says `None` for
+//! (the import then reports it, in its order). [`DirectRunSource::open`] says `None` for
 //! those.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -46,10 +46,11 @@ use rocpd_pipeline::{
 
 use crate::csv_import::{self, CsvPlan};
 use crate::db::{
-    handle_name, Agents, AllocRow, CopyRow, DispatchRow, EventRow, FoundDispatch, KernelSymbolRow,
-    NodeRow, PmcRow,
+    handle_name, Agents, AllocRow, CodeObjectRow, CopyRow, DispatchRow, EventRow, FoundDispatch,
+    KernelSymbolRow, NodeRow, PmcRow, ProcessRow,
 };
-use crate::sink::RowSink;
+use crate::json_import::{self, Wanted};
+use crate::sink::{Deferred, RowSink, Texts};
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
 
 /// The most entries the describing pass keeps: one per kernel or copy with an internal
@@ -60,6 +61,11 @@ pub const MAX_GROUPS: usize = 1 << 20;
 /// The most dispatches with counter values the PMC stream keeps the facts of (64 bytes
 /// each, while the stream is sorted); a run with more is imported.
 pub const MAX_COUNTED: usize = 1 << 19;
+
+/// The most texts of a JSON object's `strings` tables (marker messages, region names)
+/// a stream keeps in memory, and their bytes; an object with more is imported.
+pub const MAX_TEXTS: usize = 1 << 19;
+const MAX_TEXT_BYTES: usize = 64 << 20;
 
 /// The most pages of 4,096 ids each set of ids may use (512 bytes a page); a run whose
 /// ids scatter more is imported.
@@ -232,6 +238,19 @@ struct Description {
     /// Dispatches (with time) counter rows made: none, and the dispatch stream need not
     /// read the counter files.
     made_by_counters: u64,
+    /// The node (CSV: from the plan; JSON: from `metadata`).
+    node: Option<NodeRow>,
+    /// The pid of the run's rows.
+    pid: i64,
+    /// The node id of every row.
+    nid: i64,
+    /// Process details (JSON `metadata`) by pid.
+    process_rows: BTreeMap<i64, ProcessRow>,
+    /// Code objects (JSON) by id, with the pid they were written with (the first wins).
+    code_objects: BTreeMap<i64, (i64, CodeObjectRow)>,
+    /// Texts of the JSON `strings` tables, and their bytes: the streams keep them.
+    texts: usize,
+    text_bytes: usize,
 }
 
 /// The describing pass's sink.
@@ -256,6 +275,12 @@ struct Describe {
     file_events: Vec<i64>,
     /// Why the run must be imported instead, once known.
     refused: Option<&'static str>,
+    /// Whether a JSON object is read (counter records before their kernel records are
+    /// then imported).
+    json: bool,
+    /// Whether this read has made an event (a JSON object's node and process must come
+    /// first: the rows before them carry others).
+    seen_event: bool,
 }
 
 impl Describe {
@@ -340,8 +365,15 @@ impl RowSink for Describe {
     fn agents(&mut self) -> &mut Agents {
         &mut self.d.agents
     }
-    fn set_node(&mut self, _node: NodeRow) {}
+    fn set_node(&mut self, node: NodeRow) {
+        // Rows before it would carry another node id.
+        if self.json && self.seen_event {
+            self.refuse("metadata after records");
+        }
+        self.d.node = Some(node);
+    }
     fn thread(&mut self, pid: i64, tid: Option<i64>) {
+        self.d.pid = pid;
         self.d.processes.insert(pid);
         if let Some(t) = tid {
             self.d.threads.insert((pid, t));
@@ -351,6 +383,7 @@ impl RowSink for Describe {
         Ok(0)
     }
     fn event(&mut self, e: &EventRow<'_>) -> Result<i64> {
+        self.seen_event = true;
         if let Some(n) = self.file.and_then(|i| self.file_events.get_mut(i)) {
             *n += 1;
         }
@@ -463,6 +496,11 @@ impl RowSink for Describe {
     }
     fn find_dispatch(&mut self, dispatch_id: i64) -> Result<Option<FoundDispatch>> {
         if !self.dispatch_ids.contains(dispatch_id) {
+            if self.json {
+                // A JSON counter record before its kernel record makes the dispatch, and
+                // the kernel record later completes it: not described here.
+                self.refuse("counter records before their kernel records");
+            }
             return Ok(None);
         }
         self.current = Some((dispatch_id, true));
@@ -499,11 +537,55 @@ impl RowSink for Describe {
     fn begin_file(&mut self, index: Option<usize>, kind: CsvKind) {
         (self.file, self.kind) = (index, Some(kind));
         self.current = None;
+        // A JSON object's sections are counted as they come.
+        if let Some(i) = index.filter(|i| *i >= self.file_events.len()) {
+            self.file_events.resize(i + 1, 0);
+        }
+    }
+    fn set_process(&mut self, pid: i64, row: ProcessRow) {
+        if self.json && self.seen_event {
+            self.refuse("metadata after records");
+        }
+        self.d.processes.insert(pid);
+        self.d.process_rows.insert(pid, row);
+    }
+    fn code_object(&mut self, pid: i64, c: &CodeObjectRow) -> Result<()> {
+        self.d
+            .code_objects
+            .entry(c.id)
+            .or_insert_with(|| (pid, c.clone()));
+        Ok(())
+    }
+    fn update_dispatch(&mut self, _d: &DispatchRow) -> Result<()> {
+        self.refuse("counter records in a JSON object");
+        Ok(())
+    }
+    fn has_pmc(&self, id: i64) -> bool {
+        self.d.pmcs.contains_key(&id)
+    }
+    fn put_text(&mut self, _which: Texts, _id: i64, text: &str) -> Result<()> {
+        self.d.texts += 1;
+        self.d.text_bytes = self.d.text_bytes.saturating_add(text.len());
+        if self.d.texts > MAX_TEXTS || self.d.text_bytes > MAX_TEXT_BYTES {
+            self.refuse("more texts than the direct reader keeps");
+        }
+        Ok(())
+    }
+    fn text(&mut self, _which: Texts, _id: i64) -> Result<Option<String>> {
+        Ok(None)
+    }
+    fn defer(&mut self, _section: &str, _place: &str, _json: &str) -> Result<()> {
+        self.refuse("records before the tables they need");
+        Ok(())
+    }
+    fn deferred(&mut self, _after: i64, _limit: usize) -> Result<Vec<Deferred>> {
+        Ok(Vec::new())
     }
 }
 
 impl Describe {
-    fn new(plan: &CsvPlan) -> Self {
+    /// A describer of `files` files (or sections, which add to the count as they come).
+    fn new(files: usize) -> Self {
         Describe {
             d: Description {
                 counts: BTreeMap::new(),
@@ -526,6 +608,13 @@ impl Describe {
                 counted_dispatches: 0,
                 untimed_pmc: 0,
                 made_by_counters: 0,
+                node: None,
+                pid: 0,
+                nid: 0,
+                process_rows: BTreeMap::new(),
+                code_objects: BTreeMap::new(),
+                texts: 0,
+                text_bytes: 0,
             },
             stack: None,
             marker: false,
@@ -536,8 +625,10 @@ impl Describe {
             current: None,
             file: None,
             kind: None,
-            file_events: vec![0; plan.files.len()],
+            file_events: vec![0; files],
             refused: None,
+            json: false,
+            seen_event: false,
         }
     }
 
@@ -545,7 +636,7 @@ impl Describe {
     /// takes the dispatches read so far (the API files' rows need them not) and a copy
     /// of the agents, and knows nothing else.
     fn for_counters(&mut self, plan: &CsvPlan) -> Self {
-        let mut c = Describe::new(plan);
+        let mut c = Describe::new(plan.files.len());
         c.d.agents = self.d.agents.clone();
         c.dispatch_ids = std::mem::take(&mut self.dispatch_ids);
         c.threadless = std::mem::take(&mut self.threadless);
@@ -614,7 +705,7 @@ fn describe_run(
     // see them, so the run is read in order at once.
     let traced = others.iter().any(|(_, k)| *k == CsvKind::KernelTrace);
     if threads >= 2 && traced && !counters.is_empty() && !apis.is_empty() {
-        let mut describe = Describe::new(plan);
+        let mut describe = Describe::new(plan.files.len());
         let mut report = ImportReport::default();
         let read = csv_import::read_files(plan, &others, &mut describe, opts, &mut report);
         if read.is_err() || !ok(&describe, &report) {
@@ -641,7 +732,7 @@ fn describe_run(
             return Ok(ok(&describe, &report).then_some((describe, report)));
         }
     }
-    let mut describe = Describe::new(plan);
+    let mut describe = Describe::new(plan.files.len());
     let mut report = ImportReport::default();
     for (i, files) in [targets, apis].iter().enumerate() {
         if i == 1 {
@@ -655,19 +746,88 @@ fn describe_run(
     Ok(Some((describe, report)))
 }
 
-/// A rocprofv3 CSV run opened as a source: described, ready to stream. A clone is the
-/// same source opened again without reading the files.
+/// The kinds of JSON record sections the describing pass reads first: all but the API
+/// calls, which need the flow groups of the others.
+const JSON_TARGETS: &[CsvKind] = &[
+    CsvKind::KernelTrace,
+    CsvKind::MemoryCopy,
+    CsvKind::MemoryAllocation,
+    CsvKind::ScratchMemory,
+    CsvKind::CounterCollection,
+    CsvKind::Stats,
+];
+
+/// The describing pass over process object `index` of a rocprofv3 JSON file, in two
+/// reads: every section but the API calls, then the API calls (the flow groups exist by
+/// then). `None` when the object must be imported.
+fn describe_json(
+    path: &Path,
+    index: usize,
+    opts: &ImportOptions,
+) -> Result<Option<(Describe, ImportReport)>> {
+    let mut describe = Describe::new(0);
+    describe.json = true;
+    let mut report = ImportReport::default();
+    let reads = [
+        Wanted {
+            records: Some(JSON_TARGETS),
+            ..Wanted::ALL
+        },
+        Wanted {
+            records: Some(&[CsvKind::Api]),
+            catalog: false,
+            marker_texts: false,
+            external_texts: false,
+        },
+    ];
+    for (i, wanted) in reads.iter().enumerate() {
+        if i == 1 {
+            describe.merge_groups();
+        }
+        describe.seen_event = false;
+        let read = json_import::read_process(path, index, wanted, &mut describe, opts, &mut report);
+        if read.is_err() || describe.refused.is_some() || report.skipped_rows > 0 {
+            return Ok(None);
+        }
+    }
+    Ok(Some((describe, report)))
+}
+
+/// What a direct source reads.
 #[derive(Clone)]
-pub struct CsvRunSource {
+enum Input {
+    /// The files of a CSV run.
+    Csv(Box<CsvPlan>),
+    /// Process object `index` of a JSON file.
+    Json { path: PathBuf, index: usize },
+}
+
+/// The record sections of a JSON object that hold `table`'s rows.
+fn json_kinds(table: Table) -> &'static [CsvKind] {
+    match table {
+        Table::Region | Table::Marker => &[CsvKind::Api],
+        Table::KernelDispatch => &[CsvKind::KernelTrace],
+        Table::MemoryCopy => &[CsvKind::MemoryCopy],
+        Table::MemoryAllocation => &[CsvKind::MemoryAllocation, CsvKind::ScratchMemory],
+        // Kernel records first: counter records join their facts.
+        Table::PmcValue => &[CsvKind::KernelTrace, CsvKind::CounterCollection],
+        _ => &[],
+    }
+}
+
+/// A rocprofv3 CSV run or JSON process object opened as a source: described, ready to
+/// stream. A clone is the same source opened again without reading the input.
+#[derive(Clone)]
+pub struct DirectRunSource {
     run: Run,
-    plan: CsvPlan,
+    input: Input,
     guid: String,
     opts: ImportOptions,
     desc: Arc<Description>,
     sort: SortOptions,
 }
 
-impl CsvRunSource {
+impl DirectRunSource {
     /// Reads the run once to describe it. `Ok(None)` when the run must be imported
     /// instead (see the module documentation); errors are left to the import, which
     /// reports them in its order.
@@ -675,17 +835,28 @@ impl CsvRunSource {
         Self::open_on(run, opts, 2)
     }
 
-    /// [`CsvRunSource::open`] on at most `threads` threads: with two or more, a run's
+    /// [`DirectRunSource::open`] on at most `threads` threads: with two or more, a run's
     /// counter files are described beside its API files.
     pub fn open_on(run: &Run, opts: &ImportOptions, threads: usize) -> Result<Option<Self>> {
-        if !matches!(run.source, crate::RunSource::Csv { .. }) {
-            return Ok(None);
-        }
         let Ok(guid) = crate::guid::run_guid(run) else {
             return Ok(None);
         };
-        let plan = csv_import::plan(run);
-        let Some((describe, report)) = describe_run(&plan, opts, threads)? else {
+        let (input, described) = match &run.source {
+            crate::RunSource::Csv { .. } => {
+                let plan = csv_import::plan(run);
+                let described = describe_run(&plan, opts, threads)?;
+                (Input::Csv(Box::new(plan)), described)
+            }
+            crate::RunSource::Json { index, .. } => {
+                let Some(path) = run.files.first() else {
+                    return Ok(None);
+                };
+                let described = describe_json(path, *index, opts)?;
+                let (path, index) = (path.clone(), *index);
+                (Input::Json { path, index }, described)
+            }
+        };
+        let Some((describe, report)) = described else {
             return Ok(None);
         };
         let mut describe = describe;
@@ -697,14 +868,21 @@ impl CsvRunSource {
             next = next.saturating_add(n);
         }
         // The threads the import fills in from the API calls.
-        let pid = plan.pid;
+        let pid = match &input {
+            Input::Csv(plan) => plan.pid,
+            Input::Json { .. } => d.pid,
+        };
         let filled = d.fills.iter().filter_map(|(_, t)| t.map(|t| (pid, t)));
         d.threads.extend(filled);
         d.ignored = report.ignored;
+        d.nid = d
+            .node
+            .as_ref()
+            .map_or_else(|| NodeRow::from_hostname(None).id, |n| n.id);
         d.counter_tids.sort_unstable_by_key(|(id, _)| *id);
-        Ok(Some(CsvRunSource {
+        Ok(Some(DirectRunSource {
             run: run.clone(),
-            plan,
+            input,
             guid,
             opts: opts.clone(),
             desc: Arc::new(d),
@@ -734,9 +912,9 @@ impl CsvRunSource {
         &self.guid
     }
 
-    /// The files of `table`'s rows, with their index in the plan (import order).
-    fn files_of(&self, table: Table) -> Vec<usize> {
-        let files = &self.plan.files;
+    /// The files of `table`'s rows, with their index in `plan` (import order).
+    fn files_of(&self, plan: &CsvPlan, table: Table) -> Vec<usize> {
+        let files = &plan.files;
         (0..files.len())
             .filter(|&i| tables_reading(files[i].1).contains(&table))
             .filter(|&i| {
@@ -751,16 +929,29 @@ impl CsvRunSource {
     /// first event id.
     fn read_table(&self, table: Table, sink: &mut Rows<'_>) -> Result<()> {
         let mut report = ImportReport::default();
-        let files: Vec<_> = self
-            .files_of(table)
-            .into_iter()
-            .map(|i| self.plan.files[i].clone())
-            .collect();
-        csv_import::read_files(&self.plan, &files, sink, &self.opts, &mut report)
+        match &self.input {
+            Input::Csv(plan) => {
+                let files: Vec<_> = self
+                    .files_of(plan, table)
+                    .into_iter()
+                    .map(|i| plan.files[i].clone())
+                    .collect();
+                csv_import::read_files(plan, &files, sink, &self.opts, &mut report)
+            }
+            Input::Json { path, index } => {
+                let wanted = Wanted {
+                    records: Some(json_kinds(table)),
+                    catalog: false,
+                    marker_texts: matches!(table, Table::Region | Table::Marker),
+                    external_texts: matches!(table, Table::KernelDispatch | Table::MemoryCopy),
+                };
+                json_import::read_process(path, *index, &wanted, sink, &self.opts, &mut report)
+            }
+        }
     }
 }
 
-impl Source for CsvRunSource {
+impl Source for DirectRunSource {
     fn path(&self) -> &Path {
         self.run
             .files
@@ -775,12 +966,16 @@ impl Source for CsvRunSource {
     fn catalog(&self, first_source: u32) -> Result<Catalog> {
         let source = first_source;
         let d = &self.desc;
-        let node = &self.plan.node;
+        let unknown = NodeRow::from_hostname(None);
+        let node = d.node.as_ref().unwrap_or(&unknown);
         let nid = node.id;
         let mut c = Catalog::default();
         c.sources.push(SourceInfo {
             path: self.path().to_path_buf(),
-            format: "rocprofv3-csv".into(),
+            format: match self.input {
+                Input::Csv(_) => "rocprofv3-csv".into(),
+                Input::Json { .. } => "rocprofv3-json".into(),
+            },
             guid: self.guid.clone(),
             uuid: rocpd_schema::uuid_suffix(&self.guid),
             schema_version: "3".into(),
@@ -798,21 +993,23 @@ impl Source for CsvRunSource {
             hardware_name: node.hardware_name.clone(),
             domain_name: node.domain_name.clone(),
         });
+        let no_row = ProcessRow::default();
         for pid in &d.processes {
             let span = d.pid_spans.get(pid);
+            let p = d.process_rows.get(pid).unwrap_or(&no_row);
             c.processes.push(Process {
                 source,
                 id: *pid,
                 nid,
-                ppid: None,
+                ppid: p.ppid,
                 pid: *pid,
-                init: None,
-                fini: None,
-                start: span.map(|s| s.0),
-                end: span.map(|s| s.1),
-                command: None,
-                environment: Some("{}".into()),
-                extdata: Some("{}".into()),
+                init: p.init,
+                fini: p.fini,
+                start: p.init.or(span.map(|s| s.0)),
+                end: p.fini.or(span.map(|s| s.1)),
+                command: p.command.clone(),
+                environment: Some(p.environment.clone().unwrap_or_else(|| "{}".into())),
+                extdata: Some(p.extdata.clone().unwrap_or_else(|| "{}".into())),
             });
         }
         // By thread id; the same tid in two processes keeps the first (the import's key).
@@ -893,9 +1090,27 @@ impl Source for CsvRunSource {
                 extdata: Some(k.extdata.clone().unwrap_or_else(|| "{}".into())),
             });
         }
-        // The import writes a code object for every one the symbols name (CSV files
-        // describe none).
-        for id in code_objects {
+        for (id, (pid, o)) in &d.code_objects {
+            c.code_objects.push(CodeObject {
+                source,
+                id: *id,
+                nid,
+                pid: Some(*pid),
+                agent_id: o.agent_id,
+                uri: o.uri.clone(),
+                load_base: o.load_base,
+                load_size: o.load_size,
+                load_delta: o.load_delta,
+                storage_type: o.storage_type.map(str::to_string),
+                extdata: Some(o.extdata.clone().unwrap_or_else(|| "{}".into())),
+            });
+        }
+        // The import writes a code object for every other one the symbols name (CSV
+        // files describe none).
+        for id in code_objects
+            .into_iter()
+            .filter(|id| !d.code_objects.contains_key(id))
+        {
             c.code_objects.push(CodeObject {
                 source,
                 id,
@@ -910,6 +1125,7 @@ impl Source for CsvRunSource {
                 extdata: Some(r#"{"synthesized":true}"#.into()),
             });
         }
+        c.code_objects.sort_by_key(|o| o.id);
         for (id, (pid, p)) in &d.pmcs {
             c.pmcs.push(Pmc {
                 source,
@@ -1002,7 +1218,7 @@ impl Source for CsvRunSource {
 type ApiStash = Arc<Mutex<Option<(Table, SortedRuns)>>>;
 
 struct Prepared<'a> {
-    source: &'a CsvRunSource,
+    source: &'a DirectRunSource,
     table: Table,
     first_source: u32,
     options: StreamOptions,
@@ -1048,7 +1264,7 @@ impl PreparedStream for Prepared<'_> {
 
 /// A stream's rows went missing between the API streams (a bug, not bad input).
 fn lost() -> Error {
-    Error::Usage("internal: the direct CSV reader lost a table's rows".into())
+    Error::Usage("internal: the direct rocprofv3 reader lost a table's rows".into())
 }
 
 /// What a column of a row is filled with.
@@ -1095,6 +1311,10 @@ enum Fill {
     PmcId,
     CounterName,
     Value,
+    CorrelationId,
+    RegionName,
+    DstAddress,
+    SrcAddress,
     Null,
 }
 
@@ -1149,7 +1369,12 @@ fn fills(table: Table, projection: &Projection) -> Vec<Fill> {
                 "pmc_id" => Fill::PmcId,
                 "counter_name" => Fill::CounterName,
                 "value" => Fill::Value,
-                // args, region_name, dst_address, src_address: CSV files have none.
+                // CSV files have none of these four; JSON objects do.
+                "correlation_id" => Fill::CorrelationId,
+                "region_name" => Fill::RegionName,
+                "dst_address" => Fill::DstAddress,
+                "src_address" => Fill::SrcAddress,
+                // args: neither has them.
                 _ => Fill::Null,
             };
             if c.nullable && !projection.fills(c.name) {
@@ -1167,6 +1392,7 @@ struct Pending {
     category: String,
     stack_id: Option<i64>,
     parent_stack_id: Option<i64>,
+    correlation_id: Option<i64>,
     extdata: Option<String>,
 }
 
@@ -1200,10 +1426,14 @@ struct Values<'a> {
     pmc_id: i64,
     counter_name: &'a str,
     value: f64,
+    region_name: Option<&'a str>,
+    dst_address: Option<i64>,
+    src_address: Option<i64>,
 }
 
 /// What a counter value takes from the dispatch it belongs to, as the RocPD reader joins
-/// it in: 64 bytes, the small sets of agents, pids and categories kept once.
+/// it in: 64 bytes, the small sets of agents, pids and categories and the external
+/// correlation ids kept once.
 #[derive(Debug, Clone, Copy)]
 struct Fact {
     dispatch_id: i64,
@@ -1214,16 +1444,22 @@ struct Fact {
     /// The event's stack id, which is also its parent stack id (the CSV import gives a
     /// dispatch's event its correlation id as both).
     stack: i64,
-    agent: u32,
-    pid: u32,
-    category: u32,
-    /// [`Fact::HAS_TID`], [`Fact::HAS_STACK`].
+    /// The event's external correlation id (JSON objects carry one).
+    correlation: u32,
+    agent: u16,
+    pid: u16,
+    category: u16,
+    /// [`Fact::HAS_TID`], [`Fact::HAS_STACK`], [`Fact::HAS_CORRELATION`].
     flags: u8,
 }
+
+// The budget of [`MAX_COUNTED`] counts on it.
+const _: () = assert!(std::mem::size_of::<Fact>() == 64);
 
 impl Fact {
     const HAS_TID: u8 = 1;
     const HAS_STACK: u8 = 2;
+    const HAS_CORRELATION: u8 = 4;
 
     fn tid(&self) -> Option<i64> {
         (self.flags & Fact::HAS_TID != 0).then_some(self.tid)
@@ -1242,6 +1478,7 @@ struct NewFact<'a> {
     end: i64,
     tid: Option<i64>,
     stack: Option<i64>,
+    correlation: Option<i64>,
     agent_id: i64,
     pid: i64,
     category: &'a str,
@@ -1258,6 +1495,8 @@ struct Facts {
     agents: Vec<i64>,
     pids: Vec<i64>,
     categories: Vec<String>,
+    correlations: Vec<i64>,
+    correlation_ids: HashMap<i64, u32>,
 }
 
 /// The position of `value` in `values`, added if new (the sets are small: agents, pids
@@ -1266,7 +1505,7 @@ fn intern<T: PartialEq + ?Sized, O: PartialEq<T>>(
     values: &mut Vec<O>,
     value: &T,
     owned: impl FnOnce() -> O,
-) -> Result<u32> {
+) -> Result<u16> {
     let i = match values.iter().position(|v| v == value) {
         Some(i) => i,
         None => {
@@ -1274,7 +1513,11 @@ fn intern<T: PartialEq + ?Sized, O: PartialEq<T>>(
             values.len() - 1
         }
     };
-    u32::try_from(i).map_err(|_| Error::Usage("internal: too many distinct dispatch facts".into()))
+    u16::try_from(i).map_err(|_| too_many())
+}
+
+fn too_many() -> Error {
+    Error::Usage("internal: too many distinct dispatch facts".into())
 }
 
 impl Facts {
@@ -1286,11 +1529,16 @@ impl Facts {
             end: f.end,
             tid: f.tid.unwrap_or(0),
             stack: f.stack.unwrap_or(0),
+            correlation: match f.correlation {
+                Some(c) => self.correlation(c)?,
+                None => 0,
+            },
             agent: intern(&mut self.agents, &f.agent_id, || f.agent_id)?,
             pid: intern(&mut self.pids, &f.pid, || f.pid)?,
             category: intern(&mut self.categories, f.category, || f.category.to_string())?,
             flags: u8::from(f.tid.is_some()) * Fact::HAS_TID
-                + u8::from(f.stack.is_some()) * Fact::HAS_STACK,
+                + u8::from(f.stack.is_some()) * Fact::HAS_STACK
+                + u8::from(f.correlation.is_some()) * Fact::HAS_CORRELATION,
         };
         if created {
             self.created.insert(fact.dispatch_id, fact);
@@ -1315,6 +1563,23 @@ impl Facts {
             Ok(i) => Some(self.traced[i]),
             Err(_) => self.created.get(&dispatch_id).copied(),
         }
+    }
+
+    /// The index of external correlation id `c`, added if new.
+    fn correlation(&mut self, c: i64) -> Result<u32> {
+        if let Some(i) = self.correlation_ids.get(&c) {
+            return Ok(*i);
+        }
+        let i = u32::try_from(self.correlations.len()).map_err(|_| too_many())?;
+        self.correlations.push(c);
+        self.correlation_ids.insert(c, i);
+        Ok(i)
+    }
+
+    fn correlation_of(&self, f: Fact) -> Option<i64> {
+        (f.flags & Fact::HAS_CORRELATION != 0)
+            .then(|| self.correlations.get(f.correlation as usize).copied())
+            .flatten()
     }
 
     fn category(&self, f: Fact) -> &str {
@@ -1346,7 +1611,7 @@ struct TableOut {
 /// The streaming pass's sink: the rows of one table (or of the two tables of the API
 /// files) into sorted batches, or, for a marker search, the matching markers' times.
 struct Rows<'a> {
-    source: &'a CsvRunSource,
+    source: &'a DirectRunSource,
     first_source: u32,
     agents: Agents,
     names: Vec<String>,
@@ -1371,11 +1636,13 @@ struct Rows<'a> {
     facts: Option<Facts>,
     /// A buffer for a counter value's event columns.
     pmc_event: Pending,
+    /// The JSON `strings` texts this stream reads (bounded by [`MAX_TEXTS`]).
+    texts: HashMap<(Texts, i64), String>,
 }
 
 impl<'a> Rows<'a> {
     fn new(
-        source: &'a CsvRunSource,
+        source: &'a DirectRunSource,
         tables: &[Table],
         first_source: u32,
         options: &StreamOptions,
@@ -1413,6 +1680,7 @@ impl<'a> Rows<'a> {
                 ..Facts::default()
             }),
             pmc_event: Pending::default(),
+            texts: HashMap::new(),
         }
     }
 
@@ -1475,7 +1743,7 @@ impl<'a> Rows<'a> {
         } else {
             None
         };
-        let nid = self.source.plan.node.id;
+        let nid = self.source.desc.nid;
         let p = &self.pending;
         let flow = |k: usize| flows.map(|f| f[k]);
         let out = &mut self.outs[k];
@@ -1525,6 +1793,10 @@ impl<'a> Rows<'a> {
                 (Fill::PmcId, ColumnBuilder::I64(x)) => x.append_value(v.pmc_id),
                 (Fill::CounterName, ColumnBuilder::Str(x)) => x.append_value(v.counter_name),
                 (Fill::Value, ColumnBuilder::F64(x)) => x.append_value(v.value),
+                (Fill::CorrelationId, ColumnBuilder::I64(x)) => x.append_option(p.correlation_id),
+                (Fill::RegionName, ColumnBuilder::Str(x)) => x.append_option(v.region_name),
+                (Fill::DstAddress, ColumnBuilder::I64(x)) => x.append_option(v.dst_address),
+                (Fill::SrcAddress, ColumnBuilder::I64(x)) => x.append_option(v.src_address),
                 (_, other) => other.push_null(),
             }
         }
@@ -1559,6 +1831,7 @@ impl RowSink for Rows<'_> {
         self.pending.category.push_str(e.category);
         self.pending.stack_id = e.stack_id;
         self.pending.parent_stack_id = e.parent_stack_id;
+        self.pending.correlation_id = e.correlation_id;
         self.pending.extdata.clone_from(&e.extdata);
         Ok(id)
     }
@@ -1624,6 +1897,7 @@ impl RowSink for Rows<'_> {
                         end: d.end,
                         tid,
                         stack: p.stack_id,
+                        correlation: p.correlation_id,
                         agent_id: d.agent_id,
                         pid: d.pid,
                         category: &p.category,
@@ -1641,6 +1915,7 @@ impl RowSink for Rows<'_> {
             .and_then(|k| k.display_name.as_deref().filter(|n| !n.is_empty()))
             .or_else(|| symbol.and_then(|k| k.kernel_name.as_deref()))
             .unwrap_or("");
+        let region_name = d.region_name_id.map(|id| self.name(id).to_string());
         self.push(
             k,
             &Values {
@@ -1660,6 +1935,7 @@ impl RowSink for Rows<'_> {
                 workgroup: d.workgroup,
                 grid: d.grid,
                 extdata: d.extdata.as_deref(),
+                region_name: region_name.as_deref(),
                 event_id,
                 ..Default::default()
             },
@@ -1669,6 +1945,7 @@ impl RowSink for Rows<'_> {
         let id = self.next_copy;
         self.next_copy += 1;
         let name = self.name(c.name_id).to_string();
+        let region_name = c.region_name_id.map(|id| self.name(id).to_string());
         self.push(
             0,
             &Values {
@@ -1684,6 +1961,9 @@ impl RowSink for Rows<'_> {
                 queue_id: c.queue_id,
                 stream_id: c.stream_id,
                 extdata: c.extdata.as_deref(),
+                region_name: region_name.as_deref(),
+                dst_address: c.dst_address,
+                src_address: c.src_address,
                 event_id,
                 ..Default::default()
             },
@@ -1740,6 +2020,7 @@ impl RowSink for Rows<'_> {
         event.category.push_str(facts.category(f));
         event.stack_id = f.stack();
         event.parent_stack_id = f.stack();
+        event.correlation_id = facts.correlation_of(f);
         event.extdata = None;
         let pid = facts.pid(f);
         let agent_id = facts.agent(f);
@@ -1791,6 +2072,31 @@ impl RowSink for Rows<'_> {
         self.untimed.insert(dispatch_id);
         self.current = None;
         Ok(())
+    }
+    fn set_process(&mut self, _pid: i64, _row: ProcessRow) {}
+    fn code_object(&mut self, _pid: i64, _c: &CodeObjectRow) -> Result<()> {
+        Ok(())
+    }
+    fn update_dispatch(&mut self, _d: &DispatchRow) -> Result<()> {
+        // Only counter records of JSON objects update dispatches; those are imported.
+        Err(lost())
+    }
+    fn has_pmc(&self, id: i64) -> bool {
+        self.source.desc.pmcs.contains_key(&id)
+    }
+    fn put_text(&mut self, which: Texts, id: i64, text: &str) -> Result<()> {
+        self.texts.insert((which, id), text.to_string());
+        Ok(())
+    }
+    fn text(&mut self, which: Texts, id: i64) -> Result<Option<String>> {
+        Ok(self.texts.get(&(which, id)).cloned())
+    }
+    fn defer(&mut self, _section: &str, _place: &str, _json: &str) -> Result<()> {
+        // Objects whose records come before their tables are imported.
+        Err(lost())
+    }
+    fn deferred(&mut self, _after: i64, _limit: usize) -> Result<Vec<Deferred>> {
+        Ok(Vec::new())
     }
     fn begin_file(&mut self, index: Option<usize>, kind: CsvKind) {
         self.kind = Some(kind);

@@ -27,7 +27,8 @@ use crate::db::{
     AgentRow, AllocRow, CodeObjectRow, CopyRow, DispatchRow, EventRow, KernelSymbolRow, NodeRow,
     Out, PmcRow, ProcessRow,
 };
-use crate::{skip_or_fail, ImportOptions, ImportReport};
+use crate::sink::{RowSink, Texts};
+use crate::{skip_or_fail, CsvKind, ImportOptions, ImportReport};
 
 const TOOL_KEY: &str = "rocprofiler-sdk-tool";
 
@@ -483,9 +484,55 @@ impl Section {
     }
 }
 
+impl Section {
+    /// The CSV file kind whose rows the section's records make (for [`Wanted`] and
+    /// [`RowSink::begin_file`]); sections without rows are `Stats`, not imported.
+    fn kind(self) -> CsvKind {
+        match self {
+            Section::Dispatch => CsvKind::KernelTrace,
+            Section::Api => CsvKind::Api,
+            Section::Copy => CsvKind::MemoryCopy,
+            Section::Alloc => CsvKind::MemoryAllocation,
+            Section::Scratch => CsvKind::ScratchMemory,
+            Section::Counter => CsvKind::CounterCollection,
+            _ => CsvKind::Stats,
+        }
+    }
+}
+
+/// Which parts of a per-process object a read takes. The rest is skipped without being
+/// built into values; `metadata` and the kind and operation names are always read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Wanted {
+    /// The record sections whose records make rows of these kinds (sections without
+    /// rows are `Stats`); `None` for all.
+    pub records: Option<&'static [CsvKind]>,
+    /// Agents, counters, code objects and kernel symbols (agents skipped are taken as
+    /// known: the sink has them from an earlier read).
+    pub catalog: bool,
+    /// `strings.marker_api`: marker messages.
+    pub marker_texts: bool,
+    /// `strings.correlation_id`: region names of kernels and copies.
+    pub external_texts: bool,
+}
+
+impl Wanted {
+    /// Everything: the import.
+    pub const ALL: Wanted = Wanted {
+        records: None,
+        catalog: true,
+        marker_texts: true,
+        external_texts: true,
+    };
+
+    fn takes(&self, kind: CsvKind) -> bool {
+        self.records.is_none_or(|kinds| kinds.contains(&kind))
+    }
+}
+
 /// Import state of one process object.
-struct Json<'o, 'c, 'r> {
-    out: &'o mut Out<'c>,
+struct Json<'o, 'r> {
+    out: &'o mut dyn RowSink,
     path: PathBuf,
     opts: &'r ImportOptions,
     report: &'r mut ImportReport,
@@ -493,8 +540,10 @@ struct Json<'o, 'c, 'r> {
     kinds: Vec<KindNames>,
     have_strings: bool,
     have_agents: bool,
-    pending: bool,
-    strings_tables: bool,
+    /// What this read takes of the object.
+    wanted: Wanted,
+    /// The position of the next record section in the object (skipped ones included).
+    ordinal: usize,
     /// The real error behind a serde custom error.
     error: Option<Error>,
     /// Where the parser is, for error messages.
@@ -527,7 +576,7 @@ fn req(v: &Value, path: &[&str]) -> std::result::Result<i64, RecError> {
     field_int(v, path, Range::I64)?.ok_or_else(|| bad(format!("missing field {}", path.join("."))))
 }
 
-impl Json<'_, '_, '_> {
+impl Json<'_, '_> {
     fn kind_name(&self, kind: i64) -> String {
         usize::try_from(kind)
             .ok()
@@ -564,53 +613,31 @@ impl Json<'_, '_, '_> {
     }
 
     fn defer(&mut self, s: Section, v: &Value) -> Result<()> {
-        if !self.pending {
-            self.out.batch(
-                "CREATE TEMP TABLE rs_json_pending (seq INTEGER PRIMARY KEY, section TEXT, place TEXT, json TEXT);",
-            )?;
-            self.pending = true;
-        }
         let place = format!("{}[{}]", self.section, self.index);
-        self.out
-            .conn()
-            .prepare_cached(
-                "INSERT INTO temp.rs_json_pending (section, place, json) VALUES (?, ?, ?)",
-            )
-            .and_then(|mut st| st.execute([s.code(), place.as_str(), v.to_string().as_str()]))
-            .map_err(|e| Error::output("temporary table", e.to_string()))?;
-        Ok(())
+        self.out.defer(s.code(), &place, &v.to_string())
     }
 
-    /// Imports the records that came before the tables they need.
+    /// Reads the records that came before the tables they need, in their order.
     fn replay(&mut self) -> Result<()> {
-        if !self.pending {
-            return Ok(());
-        }
-        let conn = self.out.conn();
-        let err = |e: rusqlite::Error| Error::output("temporary table", e.to_string());
-        let mut stmt = conn
-            .prepare("SELECT section, place, json FROM temp.rs_json_pending ORDER BY seq")
-            .map_err(err)?;
-        let mut rows = stmt.query([]).map_err(err)?;
-        while let Some(row) = rows.next().map_err(err)? {
-            let s = Section::from_code(&row.get::<_, String>(0).map_err(err)?);
-            let place: String = row.get(1).map_err(err)?;
-            let json: String = row.get(2).map_err(err)?;
-            let v: Value = serde_json::from_str(&json)
-                .map_err(|e| Error::output("temporary table", e.to_string()))?;
-            match self.record(s, &v) {
-                Ok(()) => {}
-                Err(RecError::Fatal(e)) => return Err(e),
-                Err(RecError::Bad(m)) => {
-                    skip_or_fail(self.opts, self.report, Error::input(&self.path, place, m))?
+        let mut after = 0;
+        loop {
+            let chunk = self.out.deferred(after, 256)?;
+            let Some(last) = chunk.last() else {
+                return Ok(());
+            };
+            after = last.seq;
+            for d in chunk {
+                let v: Value = serde_json::from_str(&d.json)
+                    .map_err(|e| Error::output("temporary table", e.to_string()))?;
+                match self.record(Section::from_code(&d.section), &v) {
+                    Ok(()) => {}
+                    Err(RecError::Fatal(e)) => return Err(e),
+                    Err(RecError::Bad(m)) => {
+                        skip_or_fail(self.opts, self.report, Error::input(&self.path, d.place, m))?
+                    }
                 }
             }
         }
-        drop(rows);
-        drop(stmt);
-        self.out.batch("DROP TABLE temp.rs_json_pending;")?;
-        self.pending = false;
-        Ok(())
     }
 
     fn record(&mut self, s: Section, v: &Value) -> RecResult {
@@ -622,8 +649,8 @@ impl Json<'_, '_, '_> {
             Section::Counters => self.counter_info(v),
             Section::CodeObjects => self.code_object(v),
             Section::KernelSymbols => self.kernel_symbol(v),
-            Section::MarkerStrings => self.string_entry("rs_marker_text", v),
-            Section::ExternalStrings => self.string_entry("rs_external_text", v),
+            Section::MarkerStrings => self.string_entry(Texts::Marker, v),
+            Section::ExternalStrings => self.string_entry(Texts::External, v),
             Section::Dispatch => self.dispatch(v),
             Section::Api => self.api(v),
             Section::Copy => self.copy(v),
@@ -715,7 +742,7 @@ impl Json<'_, '_, '_> {
             None => None,
         };
         let product = text(v.get("product_name"));
-        self.out.agents.add(
+        self.out.agents().add(
             AgentRow {
                 id,
                 agent_type,
@@ -742,14 +769,14 @@ impl Json<'_, '_, '_> {
         key: &str,
         evidence: Option<&'static str>,
     ) -> std::result::Result<Option<i64>, RecError> {
-        Ok(opt_bits(v, key)?.map(|h| self.out.agents.by_handle(h, evidence)))
+        Ok(opt_bits(v, key)?.map(|h| self.out.agents().by_handle(h, evidence)))
     }
 
     fn counter_info(&mut self, v: &Value) -> RecResult {
         let id = req(v, &["id"])?;
         let agent_id = self.agent_of(v, "agent_id", None)?;
         let name = text(v.get("name")).unwrap_or_else(|| format!("counter {id}"));
-        let target_arch = agent_id.and_then(|a| self.out.agents.agent_type(a));
+        let target_arch = agent_id.and_then(|a| self.out.agents().agent_type(a));
         self.out.pmc(
             self.pid,
             &PmcRow {
@@ -820,48 +847,12 @@ impl Json<'_, '_, '_> {
         Ok(())
     }
 
-    /// Creates the temporary tables of `strings.marker_api` / `strings.correlation_id`.
-    fn ensure_string_tables(&mut self) -> Result<()> {
-        if !self.strings_tables {
-            self.out.batch(
-                "CREATE TEMP TABLE rs_marker_text (id INTEGER PRIMARY KEY, text TEXT);
-                 CREATE TEMP TABLE rs_external_text (id INTEGER PRIMARY KEY, text TEXT);",
-            )?;
-            self.strings_tables = true;
-        }
-        Ok(())
-    }
-
     /// One `{"key": id, "value": text}` entry.
-    fn string_entry(&mut self, table: &str, v: &Value) -> RecResult {
+    fn string_entry(&mut self, which: Texts, v: &Value) -> RecResult {
         let id = req(v, &["key"])?;
         let t = text(v.get("value")).unwrap_or_default();
-        self.put_string(table, id, &t)?;
+        self.out.put_text(which, id, &t)?;
         Ok(())
-    }
-
-    fn put_string(&mut self, table: &str, id: i64, t: &str) -> Result<()> {
-        self.ensure_string_tables()?;
-        self.out
-            .conn()
-            .prepare_cached(&format!(
-                "INSERT OR REPLACE INTO temp.{table} VALUES (?, ?)"
-            ))
-            .and_then(|mut s| s.execute(rusqlite::params![id, t]))
-            .map_err(|e| Error::output("temporary table", e.to_string()))?;
-        Ok(())
-    }
-
-    fn lookup_string(&self, table: &str, id: i64) -> Result<Option<String>> {
-        if !self.strings_tables {
-            return Ok(None);
-        }
-        use rusqlite::OptionalExtension;
-        self.out
-            .conn()
-            .prepare_cached(&format!("SELECT text FROM temp.{table} WHERE id = ?"))
-            .and_then(|mut s| s.query_row([id], |r| r.get(0)).optional())
-            .map_err(|e| Error::output("temporary table", e.to_string()))
     }
 
     /// Event ids of a record's `correlation_id` object (or number): (internal, external,
@@ -891,7 +882,7 @@ impl Json<'_, '_, '_> {
         let name = self.op_name(kind, op);
         let mut extdata = None;
         if category.starts_with("MARKER") {
-            if let Some(msg) = self.lookup_string("rs_marker_text", internal)? {
+            if let Some(msg) = self.out.text(Texts::Marker, internal)? {
                 extdata = Some(serde_json::json!({ "message": msg }).to_string());
             }
         }
@@ -978,7 +969,7 @@ impl Json<'_, '_, '_> {
 
     fn region_name(&mut self, external: Option<i64>) -> Result<Option<i64>> {
         match external {
-            Some(e) if e != 0 => match self.lookup_string("rs_external_text", e)? {
+            Some(e) if e != 0 => match self.out.text(Texts::External, e)? {
                 Some(t) => Ok(Some(self.out.string(&t)?)),
                 None => Ok(None),
             },
@@ -1094,7 +1085,7 @@ impl Json<'_, '_, '_> {
         let level = if scratch { "SCRATCH" } else { level };
         // Frees name no agent (handle 0 or absent).
         let agent_id = match handle {
-            Some(h) if h != 0 => Some(self.out.agents.by_handle(h, scratch.then_some("GPU"))),
+            Some(h) if h != 0 => Some(self.out.agents().by_handle(h, scratch.then_some("GPU"))),
             _ => None,
         };
         let mut ext = serde_json::Map::new();
@@ -1235,19 +1226,19 @@ impl Json<'_, '_, '_> {
 }
 
 /// Turns an importer error into a serde error (the real one is kept in the state).
-fn stash<E: de::Error>(st: &mut Json<'_, '_, '_>, e: Error) -> E {
+fn stash<E: de::Error>(st: &mut Json<'_, '_>, e: Error) -> E {
     let msg = e.to_string();
     st.error = Some(e);
     E::custom(msg)
 }
 
 /// The top-level object: finds the process array.
-struct TopSeed<'a, 'o, 'c, 'r> {
-    st: &'a mut Json<'o, 'c, 'r>,
+struct TopSeed<'a, 'o, 'r> {
+    st: &'a mut Json<'o, 'r>,
     index: usize,
 }
 
-impl<'de> Visitor<'de> for TopSeed<'_, '_, '_, '_> {
+impl<'de> Visitor<'de> for TopSeed<'_, '_, '_> {
     type Value = bool;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "a JSON object with a {TOOL_KEY:?} array")
@@ -1269,19 +1260,19 @@ impl<'de> Visitor<'de> for TopSeed<'_, '_, '_, '_> {
     }
 }
 
-struct ProcList<'a, 'o, 'c, 'r> {
-    st: &'a mut Json<'o, 'c, 'r>,
+struct ProcList<'a, 'o, 'r> {
+    st: &'a mut Json<'o, 'r>,
     index: usize,
 }
 
-impl<'de> DeserializeSeed<'de> for ProcList<'_, '_, '_, '_> {
+impl<'de> DeserializeSeed<'de> for ProcList<'_, '_, '_> {
     type Value = bool;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<bool, D::Error> {
         d.deserialize_seq(self)
     }
 }
 
-impl<'de> Visitor<'de> for ProcList<'_, '_, '_, '_> {
+impl<'de> Visitor<'de> for ProcList<'_, '_, '_> {
     type Value = bool;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "an array of per-process objects")
@@ -1307,18 +1298,18 @@ impl<'de> Visitor<'de> for ProcList<'_, '_, '_, '_> {
 }
 
 /// The selected per-process object.
-struct ProcSeed<'a, 'o, 'c, 'r> {
-    st: &'a mut Json<'o, 'c, 'r>,
+struct ProcSeed<'a, 'o, 'r> {
+    st: &'a mut Json<'o, 'r>,
 }
 
-impl<'de> DeserializeSeed<'de> for ProcSeed<'_, '_, '_, '_> {
+impl<'de> DeserializeSeed<'de> for ProcSeed<'_, '_, '_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for ProcSeed<'_, '_, '_, '_> {
+impl<'de> Visitor<'de> for ProcSeed<'_, '_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "a per-process object")
@@ -1343,21 +1334,26 @@ impl<'de> Visitor<'de> for ProcSeed<'_, '_, '_, '_> {
                     r.map_err(|e| stash(st, e))?;
                 }
                 "agents" => {
-                    map.next_value_seed(Elements {
-                        st: &mut *st,
-                        section: Section::Agents,
-                    })?;
+                    if st.wanted.catalog {
+                        map.next_value_seed(Elements {
+                            st: &mut *st,
+                            section: Section::Agents,
+                        })?;
+                    } else {
+                        // The reader has them from an earlier read.
+                        map.next_value::<IgnoredAny>()?;
+                    }
                     st.have_agents = true;
                 }
-                "counters" => map.next_value_seed(Elements {
+                "counters" if st.wanted.catalog => map.next_value_seed(Elements {
                     st: &mut *st,
                     section: Section::Counters,
                 })?,
-                "code_objects" => map.next_value_seed(Elements {
+                "code_objects" if st.wanted.catalog => map.next_value_seed(Elements {
                     st: &mut *st,
                     section: Section::CodeObjects,
                 })?,
-                "kernel_symbols" => map.next_value_seed(Elements {
+                "kernel_symbols" if st.wanted.catalog => map.next_value_seed(Elements {
                     st: &mut *st,
                     section: Section::KernelSymbols,
                 })?,
@@ -1380,18 +1376,18 @@ impl<'de> Visitor<'de> for ProcSeed<'_, '_, '_, '_> {
 }
 
 /// `strings`: kind/operation names, marker texts, kernel-rename texts.
-struct Strings<'a, 'o, 'c, 'r> {
-    st: &'a mut Json<'o, 'c, 'r>,
+struct Strings<'a, 'o, 'r> {
+    st: &'a mut Json<'o, 'r>,
 }
 
-impl<'de> DeserializeSeed<'de> for Strings<'_, '_, '_, '_> {
+impl<'de> DeserializeSeed<'de> for Strings<'_, '_, '_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for Strings<'_, '_, '_, '_> {
+impl<'de> Visitor<'de> for Strings<'_, '_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "the strings object")
@@ -1406,11 +1402,13 @@ impl<'de> Visitor<'de> for Strings<'_, '_, '_, '_> {
                 "buffer_records" => {
                     st.kinds = map.next_value::<Vec<KindNames>>()?;
                 }
-                "marker_api" => map.next_value_seed(Elements {
+                "marker_api" if st.wanted.marker_texts => map.next_value_seed(Elements {
                     st: &mut *st,
                     section: Section::MarkerStrings,
                 })?,
-                "correlation_id" => map.next_value_seed(External { st: &mut *st })?,
+                "correlation_id" if st.wanted.external_texts => {
+                    map.next_value_seed(External { st: &mut *st })?
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -1422,18 +1420,18 @@ impl<'de> Visitor<'de> for Strings<'_, '_, '_, '_> {
 }
 
 /// `strings.correlation_id`: `{"external": [{"key": id, "value": text}, ...]}`.
-struct External<'a, 'o, 'c, 'r> {
-    st: &'a mut Json<'o, 'c, 'r>,
+struct External<'a, 'o, 'r> {
+    st: &'a mut Json<'o, 'r>,
 }
 
-impl<'de> DeserializeSeed<'de> for External<'_, '_, '_, '_> {
+impl<'de> DeserializeSeed<'de> for External<'_, '_, '_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for External<'_, '_, '_, '_> {
+impl<'de> Visitor<'de> for External<'_, '_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "the correlation_id strings object")
@@ -1458,19 +1456,19 @@ impl<'de> Visitor<'de> for External<'_, '_, '_, '_> {
 }
 
 /// `callback_records` / `buffer_records`: one record array per key.
-struct Sections<'a, 'o, 'c, 'r> {
-    st: &'a mut Json<'o, 'c, 'r>,
+struct Sections<'a, 'o, 'r> {
+    st: &'a mut Json<'o, 'r>,
     base: String,
 }
 
-impl<'de> DeserializeSeed<'de> for Sections<'_, '_, '_, '_> {
+impl<'de> DeserializeSeed<'de> for Sections<'_, '_, '_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for Sections<'_, '_, '_, '_> {
+impl<'de> Visitor<'de> for Sections<'_, '_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "an object of record arrays")
@@ -1480,9 +1478,18 @@ impl<'de> Visitor<'de> for Sections<'_, '_, '_, '_> {
         while let Some(key) = map.next_key::<String>()? {
             st.section = format!("{}.{key}", self.base);
             st.index = 0;
+            let section = Section::of_record(&key);
+            let kind = section.kind();
+            let ordinal = st.ordinal;
+            st.ordinal += 1;
+            if !st.wanted.takes(kind) {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            }
+            st.out.begin_file(Some(ordinal), kind);
             map.next_value_seed(Elements {
                 st: &mut *st,
-                section: Section::of_record(&key),
+                section,
             })?;
         }
         Ok(())
@@ -1490,19 +1497,19 @@ impl<'de> Visitor<'de> for Sections<'_, '_, '_, '_> {
 }
 
 /// An array whose elements are handled one at a time.
-struct Elements<'a, 'o, 'c, 'r> {
-    st: &'a mut Json<'o, 'c, 'r>,
+struct Elements<'a, 'o, 'r> {
+    st: &'a mut Json<'o, 'r>,
     section: Section,
 }
 
-impl<'de> DeserializeSeed<'de> for Elements<'_, '_, '_, '_> {
+impl<'de> DeserializeSeed<'de> for Elements<'_, '_, '_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Elements<'_, '_, '_, '_> {
+impl<'de> Visitor<'de> for Elements<'_, '_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "an array")
@@ -1546,6 +1553,22 @@ pub(crate) fn import_process(
     opts: &ImportOptions,
     report: &mut ImportReport,
 ) -> Result<()> {
+    read_process(path, index, &Wanted::ALL, out, opts, report)
+}
+
+/// Reads what `wanted` names of per-process object `index` of the JSON file at `path`
+/// into `out`, records in document order. Each record section starts with
+/// [`RowSink::begin_file`], its position among the object's record sections as the
+/// index (skipped sections count), so a read of some sections can number events as a
+/// read of all does.
+pub(crate) fn read_process(
+    path: &Path,
+    index: usize,
+    wanted: &Wanted,
+    out: &mut dyn RowSink,
+    opts: &ImportOptions,
+    report: &mut ImportReport,
+) -> Result<()> {
     let mut input = open(path)?;
     let mut st = Json {
         out,
@@ -1556,8 +1579,8 @@ pub(crate) fn import_process(
         kinds: Vec::new(),
         have_strings: false,
         have_agents: false,
-        pending: false,
-        strings_tables: false,
+        wanted: *wanted,
+        ordinal: 0,
         error: None,
         section: String::new(),
         index: 0,
@@ -1594,10 +1617,6 @@ pub(crate) fn import_process(
     st.have_agents = true;
     st.have_strings = true;
     st.replay()?;
-    if st.strings_tables {
-        st.out
-            .batch("DROP TABLE temp.rs_marker_text; DROP TABLE temp.rs_external_text;")?;
-    }
     st.out.thread(st.pid, None);
     for (section, n) in std::mem::take(&mut st.ignored) {
         st.report.ignored.push(format!(

@@ -13,7 +13,7 @@
 //! * [`import`] writes one run into a new database, streaming: CSV records one at a time
 //!   (bounded records, resynchronisation after a stray quote with `skip_bad_rows`), JSON
 //!   through serde visitors over the record arrays (never a whole-file value).
-//! * [`CsvRunSource`] reads a CSV run directly, as a `rocpd_pipeline::Source` with no
+//! * [`DirectRunSource`] reads a CSV run directly, as a `rocpd_pipeline::Source` with no
 //!   database, when its import needs none (no id claimed twice, no bad
 //!   rows): the same row parsers write through a `RowSink` into a describing pass and one
 //!   sorted stream per table, giving the rows the RocPD reader gives for the import.
@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use rocpd_model::{Error, Result};
 
 pub use csv_import::CsvKind;
-pub use direct::{CsvRunSource, MAX_GROUPS};
+pub use direct::{DirectRunSource, MAX_GROUPS};
 pub use reason::unrecognised_reason;
 
 /// What a file is, judged by its content.

@@ -1,14 +1,33 @@
-//! Where the CSV importer's rows go: [`RowSink`], written once by the row parsers and
-//! implemented twice, by the database writer ([`crate::db::Out`]) and by the direct
-//! reader's passes (`crate::direct`), so both see the same rows, ids and errors.
+//! Where the importers' rows go: [`RowSink`], written once by the CSV row parsers and the
+//! JSON record readers, and implemented twice, by the database writer
+//! ([`crate::db::Out`]) and by the direct reader's passes (`crate::direct`), so both see
+//! the same rows, ids and errors.
 
 use rocpd_model::Result;
 
 use crate::db::{
-    Agents, AllocRow, CopyRow, DispatchRow, EventRow, FoundDispatch, KernelSymbolRow, NodeRow, Out,
-    PmcRow,
+    Agents, AllocRow, CodeObjectRow, CopyRow, DispatchRow, EventRow, FoundDispatch,
+    KernelSymbolRow, NodeRow, Out, PmcRow, ProcessRow,
 };
 use crate::CsvKind;
+
+/// The two text tables of a rocprofv3 JSON object's `strings`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Texts {
+    /// `marker_api`: marker messages by correlation id.
+    Marker,
+    /// `correlation_id.external`: region names by external correlation id.
+    External,
+}
+
+/// A JSON record kept until the tables it needs are read.
+#[derive(Debug, Clone)]
+pub(crate) struct Deferred {
+    pub seq: i64,
+    pub section: String,
+    pub place: String,
+    pub json: String,
+}
 
 /// The rows of one run, as the importer makes them. The methods mirror [`Out`]'s: see
 /// there for what each writes.
@@ -42,6 +61,17 @@ pub(crate) trait RowSink {
     fn set_dispatch_tid(&mut self, dispatch_id: i64, pid: i64, tid: i64) -> Result<()>;
     fn untimed_event(&mut self, dispatch_id: i64) -> Result<Option<i64>>;
     fn remember_untimed(&mut self, dispatch_id: i64, event_id: i64) -> Result<()>;
+
+    // What only JSON objects give: process details, code objects, dispatches counter
+    // records made before their kernel record, texts and deferred records.
+    fn set_process(&mut self, pid: i64, row: ProcessRow);
+    fn code_object(&mut self, pid: i64, c: &CodeObjectRow) -> Result<()>;
+    fn update_dispatch(&mut self, d: &DispatchRow) -> Result<()>;
+    fn has_pmc(&self, id: i64) -> bool;
+    fn put_text(&mut self, which: Texts, id: i64, text: &str) -> Result<()>;
+    fn text(&mut self, which: Texts, id: i64) -> Result<Option<String>>;
+    fn defer(&mut self, section: &str, place: &str, json: &str) -> Result<()>;
+    fn deferred(&mut self, after: i64, limit: usize) -> Result<Vec<Deferred>>;
 
     /// Called before the rows of each file: `index` is the file's in the plan (`None` for
     /// a file the plan does not list), `kind` its kind.
@@ -108,5 +138,29 @@ impl RowSink for Out<'_> {
     }
     fn remember_untimed(&mut self, dispatch_id: i64, event_id: i64) -> Result<()> {
         Out::remember_untimed(self, dispatch_id, event_id)
+    }
+    fn set_process(&mut self, pid: i64, row: ProcessRow) {
+        Out::set_process(self, pid, row)
+    }
+    fn code_object(&mut self, pid: i64, c: &CodeObjectRow) -> Result<()> {
+        Out::code_object(self, pid, c)
+    }
+    fn update_dispatch(&mut self, d: &DispatchRow) -> Result<()> {
+        Out::update_dispatch(self, d)
+    }
+    fn has_pmc(&self, id: i64) -> bool {
+        Out::has_pmc(self, id)
+    }
+    fn put_text(&mut self, which: Texts, id: i64, text: &str) -> Result<()> {
+        Out::put_text(self, which, id, text)
+    }
+    fn text(&mut self, which: Texts, id: i64) -> Result<Option<String>> {
+        Out::text(self, which, id)
+    }
+    fn defer(&mut self, section: &str, place: &str, json: &str) -> Result<()> {
+        Out::defer(self, section, place, json)
+    }
+    fn deferred(&mut self, after: i64, limit: usize) -> Result<Vec<Deferred>> {
+        Out::deferred(self, after, limit)
     }
 }

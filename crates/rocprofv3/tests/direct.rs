@@ -1,6 +1,6 @@
-//! The direct CSV reader against the import: every column of every row of every table,
-//! the catalog, counts, span and marker search equal what the RocPD reader gives for the
-//! run imported into a database.
+//! The direct rocprofv3 reader (CSV runs and JSON process objects) against the import:
+//! every column of every row of every table, the catalog, counts, span and marker search
+//! equal what the RocPD reader gives for the run imported into a database.
 
 use std::path::{Path, PathBuf};
 
@@ -8,7 +8,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch};
 use rocpd_model::{Catalog, Projection, Table};
 use rocpd_pipeline::{SortOptions, Source, StreamOptions};
-use rocpd_rocprofv3::{CsvRunSource, ImportOptions, Run};
+use rocpd_rocprofv3::{DirectRunSource, ImportOptions, Run};
 
 /// Every row of `table` from `source`, in one batch.
 fn rows(source: &dyn Source, table: Table, batch_rows: usize) -> RecordBatch {
@@ -52,14 +52,14 @@ fn same_as_imported(run: &Run, sort: SortOptions) -> Vec<(Table, u64)> {
     let db_path = tmp.path().join("imported.db");
     let report = rocpd_rocprofv3::import(run, &db_path, &ImportOptions::default()).unwrap();
     let db = rocpd_db::Database::open(&db_path).unwrap();
-    let direct = CsvRunSource::open(run, &ImportOptions::default())
+    let direct = DirectRunSource::open(run, &ImportOptions::default())
         .unwrap()
         .expect("read directly")
         .with_sort_options(sort);
     assert_eq!(direct.guid(), report.guid);
     // Described on one thread (counter files after the rest) or two (beside the API
     // files), the same.
-    let one = CsvRunSource::open_on(run, &ImportOptions::default(), 1)
+    let one = DirectRunSource::open_on(run, &ImportOptions::default(), 1)
         .unwrap()
         .expect("read directly");
     assert_eq!(
@@ -205,7 +205,7 @@ fn markers_are_found_as_the_database_finds_them() {
     let db_path = tmp.path().join("imported.db");
     rocpd_rocprofv3::import(&run, &db_path, &ImportOptions::default()).unwrap();
     let db = rocpd_db::Database::open(&db_path).unwrap();
-    let direct = CsvRunSource::open(&run, &ImportOptions::default())
+    let direct = DirectRunSource::open(&run, &ImportOptions::default())
         .unwrap()
         .unwrap();
     let markers = rows(&db, Table::Marker, 100);
@@ -244,18 +244,18 @@ fn runs_that_need_the_database_are_left_to_the_import() {
         "twice",
         "\"HIP_RUNTIME_API\",\"hipA\",1,1,5,10,20\n\"HIP_RUNTIME_API\",\"hipB\",1,1,5,30,40\n",
     );
-    assert!(CsvRunSource::open(&twice, &ImportOptions::default())
+    assert!(DirectRunSource::open(&twice, &ImportOptions::default())
         .unwrap()
         .is_none());
     // A bad row: the import reports it.
     let bad = write("bad", "\"HIP_RUNTIME_API\",\"hipA\",1,1,5,ten,20\n");
-    assert!(CsvRunSource::open(&bad, &ImportOptions::default())
+    assert!(DirectRunSource::open(&bad, &ImportOptions::default())
         .unwrap()
         .is_none());
     let skip = ImportOptions {
         skip_bad_rows: true,
     };
-    assert!(CsvRunSource::open(&bad, &skip).unwrap().is_none());
+    assert!(DirectRunSource::open(&bad, &skip).unwrap().is_none());
     // A plain one is read directly.
     let plain = write(
         "plain",
@@ -329,7 +329,7 @@ fn files_changed_after_opening_give_errors_not_panics() {
     let tmp = tempfile::tempdir().unwrap();
     let csv = generated(tmp.path(), 6, false);
     let run = one_run(&csv);
-    let direct = CsvRunSource::open(&run, &ImportOptions::default())
+    let direct = DirectRunSource::open(&run, &ImportOptions::default())
         .unwrap()
         .unwrap();
     let file_of = |kind: &str| {
@@ -347,7 +347,7 @@ fn files_changed_after_opening_give_errors_not_panics() {
         batch_rows: 64,
         tables: None,
     };
-    let drain = |source: &CsvRunSource| -> Result<u64, String> {
+    let drain = |source: &DirectRunSource| -> Result<u64, String> {
         let mut n = 0;
         for mut p in source.prepare(0, &options).map_err(|e| e.to_string())? {
             let mut s = p.open().map_err(|e| e.to_string())?;
@@ -427,7 +427,7 @@ fn real_counter_files_read_as_imported() {
                 std::fs::copy(t, dir.join("kernel_trace.csv")).unwrap();
             }
             for run in rocpd_rocprofv3::group_runs(std::slice::from_ref(&dir)).unwrap() {
-                let direct = CsvRunSource::open(&run, &ImportOptions::default())
+                let direct = DirectRunSource::open(&run, &ImportOptions::default())
                     .unwrap()
                     .unwrap_or_else(|| panic!("{} is read directly", run.label));
                 untimed += direct.dropped().unwrap().len();
@@ -478,7 +478,7 @@ fn counter_values_sort_by_dispatch_event_and_counter() {
     .unwrap();
     let run = one_run(&dir);
     same_as_imported(&run, SortOptions::default());
-    let direct = CsvRunSource::open(&run, &ImportOptions::default())
+    let direct = DirectRunSource::open(&run, &ImportOptions::default())
         .unwrap()
         .unwrap();
     let pmc = rows_of(&direct);
@@ -504,4 +504,177 @@ fn rows_of(source: &dyn Source) -> Vec<(i64, i64, f64)> {
     (0..b.num_rows())
         .map(|i| (dispatch.value(i), counter.value(i), value.value(i)))
         .collect()
+}
+
+/// A generated single-process trace written as a rocprofv3 JSON file.
+fn generated_json(dir: &Path, seed: u64, odd_names: bool) -> PathBuf {
+    let cfg = rocpd_gen::GenConfig {
+        seed,
+        processes: 1,
+        iterations: 15,
+        odd_names,
+        ..Default::default()
+    };
+    let dbs = rocpd_gen::generate(&cfg, &dir.join("gen")).unwrap();
+    let (json, _) = rocpd_gen::export_json(&dbs[0], &dir.join("json")).unwrap();
+    json
+}
+
+#[test]
+fn a_generated_json_trace_reads_as_its_imported_database() {
+    for (seed, odd) in [(3, true), (8, false)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let json = generated_json(tmp.path(), seed, odd);
+        let run = one_run(&json);
+        assert!(DirectRunSource::open(&run, &ImportOptions::default())
+            .unwrap()
+            .is_some());
+        let counts = same_as_imported(&run, SortOptions::default());
+        let n = |t: Table| counts.iter().find(|(x, _)| *x == t).unwrap().1;
+        assert!(
+            n(Table::Region) > 100
+                && n(Table::Marker) > 5
+                && n(Table::KernelDispatch) > 20
+                && n(Table::MemoryCopy) > 5
+                && n(Table::MemoryAllocation) > 5
+                && n(Table::PmcValue) > 50,
+            "{counts:?}"
+        );
+        same_with_every_batch_spilled(&run, tmp.path());
+    }
+}
+
+/// Region names of kernels and copies come from `strings.correlation_id.external`.
+#[test]
+fn json_region_names_read_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json(tmp.path(), 7, false);
+    let text = std::fs::read_to_string(&json).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let records = &doc["rocprofiler-sdk-tool"][0]["buffer_records"];
+    let mut externals: Vec<i64> = ["kernel_dispatch", "memory_copy"]
+        .iter()
+        .flat_map(|k| records[k].as_array().unwrap())
+        .filter_map(|r| r["correlation_id"]["external"].as_i64())
+        .filter(|e| *e != 0)
+        .collect();
+    externals.sort_unstable();
+    externals.dedup();
+    assert!(externals.len() >= 2, "{externals:?}");
+    let entries: Vec<String> = externals
+        .iter()
+        .step_by(2)
+        .map(|e| format!("{{\"key\":{e},\"value\":\"range {e}\"}}"))
+        .collect();
+    let named = text.replacen(
+        "\"correlation_id\":{\"external\":[]}",
+        &format!(
+            "\"correlation_id\":{{\"external\":[{}]}}",
+            entries.join(",")
+        ),
+        1,
+    );
+    assert_ne!(named, text);
+    std::fs::write(&json, named).unwrap();
+    let run = one_run(&json);
+    same_as_imported(&run, SortOptions::default());
+    let direct = DirectRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .unwrap();
+    let kernels = rows(&direct, Table::KernelDispatch, 100);
+    let names = kernels
+        .column(Table::KernelDispatch.column_index("region_name"))
+        .as_string::<i32>();
+    assert!((0..kernels.num_rows()).any(|i| !names.is_null(i)));
+}
+
+#[test]
+fn json_markers_are_found_as_the_database_finds_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = one_run(&generated_json(tmp.path(), 5, false));
+    let db_path = tmp.path().join("imported.db");
+    rocpd_rocprofv3::import(&run, &db_path, &ImportOptions::default()).unwrap();
+    let db = rocpd_db::Database::open(&db_path).unwrap();
+    let direct = DirectRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .unwrap();
+    let markers = rows(&db, Table::Marker, 100);
+    assert!(markers.num_rows() > 0);
+    let name = markers
+        .column(Table::Marker.column_index("name"))
+        .as_string::<i32>();
+    for i in [0, markers.num_rows() - 1] {
+        let text = name.value(i).to_string();
+        assert_eq!(
+            db.find_marker(&text).unwrap(),
+            direct.find_marker(&text).unwrap()
+        );
+    }
+    assert!(direct.find_marker("no such marker").unwrap().is_empty());
+}
+
+#[test]
+fn the_real_json_file_reads_as_imported() {
+    let path = Path::new("../../fixtures/rocprofv3-json/908_results.json.gz");
+    let runs = rocpd_rocprofv3::group_runs(&[path.to_path_buf()]).unwrap();
+    assert!(!runs.is_empty());
+    for run in &runs {
+        let counts = same_as_imported(run, SortOptions::default());
+        let n = |t: Table| counts.iter().find(|(x, _)| *x == t).unwrap().1;
+        assert!(n(Table::KernelDispatch) > 40_000, "{counts:?}");
+    }
+}
+
+/// JSON objects whose import needs more than the direct reader keeps are imported: records
+/// before the strings and agents they need, and counter records.
+#[test]
+fn json_objects_that_need_the_database_are_left_to_the_import() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json(tmp.path(), 4, false);
+    let text = std::fs::read_to_string(&json).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // Written again with sorted keys: `buffer_records` before `strings` and `metadata`.
+    let first = tmp.path().join("records_first_results.json");
+    std::fs::write(&first, serde_json::to_string(&doc).unwrap()).unwrap();
+    assert!(
+        text.find("\"strings\"").unwrap() < text.find("\"buffer_records\"").unwrap(),
+        "the generated file has its strings first"
+    );
+    let run = one_run(&first);
+    assert!(DirectRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .is_none());
+    // A counter record of a dispatch no kernel record made (yet).
+    let mut counted = doc.clone();
+    let dispatch =
+        counted["rocprofiler-sdk-tool"][0]["buffer_records"]["kernel_dispatch"][0].clone();
+    let mut info = dispatch.clone();
+    info["dispatch_info"]["dispatch_id"] = serde_json::json!(1_000_000);
+    counted["rocprofiler-sdk-tool"][0]["callback_records"] = serde_json::json!({
+        "counter_collection": [{
+            "dispatch_data": info,
+            "records": [{"counter_id": 1, "value": 2.5}],
+        }]
+    });
+    // Written in the generator's key order (strings before records).
+    let text = text.replacen(
+        "\"callback_records\":{\"counter_collection\":[",
+        &format!(
+            "\"callback_records\":{{\"counter_collection\":[{},",
+            counted["rocprofiler-sdk-tool"][0]["callback_records"]["counter_collection"][0]
+        ),
+        1,
+    );
+    let path = tmp.path().join("counted_results.json");
+    std::fs::write(&path, &text).unwrap();
+    let run = one_run(&path);
+    assert!(DirectRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .is_none());
+    // The import still reads both.
+    for p in [&first, &path] {
+        let run = one_run(p);
+        rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default()).unwrap();
+        std::fs::remove_file(tmp.path().join("x.db")).unwrap();
+    }
 }
