@@ -27,7 +27,7 @@
 //!   keeping nothing (`--step-any FILE`).
 //! * **rocprofv3 CSV and JSON** (`--import-only`): the single and multi cases written out
 //!   as CSV sets (read directly, against `db-t`, the same CSV sets imported into
-//!   databases) and JSON files (imported),
+//!   databases) and JSON files (read directly),
 //!   converted beside the same trace as databases: time, peak memory and the most
 //!   temporary disk (`TMPDIR`) each run used.
 //! * **External sort** (`--sort-only`): 1M and 3M generated API-call rows in three input
@@ -269,14 +269,14 @@ fn db_trace_for(rocpd: &Path, case: &Case, root: &Path) -> Result<PathBuf> {
 fn json_for(case: &Case, root: &Path) -> Result<PathBuf> {
     let dir = inputs_for(case, root)?;
     let json = dir.join("json");
-    if !dir.join("json-done").exists() {
+    if !dir.join("json-v2-done").exists() {
         let _ = std::fs::remove_dir_all(&json);
         prepare_in_child(&[
             "json".as_ref(),
             dir.join("db").as_os_str(),
             json.as_os_str(),
         ])?;
-        std::fs::write(dir.join("json-done"), "")?;
+        std::fs::write(dir.join("json-v2-done"), "")?;
     }
     Ok(json)
 }

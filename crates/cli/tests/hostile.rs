@@ -596,10 +596,17 @@ fn interrupt(
 fn signals_leave_no_partial_output_and_no_temporary_files() {
     let tmp = tempfile::tempdir().unwrap();
     let inputs = generate(&tmp.path().join("in"), 17, 4, 600);
-    // A rocprofv3 JSON file of the same trace, so that an import directory exists too
-    // (CSV runs are read directly).
-    let (json, _) =
+    // A rocprofv3 JSON file of the same trace whose records come before the tables they
+    // need, so that an import directory exists too (other CSV runs and JSON files are
+    // read directly). Written again through a `Value`, its keys are sorted:
+    // `buffer_records` before `strings`.
+    let (generated, _) =
         rocpd_gen::export_json(&inputs[0], &tmp.path().join("json")).expect("json export");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&generated).unwrap()).unwrap();
+    let json = tmp.path().join("json").join("9_results.json");
+    std::fs::write(&json, serde_json::to_vec(&doc).unwrap()).unwrap();
+    std::fs::remove_file(&generated).unwrap();
     for (signal, status, input, what) in [
         (
             "INT",

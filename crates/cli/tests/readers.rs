@@ -554,10 +554,11 @@ fn seventeen_chrome_traces_convert_as_their_imported_databases() {
 /// rocprofv3 CSV runs, counter files included, are read directly, with no temporary
 /// database (issue 12): with a `TMPDIR` nothing can be created in, Perfetto, OTF2 and
 /// Parquet conversions of two processes' CSV sets succeed and give byte for byte (Parquet:
-/// row for row) what the same command gives when `-f rocpd` makes it import them. A
-/// rocprofv3 JSON file still imports, so it fails under that `TMPDIR`.
+/// row for row) what the same command gives when `-f rocpd` makes it import them; so does
+/// a rocprofv3 JSON file of one of them. A JSON file that must be imported fails under
+/// that `TMPDIR`.
 #[test]
-fn csv_runs_convert_directly_to_what_their_imported_databases_give() {
+fn rocprofv3_runs_convert_directly_to_what_their_imported_databases_give() {
     let tmp = tempfile::tempdir().unwrap();
     let dbs = generate(&tmp.path().join("in"), 61, 2, 6);
     let csv = tmp.path().join("csv");
@@ -627,9 +628,22 @@ fn csv_runs_convert_directly_to_what_their_imported_databases_give() {
         );
     }
     assert!(listing() == before, "an input changed");
-    // A JSON file imports: nothing can be created in that TMPDIR.
+    // A JSON file is read directly too (issue 12), counter records included: with that
+    // TMPDIR the same Perfetto trace as its imported database (`-f rocpd` imports).
     let (json, _) = rocpd_gen::export_json(&dbs[0], &tmp.path().join("json")).unwrap();
-    let o = convert_to(&json, &tmp.path().join("c"), &["pftrace"], Some(&no_tmp));
+    let (c, d) = (tmp.path().join("c"), tmp.path().join("d"));
+    let o = convert_to(&json, &c, &["pftrace", "parquet"], Some(&no_tmp));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = convert_to(&json, &d, &["pftrace", "parquet", "rocpd"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(pf(&c) == pf(&d), "JSON: Perfetto output differs");
+    let json_rows = dataset_rows(&c.join("t_results.parquet"));
+    assert_eq!(json_rows, dataset_rows(&d.join("t_results.parquet")));
+    assert!(json_rows["pmc_values"] > 0, "{json_rows:?}");
+    // One whose records come before its strings imports: nothing can be created there.
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    std::fs::write(&json, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let o = convert_to(&json, &tmp.path().join("e"), &["pftrace"], Some(&no_tmp));
     assert!(!o.status.success());
     assert!(stderr(&o).contains("temporary"), "{}", stderr(&o));
 }

@@ -185,7 +185,7 @@ impl Runner {
             Err(e) => return out.err("group_runs", e),
         };
         for (i, run) in runs.iter().take(MAX_RUNS).enumerate() {
-            let direct = read_csv_directly(run);
+            let direct = read_run_directly(run);
             let mut strict_rows = None;
             for skip in [false, true] {
                 let dest = self.fresh_output(&format!("import-{i}-{skip}.db"));
@@ -194,7 +194,7 @@ impl Runner {
                 };
                 let imported = rocpd_rocprofv3::import(run, &dest, &opts);
                 if !skip {
-                    // The direct CSV reader reads what the import writes, or leaves the
+                    // The direct reader reads what the import writes, or leaves the
                     // run to it (always when the import fails).
                     let events = |r: &rocpd_rocprofv3::ImportReport| {
                         [
@@ -215,7 +215,7 @@ impl Runner {
                     };
                     if !agree {
                         out.mismatch.get_or_insert(format!(
-                            "the direct CSV reader disagrees with the import: {:?} against {:?}",
+                            "the direct rocprofv3 reader disagrees with the import: {:?} against {:?}",
                             direct,
                             imported.as_ref().map(events).map_err(|e| e.to_string())
                         ));
@@ -351,9 +351,9 @@ fn walk_source(source: &dyn rocpd_pipeline::Source) -> std::result::Result<u64, 
     Ok(streamed)
 }
 
-/// The direct CSV reader on `run`: `None` when it leaves the run to the import, else
+/// The direct rocprofv3 reader (CSV or JSON) on `run`: `None` when it leaves the run to the import, else
 /// [`walk_source`]'s rows or error.
-fn read_csv_directly(run: &rocpd_rocprofv3::Run) -> std::result::Result<Option<u64>, String> {
+fn read_run_directly(run: &rocpd_rocprofv3::Run) -> std::result::Result<Option<u64>, String> {
     let spill = tempfile::tempdir().map_err(|e| e.to_string())?;
     let opts = rocpd_rocprofv3::ImportOptions::default();
     let Some(source) =

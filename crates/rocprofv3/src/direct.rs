@@ -1,8 +1,11 @@
-//! rocprofv3 CSV runs read directly as a [`Source`], with no temporary database.
+//! rocprofv3 CSV runs and JSON process objects read directly as a [`Source`], with no
+//! temporary database.
 //!
-//! The files are read by the importer's own row parsers (`crate::csv_import`), which write
-//! through a [`RowSink`]: the importer's sink is the database writer, this module's are
-//! two passes.
+//! The input is read by the importer's own parsers (`crate::csv_import`'s row parsers,
+//! `crate::json_import`'s record readers), which write through a [`RowSink`]: the
+//! importer's sink is the database writer, this module's are two passes. A JSON object's
+//! record sections play the part of a CSV run's files (API calls, kernel dispatches,
+//! copies, allocations, counters), numbered by their place in the object.
 //!
 //! 1. **Describing** (when the run is opened): every file once, with the API files last,
 //!    keeping what the catalog, counts and span need and what the database's joins would
@@ -13,22 +16,26 @@
 //!    last so those entries exist when the calls arrive: nothing per API call is kept.
 //!    Counter rows are described as the import writes them: the counters, the dispatches
 //!    they make when the kernel trace lacks them, the threads they give dispatches that
-//!    have none, and which dispatches have values.
+//!    have none, and which dispatches have values. A JSON object is read twice here: every
+//!    section but the API calls, then the API calls alone.
 //! 2. **Streaming** (one stream per table, opened on a decode thread): the files of that
-//!    table again, each row built into Arrow batches of the columns the run reads, with
-//!    the ids the import would give (event ids counted in import order from each file's
-//!    first, copy and allocation ids counted per table) and sorted by (start, end desc,
-//!    id) through a [`RunSorter`]: rocprofv3 writes a row when its event ends. The PMC
-//!    stream reads the kernel trace first, keeping the facts of each dispatch with values
-//!    ([`Fact`]), then joins each counter value to its dispatch's facts as the RocPD
-//!    reader's query does.
+//!    table again (a JSON object's sections of that table, the others skipped unparsed),
+//!    each row built into Arrow batches of the columns the run reads, with the ids the
+//!    import would give (event ids counted in import order from each file's first, copy
+//!    and allocation ids counted per table) and sorted by (start, end desc, id) through a
+//!    [`RunSorter`]: rocprofv3 writes a row when its event ends. The PMC stream reads the
+//!    kernel trace first, keeping the facts of each dispatch with values ([`Fact`]), then
+//!    joins each counter value to its dispatch's facts as the RocPD reader's query does.
 //!
 //! Some runs are imported after all, because what the import does to them needs the
 //! database: an id two rows claim (the import gives the second the next free id), rows
 //! skipped as bad (their report must keep the import's order), a run whose flow groups
 //! pass [`MAX_GROUPS`] or whose dispatches with values pass [`MAX_COUNTED`], or any error
-//! (the import then reports it, in its order). [`DirectRunSource::open`] says `None` for
-//! those.
+//! (the import then reports it, in its order). JSON objects also when records come before
+//! the strings or agents they need, when a counter record comes before its kernel record
+//! (the import makes the dispatch, then completes it), when `metadata` comes after
+//! records, or when the `strings` texts pass [`MAX_TEXTS`]. [`DirectRunSource::open`]
+//! says `None` for those.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

@@ -9,8 +9,11 @@
 //! `IgnoredAny`.
 //!
 //! Records need the `strings` tables (kind/operation names) and the `agents` (handles →
-//! node ids). rocprofv3 writes both before the records; if a file puts records first, they
-//! are kept raw in a temporary table and imported once the object has been read.
+//! node ids). rocprofv3 writes both before the records; if a file puts records first, the
+//! sink keeps them raw (the database writer in a temporary table) and they are read once
+//! the object has been. Rows go to a [`RowSink`]: the database writer for the import, the
+//! direct reader's passes otherwise, which read only some sections ([`Wanted`]) and skip
+//! the rest unparsed.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -1,5 +1,5 @@
 //! Readers of rocprofv3's own outputs (CSV file sets and `*_results.json`): importers into
-//! RocPD schema-v3 SQLite databases, and a direct reader of CSV runs.
+//! RocPD schema-v3 SQLite databases, and a direct reader of both.
 //!
 //! rocprofv3 writes one output per profiled process. This crate turns each such *run* into a
 //! RocPD v3 database (one table set, one guid) that the caller places in a temporary
@@ -13,10 +13,11 @@
 //! * [`import`] writes one run into a new database, streaming: CSV records one at a time
 //!   (bounded records, resynchronisation after a stray quote with `skip_bad_rows`), JSON
 //!   through serde visitors over the record arrays (never a whole-file value).
-//! * [`DirectRunSource`] reads a CSV run directly, as a `rocpd_pipeline::Source` with no
-//!   database, when its import needs none (no id claimed twice, no bad
-//!   rows): the same row parsers write through a `RowSink` into a describing pass and one
-//!   sorted stream per table, giving the rows the RocPD reader gives for the import.
+//! * [`DirectRunSource`] reads a CSV run or a JSON process object directly, as a
+//!   `rocpd_pipeline::Source` with no database, when its import needs none (no id claimed
+//!   twice, no bad rows, JSON records after the tables they need): the same parsers write
+//!   through a `RowSink` into a describing pass and one sorted stream per table, giving
+//!   the rows the RocPD reader gives for the import.
 //! * [`unrecognised_reason`] says why a file named like a rocprofv3 or RocPD output is not
 //!   recognised, for directory walks to warn instead of dropping it.
 //!
