@@ -42,6 +42,13 @@ impl<R: Read> TrackedReader<R> {
         }
     }
 
+    /// The inner reader, for a caller that has read nothing through this one yet (what
+    /// was buffered would be lost).
+    pub fn into_inner(self) -> R {
+        debug_assert_eq!(self.filled, 0);
+        self.inner
+    }
+
     /// Bytes handed out so far.
     pub fn consumed(&self) -> u64 {
         self.consumed

@@ -792,7 +792,18 @@ fn describe_json(
             describe.merge_groups();
         }
         describe.seen_event = false;
-        let read = json_import::read_process(path, index, wanted, &mut describe, opts, &mut report);
+        // The first read checks the whole file (any error leaves the object to the
+        // import, which reports it with its place); the later ones need not.
+        let strict = i == 0;
+        let read = json_import::scan_process(
+            path,
+            index,
+            wanted,
+            strict,
+            &mut describe,
+            opts,
+            &mut report,
+        );
         if read.is_err() || describe.refused.is_some() || report.skipped_rows > 0 {
             return Ok(None);
         }
@@ -952,7 +963,8 @@ impl DirectRunSource {
                     marker_texts: matches!(table, Table::Region | Table::Marker),
                     external_texts: matches!(table, Table::KernelDispatch | Table::MemoryCopy),
                 };
-                json_import::read_process(path, *index, &wanted, sink, &self.opts, &mut report)
+                let opts = &self.opts;
+                json_import::scan_process(path, *index, &wanted, false, sink, opts, &mut report)
             }
         }
     }

@@ -30,6 +30,7 @@ use crate::db::{
     AgentRow, AllocRow, CodeObjectRow, CopyRow, DispatchRow, EventRow, KernelSymbolRow, NodeRow,
     Out, PmcRow, ProcessRow,
 };
+use crate::json_scan::{Scan, ScanError};
 use crate::sink::{RowSink, Texts};
 use crate::{skip_or_fail, CsvKind, ImportOptions, ImportReport};
 
@@ -168,8 +169,69 @@ pub(crate) struct ProcMeta {
 }
 
 /// Counts the per-process objects of a JSON file (one streaming pass) and reads each
-/// object's `metadata.pid` and `metadata.init_time`.
+/// object's `metadata.pid` and `metadata.init_time`: through the byte-level scanner, and
+/// again through serde when the scanner finds something wrong, so errors name their place
+/// as the import's do.
 pub(crate) fn prescan(path: &Path) -> Result<Vec<ProcMeta>> {
+    let input = open(path)?;
+    let mut scan = Scan::new(input.reader.into_inner());
+    match prescan_fast(&mut scan) {
+        Ok(Some(metas)) => Ok(metas),
+        Ok(None) | Err(_) => prescan_strict(path),
+    }
+}
+
+/// The scanner's pre-scan; `None` when the document is not what it expects.
+fn prescan_fast<R: Read>(s: &mut Scan<R>) -> crate::json_scan::ScanResult<Option<Vec<ProcMeta>>> {
+    let mut raw = Vec::new();
+    let mut found = None;
+    if !s.open(b'{', b'}')? {
+        return Ok(None);
+    }
+    loop {
+        if s.key()? == TOOL_KEY {
+            if s.peek()? != Some(b'[') {
+                return Ok(None);
+            }
+            let mut metas = Vec::new();
+            if s.open(b'[', b']')? {
+                loop {
+                    if s.peek()? != Some(b'{') {
+                        return Ok(None);
+                    }
+                    let mut m = ProcMeta::default();
+                    if s.open(b'{', b'}')? {
+                        loop {
+                            if s.key()? == "metadata" {
+                                let v: Value = s.parse(&mut raw)?;
+                                m.pid = opt(&v, "pid").ok().flatten();
+                                m.init_time = opt(&v, "init_time").ok().flatten();
+                            } else {
+                                s.skip(false)?;
+                            }
+                            if !s.more(b'}')? {
+                                break;
+                            }
+                        }
+                    }
+                    metas.push(m);
+                    if !s.more(b']')? {
+                        break;
+                    }
+                }
+            }
+            found = Some(metas);
+        } else {
+            s.skip(false)?;
+        }
+        if !s.more(b'}')? {
+            break;
+        }
+    }
+    Ok(if s.at_end()? { found } else { None })
+}
+
+fn prescan_strict(path: &Path) -> Result<Vec<ProcMeta>> {
     struct Top;
     impl<'de> Visitor<'de> for Top {
         type Value = Option<Vec<ProcMeta>>;
@@ -547,6 +609,8 @@ struct Json<'o, 'r> {
     wanted: Wanted,
     /// The position of the next record section in the object (skipped ones included).
     ordinal: usize,
+    /// Whether the scanning walk checks the values it skips.
+    strict: bool,
     /// The real error behind a serde custom error.
     error: Option<Error>,
     /// Where the parser is, for error messages.
@@ -1573,23 +1637,7 @@ pub(crate) fn read_process(
     report: &mut ImportReport,
 ) -> Result<()> {
     let mut input = open(path)?;
-    let mut st = Json {
-        out,
-        path: path.to_path_buf(),
-        opts,
-        report,
-        pid: 0,
-        kinds: Vec::new(),
-        have_strings: false,
-        have_agents: false,
-        wanted: *wanted,
-        ordinal: 0,
-        error: None,
-        section: String::new(),
-        index: 0,
-        ignored: BTreeMap::new(),
-        counter_dispatches: false,
-    };
+    let mut st = Json::new(out, path, opts, report, wanted);
     let parsed = {
         let mut de = serde_json::Deserializer::from_reader(&mut input.reader);
         de.deserialize_map(TopSeed { st: &mut st, index })
@@ -1609,25 +1657,324 @@ pub(crate) fn read_process(
             return Err(parse_error(path, input.gz, input.consumed(), &within, &e));
         }
     };
-    if !found {
-        return Err(Error::input(
-            path,
-            TOOL_KEY,
-            format!("no per-process object #{index}"),
-        ));
+    st.finish(found, index)
+}
+
+/// [`read_process`] through the byte-level scanner (`crate::json_scan`): several times
+/// faster, with errors that name only a byte offset. With `strict`, every value it skips
+/// is checked to be well-formed JSON; without, skipped values are not looked into (for
+/// reads of a file a strict read has accepted already).
+pub(crate) fn scan_process(
+    path: &Path,
+    index: usize,
+    wanted: &Wanted,
+    strict: bool,
+    out: &mut dyn RowSink,
+    opts: &ImportOptions,
+    report: &mut ImportReport,
+) -> Result<()> {
+    let input = open(path)?;
+    let (gz, bom) = (input.gz, input.bom);
+    // Lines are not counted: the scanner's places are byte offsets.
+    let mut scan = Scan::new(input.reader.into_inner());
+    let mut st = Json::new(out, path, opts, report, wanted);
+    st.strict = strict;
+    let found = match scan_top(&mut st, &mut scan, index) {
+        Ok(found) => found,
+        Err(Stop::Input(e)) => return Err(e),
+        Err(Stop::Scan(e)) => {
+            let of = if gz { " of the decompressed data" } else { "" };
+            let within = format!("{}[{}]", st.section, st.index);
+            return Err(match e {
+                ScanError::Io(e) => Error::input(
+                    path,
+                    format!("byte offset {}{of}, in {within}", bom + scan.offset()),
+                    read_message(gz, &e),
+                ),
+                ScanError::Syntax(at, m) => Error::input(
+                    path,
+                    format!("byte offset {}{of}, in {within}", bom + at),
+                    format!("invalid JSON: {m}"),
+                ),
+            });
+        }
+    };
+    st.finish(found, index)
+}
+
+/// Why the scanning walk stopped.
+enum Stop {
+    Scan(ScanError),
+    Input(Error),
+}
+
+impl From<ScanError> for Stop {
+    fn from(e: ScanError) -> Self {
+        Stop::Scan(e)
     }
-    // Records that came before the tables they need.
-    st.have_agents = true;
-    st.have_strings = true;
-    st.replay()?;
-    st.out.thread(st.pid, None);
-    for (section, n) in std::mem::take(&mut st.ignored) {
-        st.report.ignored.push(format!(
-            "{}: {n} records of {section} not imported (RocPD v3 has no table for them)",
-            path.display()
-        ));
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Self {
+        Stop::Input(e)
+    }
+}
+
+type Walked<T> = std::result::Result<T, Stop>;
+
+/// The top-level object; stops after process object `index` (the strict read has
+/// checked the rest).
+fn scan_top<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, index: usize) -> Walked<bool> {
+    let mut raw = Vec::new();
+    let mut found = false;
+    if s.open(b'{', b'}')? {
+        loop {
+            if s.key()? == TOOL_KEY {
+                if s.open(b'[', b']')? {
+                    let mut i = 0;
+                    loop {
+                        if i == index {
+                            st.section = format!("{TOOL_KEY}[{i}]");
+                            scan_proc(st, s, &mut raw)?;
+                            found = true;
+                        } else {
+                            s.skip(st.strict)?;
+                        }
+                        i += 1;
+                        if !s.more(b']')? {
+                            break;
+                        }
+                    }
+                }
+            } else {
+                s.skip(st.strict)?;
+            }
+            if !s.more(b'}')? {
+                break;
+            }
+        }
+    }
+    if !s.at_end()? {
+        return Err(Stop::Scan(ScanError::Syntax(
+            s.offset(),
+            "text after the document".into(),
+        )));
+    }
+    Ok(found)
+}
+
+/// One process object, as [`ProcSeed`] reads it.
+fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>) -> Walked<()> {
+    let base = st.section.clone();
+    if !s.open(b'{', b'}')? {
+        return Ok(());
+    }
+    loop {
+        let key = s.key()?;
+        st.section = format!("{base}.{key}");
+        st.index = 0;
+        match key.as_str() {
+            "metadata" => {
+                let v: Value = s.parse(raw)?;
+                match st.metadata(&v) {
+                    Ok(()) => {}
+                    Err(RecError::Fatal(e)) => return Err(e.into()),
+                    Err(RecError::Bad(m)) => {
+                        let place = st.section.clone();
+                        skip_or_fail(st.opts, st.report, Error::input(&st.path, place, m))?
+                    }
+                }
+            }
+            "agents" => {
+                if st.wanted.catalog {
+                    scan_elements(st, s, raw, Section::Agents)?;
+                } else {
+                    s.skip(st.strict)?;
+                }
+                st.have_agents = true;
+            }
+            "counters" if st.wanted.catalog => scan_elements(st, s, raw, Section::Counters)?,
+            "code_objects" if st.wanted.catalog => scan_elements(st, s, raw, Section::CodeObjects)?,
+            "kernel_symbols" if st.wanted.catalog => {
+                scan_elements(st, s, raw, Section::KernelSymbols)?
+            }
+            "strings" => {
+                scan_strings(st, s, raw)?;
+                st.have_strings = true;
+            }
+            "callback_records" | "buffer_records" => {
+                let base = st.section.clone();
+                if s.open(b'{', b'}')? {
+                    loop {
+                        let key = s.key()?;
+                        st.section = format!("{base}.{key}");
+                        st.index = 0;
+                        let section = Section::of_record(&key);
+                        let kind = section.kind();
+                        let ordinal = st.ordinal;
+                        st.ordinal += 1;
+                        if st.wanted.takes(kind) {
+                            st.out.begin_file(Some(ordinal), kind);
+                            scan_elements(st, s, raw, section)?;
+                        } else {
+                            s.skip(st.strict)?;
+                        }
+                        if !s.more(b'}')? {
+                            break;
+                        }
+                    }
+                }
+            }
+            _ => s.skip(st.strict)?,
+        }
+        if !s.more(b'}')? {
+            break;
+        }
+    }
+    st.section = base;
+    Ok(())
+}
+
+/// `strings`, as [`Strings`] reads it.
+fn scan_strings<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>) -> Walked<()> {
+    let base = st.section.clone();
+    if !s.open(b'{', b'}')? {
+        return Ok(());
+    }
+    loop {
+        let key = s.key()?;
+        st.section = format!("{base}.{key}");
+        st.index = 0;
+        match key.as_str() {
+            "buffer_records" => st.kinds = s.parse(raw)?,
+            "marker_api" if st.wanted.marker_texts => {
+                scan_elements(st, s, raw, Section::MarkerStrings)?
+            }
+            "correlation_id" if st.wanted.external_texts && s.peek()? == Some(b'{') => {
+                s.open(b'{', b'}')?;
+                loop {
+                    if s.key()? == "external" {
+                        scan_elements(st, s, raw, Section::ExternalStrings)?;
+                    } else {
+                        s.skip(st.strict)?;
+                    }
+                    if !s.more(b'}')? {
+                        break;
+                    }
+                }
+            }
+            _ => s.skip(st.strict)?,
+        }
+        if !s.more(b'}')? {
+            break;
+        }
+    }
+    st.section = base;
+    Ok(())
+}
+
+/// An array whose elements are handled one at a time (or a map of id → text, or
+/// `null`), as [`Elements`] reads it.
+fn scan_elements<R: Read>(
+    st: &mut Json<'_, '_>,
+    s: &mut Scan<R>,
+    raw: &mut Vec<u8>,
+    section: Section,
+) -> Walked<()> {
+    match s.peek()? {
+        Some(b'n') => s.skip(st.strict)?,
+        Some(b'[') => {
+            if !s.open(b'[', b']')? {
+                return Ok(());
+            }
+            loop {
+                if section == Section::Ignored {
+                    s.skip(st.strict)?;
+                    *st.ignored.entry(st.section.clone()).or_insert(0) += 1;
+                } else {
+                    let v: Value = s.parse(raw)?;
+                    st.element(section, v)?;
+                }
+                st.index += 1;
+                if !s.more(b']')? {
+                    break;
+                }
+            }
+        }
+        Some(b'{') => {
+            s.open(b'{', b'}')?;
+            loop {
+                let key = s.key()?;
+                let value: Value = s.parse(raw)?;
+                st.element(section, serde_json::json!({ "key": key, "value": value }))?;
+                st.index += 1;
+                if !s.more(b'}')? {
+                    break;
+                }
+            }
+        }
+        _ => {
+            return Err(Stop::Scan(ScanError::Syntax(
+                s.offset(),
+                "expected an array".into(),
+            )))
+        }
     }
     Ok(())
+}
+
+impl<'o, 'r> Json<'o, 'r> {
+    fn new(
+        out: &'o mut dyn RowSink,
+        path: &Path,
+        opts: &'r ImportOptions,
+        report: &'r mut ImportReport,
+        wanted: &Wanted,
+    ) -> Self {
+        Json {
+            out,
+            path: path.to_path_buf(),
+            opts,
+            report,
+            pid: 0,
+            kinds: Vec::new(),
+            have_strings: false,
+            have_agents: false,
+            wanted: *wanted,
+            ordinal: 0,
+            strict: false,
+            error: None,
+            section: String::new(),
+            index: 0,
+            ignored: BTreeMap::new(),
+            counter_dispatches: false,
+        }
+    }
+
+    /// After the walk: the object must have been found; deferred records are read, the
+    /// process noted and ignored sections reported.
+    fn finish(mut self, found: bool, index: usize) -> Result<()> {
+        let path = self.path.clone();
+        if !found {
+            return Err(Error::input(
+                &path,
+                TOOL_KEY,
+                format!("no per-process object #{index}"),
+            ));
+        }
+        // Records that came before the tables they need.
+        self.have_agents = true;
+        self.have_strings = true;
+        self.replay()?;
+        self.out.thread(self.pid, None);
+        for (section, n) in std::mem::take(&mut self.ignored) {
+            self.report.ignored.push(format!(
+                "{}: {n} records of {section} not imported (RocPD v3 has no table for them)",
+                path.display()
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -671,6 +671,22 @@ fn json_objects_that_need_the_database_are_left_to_the_import() {
     assert!(DirectRunSource::open(&run, &ImportOptions::default())
         .unwrap()
         .is_none());
+    // Bad JSON in a section no table needs: the import's error, not a direct read.
+    let bad = tmp.path().join("bad_results.json");
+    let broken = text.replacen("\"summary\":[]", "\"summary\":[1, 2x]", 1);
+    assert_ne!(broken, text);
+    std::fs::write(&bad, broken).unwrap();
+    let run = one_run(&bad);
+    assert!(DirectRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .is_none());
+    let e = rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("bad_results.json") && e.contains("invalid JSON"),
+        "{e}"
+    );
     // The import still reads both.
     for p in [&first, &path] {
         let run = one_run(p);

@@ -1,0 +1,371 @@
+//! A byte-level scanner of JSON text for the direct reader's reads of rocprofv3 JSON
+//! files: it finds the structure (objects, arrays, keys) itself, skips values without
+//! lexing them into tokens, and hands each value it keeps to `serde_json::from_slice`.
+//!
+//! serde_json's reader-based parser takes its input one byte at a time through `Read`
+//! (about half of a direct JSON conversion's time was that, and skipping the sections a
+//! read does not want); a slice parses several times faster. Only a value's bytes are
+//! held, never the document. The scanner checks structure only as far as it needs to
+//! find where a value ends: the values it keeps are parsed strictly, the ones it skips
+//! are not validated. That is enough for the direct reader, which leaves any input with
+//! an error to the import (serde's visitors, with the exact place of every error).
+
+use std::io::Read;
+
+/// How much is read from the input at a time.
+const CHUNK: usize = 256 * 1024;
+
+/// A value may not grow past this while kept (a record is a few hundred bytes).
+const MAX_VALUE: usize = 256 << 20;
+
+/// Why a scan stopped.
+#[derive(Debug)]
+pub(crate) enum ScanError {
+    Io(std::io::Error),
+    /// The text is not the JSON the scanner expects, at this byte offset.
+    Syntax(u64, String),
+}
+
+pub(crate) type ScanResult<T> = std::result::Result<T, ScanError>;
+
+/// See the module documentation.
+pub(crate) struct Scan<R> {
+    inner: R,
+    buf: Vec<u8>,
+    pos: usize,
+    end: usize,
+    /// Bytes before `buf[0]`.
+    base: u64,
+}
+
+impl<R: Read> Scan<R> {
+    pub fn new(inner: R) -> Self {
+        Scan {
+            inner,
+            buf: vec![0; CHUNK],
+            pos: 0,
+            end: 0,
+            base: 0,
+        }
+    }
+
+    /// The offset of the next byte.
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    fn syntax<T>(&self, what: impl Into<String>) -> ScanResult<T> {
+        Err(ScanError::Syntax(self.offset(), what.into()))
+    }
+
+    /// Makes a byte available; `false` at the end of the input.
+    fn fill(&mut self) -> ScanResult<bool> {
+        if self.pos < self.end {
+            return Ok(true);
+        }
+        self.base += self.end as u64;
+        self.pos = 0;
+        self.end = 0;
+        loop {
+            match self.inner.read(&mut self.buf) {
+                Ok(n) => {
+                    self.end = n;
+                    return Ok(n > 0);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ScanError::Io(e)),
+            }
+        }
+    }
+
+    /// The next byte that is not whitespace, not consumed; `None` at the end.
+    pub fn peek(&mut self) -> ScanResult<Option<u8>> {
+        loop {
+            if !self.fill()? {
+                return Ok(None);
+            }
+            let b = self.buf[self.pos];
+            if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                self.pos += 1;
+            } else {
+                return Ok(Some(b));
+            }
+        }
+    }
+
+    /// Consumes `b` (after whitespace).
+    pub fn expect(&mut self, b: u8) -> ScanResult<()> {
+        match self.peek()? {
+            Some(c) if c == b => {
+                self.pos += 1;
+                Ok(())
+            }
+            Some(c) => self.syntax(format!("expected `{}`, found `{}`", b as char, c as char)),
+            None => self.syntax(format!("expected `{}`, found the end", b as char)),
+        }
+    }
+
+    /// After a member or element: `true` when another follows (a `,` was consumed),
+    /// `false` when `close` ended the container.
+    pub fn more(&mut self, close: u8) -> ScanResult<bool> {
+        match self.peek()? {
+            Some(b',') => {
+                self.pos += 1;
+                Ok(true)
+            }
+            Some(c) if c == close => {
+                self.pos += 1;
+                Ok(false)
+            }
+            _ => self.syntax(format!("expected `,` or `{}`", close as char)),
+        }
+    }
+
+    /// Opens a container: `true` when it has a first member or element, `false` when it
+    /// is empty (and consumed).
+    pub fn open(&mut self, open: u8, close: u8) -> ScanResult<bool> {
+        self.expect(open)?;
+        if self.peek()? == Some(close) {
+            self.pos += 1;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// An object key and its `:`.
+    pub fn key(&mut self) -> ScanResult<String> {
+        let mut raw = Vec::new();
+        if self.peek()? != Some(b'"') {
+            return self.syntax("expected a key");
+        }
+        self.value(Some(&mut raw))?;
+        self.expect(b':')?;
+        serde_json::from_slice(&raw).or_else(|e| self.syntax(format!("bad key: {e}")))
+    }
+
+    /// Skips a value; when `strict`, checks it is well-formed JSON first, one element
+    /// or member at a time (never more than one scalar's bytes held).
+    pub fn skip(&mut self, strict: bool) -> ScanResult<()> {
+        if strict {
+            self.check(0)
+        } else {
+            self.value(None)
+        }
+    }
+
+    /// Whether only whitespace is left.
+    pub fn at_end(&mut self) -> ScanResult<bool> {
+        Ok(self.peek()?.is_none())
+    }
+
+    fn check(&mut self, depth: usize) -> ScanResult<()> {
+        let mut raw = Vec::new();
+        match self.peek()? {
+            // As deep as serde_json goes: deeper values are its to refuse.
+            Some(b'[' | b'{') if depth >= 100 => {
+                self.parse::<serde::de::IgnoredAny>(&mut raw)?;
+            }
+            Some(b'[') => {
+                if self.open(b'[', b']')? {
+                    loop {
+                        self.check(depth + 1)?;
+                        if !self.more(b']')? {
+                            break;
+                        }
+                    }
+                }
+            }
+            Some(b'{') => {
+                if self.open(b'{', b'}')? {
+                    loop {
+                        self.key()?;
+                        self.check(depth + 1)?;
+                        if !self.more(b'}')? {
+                            break;
+                        }
+                    }
+                }
+            }
+            _ => {
+                self.parse::<serde::de::IgnoredAny>(&mut raw)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A value's bytes, parsed by serde_json.
+    pub fn parse<T: serde::de::DeserializeOwned>(&mut self, raw: &mut Vec<u8>) -> ScanResult<T> {
+        raw.clear();
+        let at = {
+            self.peek()?;
+            self.offset()
+        };
+        self.value(Some(raw))?;
+        serde_json::from_slice(raw).map_err(|e| ScanError::Syntax(at, e.to_string()))
+    }
+
+    /// Consumes one value, copying its bytes into `out` if given.
+    fn value(&mut self, mut out: Option<&mut Vec<u8>>) -> ScanResult<()> {
+        let Some(first) = self.peek()? else {
+            return self.syntax("expected a value, found the end");
+        };
+        if matches!(first, b'}' | b']' | b',' | b':') {
+            return self.syntax(format!("expected a value, found `{}`", first as char));
+        }
+        // A scalar ends at a delimiter, which is left unconsumed.
+        let scalar = !matches!(first, b'"' | b'{' | b'[');
+        // Brackets balance apart from braces in well-formed JSON: an array's end is found
+        // by counting brackets alone, an object's by braces, so each is a search for one
+        // of three bytes.
+        let (open, close) = if first == b'[' {
+            (b'[', b']')
+        } else {
+            (b'{', b'}')
+        };
+        let mut depth = 0u32;
+        let mut in_str = false;
+        // A backslash ended the last chunk: the first byte of this one is escaped.
+        let mut esc = false;
+        loop {
+            if !self.fill()? {
+                if scalar {
+                    return Ok(());
+                }
+                return self.syntax("the document ends inside a value");
+            }
+            let chunk = &self.buf[self.pos..self.end];
+            let mut i = 0;
+            let mut done = false;
+            if scalar {
+                match chunk
+                    .iter()
+                    .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                {
+                    Some(k) => (i, done) = (k, true),
+                    None => i = chunk.len(),
+                }
+            }
+            while !scalar && i < chunk.len() {
+                if esc {
+                    esc = false;
+                    i += 1;
+                    continue;
+                }
+                if in_str {
+                    // Strings are most of the bytes: jump to the next quote or escape.
+                    match memchr::memchr2(b'"', b'\\', &chunk[i..]) {
+                        None => i = chunk.len(),
+                        Some(k) if chunk[i + k] == b'\\' => {
+                            esc = true;
+                            i += k + 1;
+                        }
+                        Some(k) => {
+                            in_str = false;
+                            i += k + 1;
+                            if depth == 0 {
+                                done = true;
+                                break;
+                            }
+                        }
+                    }
+                    continue;
+                }
+                let Some(k) = memchr::memchr3(b'"', open, close, &chunk[i..]) else {
+                    i = chunk.len();
+                    break;
+                };
+                i += k;
+                match chunk[i] {
+                    b'"' => in_str = true,
+                    b if b == open => depth += 1,
+                    _ => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            i += 1;
+                            done = true;
+                            break;
+                        }
+                    }
+                }
+                i += 1;
+            }
+            if let Some(o) = out.as_deref_mut() {
+                if o.len() + i > MAX_VALUE {
+                    return self.syntax("a value larger than 256 MiB");
+                }
+                o.extend_from_slice(&chunk[..i]);
+            }
+            self.pos += i;
+            if done {
+                return Ok(());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walks_keeps_and_skips() {
+        let text = br#" { "a\"b" : [1, {"x": "}]\\"}, -2.5e3, true, null, "s"], "c": {} } "#;
+        let mut s = Scan::new(&text[..]);
+        assert!(s.open(b'{', b'}').unwrap());
+        assert_eq!(s.key().unwrap(), "a\"b");
+        assert!(s.open(b'[', b']').unwrap());
+        let mut raw = Vec::new();
+        let mut seen = Vec::new();
+        loop {
+            let v: serde_json::Value = s.parse(&mut raw).unwrap();
+            seen.push(v);
+            if !s.more(b']').unwrap() {
+                break;
+            }
+        }
+        assert_eq!(
+            serde_json::Value::Array(seen),
+            serde_json::json!([1, {"x": "}]\\"}, -2500.0, true, null, "s"])
+        );
+        assert!(s.more(b'}').unwrap());
+        assert_eq!(s.key().unwrap(), "c");
+        s.skip(false).unwrap();
+        assert!(!s.more(b'}').unwrap());
+        assert_eq!(s.peek().unwrap(), None);
+        // Strict skipping checks what fast skipping passes over.
+        for (text, ok) in [
+            (&br#"[1, {"a": [true, null, "x\u0041"]}, -0.5]"#[..], true),
+            (&br#"[1, 2x]"#[..], false),
+            (&br#"{"a" 1}"#[..], false),
+            (&br#"[1,]"#[..], false),
+            (&br#"{"a": tru}"#[..], false),
+        ] {
+            assert!(Scan::new(text).skip(false).is_ok());
+            assert_eq!(
+                Scan::new(text).skip(true).is_ok(),
+                ok,
+                "{:?}",
+                std::str::from_utf8(text)
+            );
+        }
+    }
+
+    #[test]
+    fn values_across_buffer_ends_and_truncation() {
+        let long = format!(
+            "[\"{}\", {{\"k\": [{}]}}]",
+            "x\\\"".repeat(100_000),
+            "7,".repeat(99_999) + "7"
+        );
+        let mut s = Scan::new(long.as_bytes());
+        let mut raw = Vec::new();
+        let v: serde_json::Value = s.parse(&mut raw).unwrap();
+        assert_eq!(v[1]["k"].as_array().unwrap().len(), 100_000);
+        let cut = &long.as_bytes()[..long.len() - 3];
+        let mut s = Scan::new(cut);
+        assert!(matches!(s.skip(false), Err(ScanError::Syntax(..))));
+        let mut s = Scan::new(&b"{\"a\" 1}"[..]);
+        s.open(b'{', b'}').unwrap();
+        assert!(matches!(s.key(), Err(ScanError::Syntax(5, _))));
+    }
+}
