@@ -269,14 +269,14 @@ fn db_trace_for(rocpd: &Path, case: &Case, root: &Path) -> Result<PathBuf> {
 fn json_for(case: &Case, root: &Path) -> Result<PathBuf> {
     let dir = inputs_for(case, root)?;
     let json = dir.join("json");
-    if !dir.join("json-v2-done").exists() {
+    if !dir.join("json-v3-done").exists() {
         let _ = std::fs::remove_dir_all(&json);
         prepare_in_child(&[
             "json".as_ref(),
             dir.join("db").as_os_str(),
             json.as_os_str(),
         ])?;
-        std::fs::write(dir.join("json-v2-done"), "")?;
+        std::fs::write(dir.join("json-v3-done"), "")?;
     }
     Ok(json)
 }

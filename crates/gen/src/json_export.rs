@@ -223,10 +223,14 @@ pub fn export_json(db: &Path, out_dir: &Path) -> Result<(PathBuf, BTreeMap<Strin
             },
         )?;
     }
-    // Counter values, one callback record per dispatch with its counters. After the
-    // kernel records, unlike rocprofv3 (which writes callback records first): a reader
-    // then finds every dispatch before its counters.
-    write!(w, "]}},\"callback_records\":{{\"counter_collection\":[")?;
+    // Counter values, one callback record per dispatch with its counters, into a file of
+    // their own: rocprofv3 writes `callback_records` before `buffer_records`.
+    write!(w, "]}}")?;
+    w.flush()?;
+    drop(w);
+    let callbacks_path = out_dir.join(format!(".{pid}_callbacks.tmp"));
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&callbacks_path)?);
+    write!(w, "\"callback_records\":{{\"counter_collection\":[")?;
     first = true;
     let mut current: Option<(i64, Value)> = None;
     let flush =
@@ -334,9 +338,12 @@ pub fn export_json(db: &Path, out_dir: &Path) -> Result<(PathBuf, BTreeMap<Strin
         Value::Array(counters),
         Value::Array(symbols)
     )?;
+    std::io::copy(&mut std::fs::File::open(&callbacks_path)?, &mut out)?;
+    write!(out, ",")?;
     std::io::copy(&mut std::fs::File::open(&records_path)?, &mut out)?;
     write!(out, "}}]}}")?;
     out.flush()?;
     std::fs::remove_file(&records_path)?;
+    std::fs::remove_file(&callbacks_path)?;
     Ok((path, counts))
 }

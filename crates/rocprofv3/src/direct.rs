@@ -255,9 +255,23 @@ struct Description {
     process_rows: BTreeMap<i64, ProcessRow>,
     /// Code objects (JSON) by id, with the pid they were written with (the first wins).
     code_objects: BTreeMap<i64, (i64, CodeObjectRow)>,
+    /// Dispatches JSON counter records made that a later kernel record completes: the
+    /// dispatch stream writes their rows then.
+    completed: IdSet,
     /// Texts of the JSON `strings` tables, and their bytes: the streams keep them.
     texts: usize,
     text_bytes: usize,
+}
+
+/// A dispatch a JSON counter record made, as the describing pass saw it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Made {
+    start: i64,
+    end: i64,
+    tid: Option<i64>,
+    pid: i64,
+    agent_id: i64,
+    stack: Option<i64>,
 }
 
 /// The describing pass's sink.
@@ -282,9 +296,11 @@ struct Describe {
     file_events: Vec<i64>,
     /// Why the run must be imported instead, once known.
     refused: Option<&'static str>,
-    /// Whether a JSON object is read (counter records before their kernel records are
-    /// then imported).
+    /// Whether a JSON object is read.
     json: bool,
+    /// The dispatches a JSON object's counter records made, by dispatch id: what the
+    /// kernel record that completes one must repeat.
+    made: HashMap<i64, Made>,
     /// Whether this read has made an event (a JSON object's node and process must come
     /// first: the rows before them carry others).
     seen_event: bool,
@@ -442,6 +458,21 @@ impl RowSink for Describe {
         let from_trace = self.kind == Some(CsvKind::KernelTrace);
         if self.kind == Some(CsvKind::CounterCollection) {
             self.d.made_by_counters += 1;
+            if self.json && self.room() {
+                let made = Made {
+                    start: d.start,
+                    end: d.end,
+                    tid: d.tid,
+                    pid: d.pid,
+                    agent_id: d.agent_id,
+                    stack: self.stack,
+                };
+                self.made.insert(d.dispatch_id, made);
+                // The streams hold an event per such dispatch until its kernel record.
+                if self.made.len() > MAX_COUNTED {
+                    self.refuse("more counter-made dispatches than the direct reader keeps");
+                }
+            }
         }
         if from_trace && self.d.traced.insert(d.dispatch_id).is_none() {
             self.refuse("dispatch ids too scattered");
@@ -502,12 +533,18 @@ impl RowSink for Describe {
         Ok(())
     }
     fn find_dispatch(&mut self, dispatch_id: i64) -> Result<Option<FoundDispatch>> {
+        if let Some(m) = self.made.get(&dispatch_id) {
+            // A JSON kernel record completes it if it has the counter record's
+            // correlation id.
+            let found = FoundDispatch {
+                event_id: Some(0),
+                stack_id: m.stack,
+                tid: m.tid.map(|_| 0),
+            };
+            self.current = Some((dispatch_id, true));
+            return Ok(Some(found));
+        }
         if !self.dispatch_ids.contains(dispatch_id) {
-            if self.json {
-                // A JSON counter record before its kernel record makes the dispatch, and
-                // the kernel record later completes it: not described here.
-                self.refuse("counter records before their kernel records");
-            }
             return Ok(None);
         }
         self.current = Some((dispatch_id, true));
@@ -563,8 +600,34 @@ impl RowSink for Describe {
             .or_insert_with(|| (pid, c.clone()));
         Ok(())
     }
-    fn update_dispatch(&mut self, _d: &DispatchRow) -> Result<()> {
-        self.refuse("counter records in a JSON object");
+    fn update_dispatch(&mut self, d: &DispatchRow) -> Result<()> {
+        // The row keeps the counter record's event and takes the kernel record's columns.
+        // Times, thread, process and agent went into the span, the flow group and the
+        // counter values' facts already: those must not change.
+        let Some(m) = self.made.get(&d.dispatch_id).copied() else {
+            self.refuse("a kernel record completing an unknown dispatch");
+            return Ok(());
+        };
+        let now = Made {
+            start: d.start,
+            end: d.end,
+            tid: d.tid,
+            pid: d.pid,
+            agent_id: d.agent_id,
+            stack: m.stack,
+        };
+        if now != m {
+            self.refuse("a kernel record that moves the dispatch its counter record made");
+        }
+        self.thread(d.pid, d.tid);
+        self.queue_stream(Some(d.queue_id), Some(d.stream_id));
+        match self.d.completed.insert(d.dispatch_id) {
+            Some(true) => {}
+            // The import updates its row again; the streams write it once, when first
+            // completed.
+            Some(false) => self.refuse("a dispatch completed by two kernel records"),
+            None => self.refuse("dispatch ids too scattered"),
+        }
         Ok(())
     }
     fn has_pmc(&self, id: i64) -> bool {
@@ -620,6 +683,7 @@ impl Describe {
                 nid: 0,
                 process_rows: BTreeMap::new(),
                 code_objects: BTreeMap::new(),
+                completed: IdSet::default(),
                 texts: 0,
                 text_bytes: 0,
             },
@@ -635,6 +699,7 @@ impl Describe {
             file_events: vec![0; files],
             refused: None,
             json: false,
+            made: HashMap::new(),
             seen_event: false,
         }
     }
@@ -820,14 +885,17 @@ enum Input {
     Json { path: PathBuf, index: usize },
 }
 
-/// The record sections of a JSON object that hold `table`'s rows.
-fn json_kinds(table: Table) -> &'static [CsvKind] {
+/// The record sections of a JSON object that hold `table`'s rows (`made`: counter
+/// records made dispatches).
+fn json_kinds(table: Table, made: bool) -> &'static [CsvKind] {
     match table {
         Table::Region | Table::Marker => &[CsvKind::Api],
+        Table::KernelDispatch if made => &[CsvKind::KernelTrace, CsvKind::CounterCollection],
         Table::KernelDispatch => &[CsvKind::KernelTrace],
         Table::MemoryCopy => &[CsvKind::MemoryCopy],
         Table::MemoryAllocation => &[CsvKind::MemoryAllocation, CsvKind::ScratchMemory],
-        // Kernel records first: counter records join their facts.
+        // In document order: counter records join the facts of the dispatches kernel
+        // records made before them, or make them.
         Table::PmcValue => &[CsvKind::KernelTrace, CsvKind::CounterCollection],
         _ => &[],
     }
@@ -958,7 +1026,7 @@ impl DirectRunSource {
             }
             Input::Json { path, index } => {
                 let wanted = Wanted {
-                    records: Some(json_kinds(table)),
+                    records: Some(json_kinds(table, self.desc.made_by_counters > 0)),
                     catalog: false,
                     marker_texts: matches!(table, Table::Region | Table::Marker),
                     external_texts: matches!(table, Table::KernelDispatch | Table::MemoryCopy),
@@ -1657,6 +1725,17 @@ struct Rows<'a> {
     pmc_event: Pending,
     /// The JSON `strings` texts this stream reads (bounded by [`MAX_TEXTS`]).
     texts: HashMap<(Texts, i64), String>,
+    /// The events of dispatches JSON counter records made that a kernel record
+    /// completes later, by dispatch id, until it does.
+    made: HashMap<i64, MadeEvent>,
+}
+
+/// The event a JSON counter record made for a dispatch.
+struct MadeEvent {
+    event_id: i64,
+    category: String,
+    stack: Option<i64>,
+    correlation: Option<i64>,
 }
 
 impl<'a> Rows<'a> {
@@ -1700,6 +1779,7 @@ impl<'a> Rows<'a> {
             }),
             pmc_event: Pending::default(),
             texts: HashMap::new(),
+            made: HashMap::new(),
         }
     }
 
@@ -1745,6 +1825,44 @@ impl<'a> Rows<'a> {
         let text = self.pending.extdata.as_deref()?;
         let ext = serde_json::from_str::<serde_json::Value>(text).ok()?;
         rocpd_model::json_extract_text(ext.get("message")?)
+    }
+
+    /// A kernel dispatch row, if this stream writes them.
+    fn push_dispatch(&mut self, d: &DispatchRow, tid: Option<i64>, event_id: i64) -> Result<()> {
+        let Some(k) = self.out_of(Table::KernelDispatch) else {
+            return Ok(());
+        };
+        let desc = &self.source.desc;
+        let symbol = desc.symbols.get(&d.kernel_id).map(|(_, k)| k);
+        let kernel_name = symbol
+            .and_then(|k| k.display_name.as_deref().filter(|n| !n.is_empty()))
+            .or_else(|| symbol.and_then(|k| k.kernel_name.as_deref()))
+            .unwrap_or("");
+        let region_name = d.region_name_id.map(|id| self.name(id).to_string());
+        self.push(
+            k,
+            &Values {
+                id: d.dispatch_id,
+                pid: d.pid,
+                tid,
+                start: d.start,
+                end: d.end,
+                agent_id: Some(d.agent_id),
+                kernel_id: d.kernel_id,
+                dispatch_id: d.dispatch_id,
+                queue_id: Some(d.queue_id),
+                stream_id: Some(d.stream_id),
+                kernel_name,
+                private_segment: d.private_segment_size,
+                group_segment: d.group_segment_size,
+                workgroup: d.workgroup,
+                grid: d.grid,
+                extdata: d.extdata.as_deref(),
+                region_name: region_name.as_deref(),
+                event_id,
+                ..Default::default()
+            },
+        )
     }
 
     fn push(&mut self, k: usize, v: &Values<'_>) -> Result<()> {
@@ -1926,39 +2044,19 @@ impl RowSink for Rows<'_> {
                 self.current = Some(fact);
             }
         }
-        let Some(k) = self.out_of(Table::KernelDispatch) else {
-            return Ok(());
-        };
-        let symbol = desc.symbols.get(&d.kernel_id).map(|(_, k)| k);
-        let kernel_name = symbol
-            .and_then(|k| k.display_name.as_deref().filter(|n| !n.is_empty()))
-            .or_else(|| symbol.and_then(|k| k.kernel_name.as_deref()))
-            .unwrap_or("");
-        let region_name = d.region_name_id.map(|id| self.name(id).to_string());
-        self.push(
-            k,
-            &Values {
-                id: d.dispatch_id,
-                pid: d.pid,
-                tid,
-                start: d.start,
-                end: d.end,
-                agent_id: Some(d.agent_id),
-                kernel_id: d.kernel_id,
-                dispatch_id: d.dispatch_id,
-                queue_id: Some(d.queue_id),
-                stream_id: Some(d.stream_id),
-                kernel_name,
-                private_segment: d.private_segment_size,
-                group_segment: d.group_segment_size,
-                workgroup: d.workgroup,
-                grid: d.grid,
-                extdata: d.extdata.as_deref(),
-                region_name: region_name.as_deref(),
+        if created && desc.completed.contains(d.dispatch_id) {
+            // Its row is written when its kernel record completes it.
+            let p = &self.pending;
+            let made = MadeEvent {
                 event_id,
-                ..Default::default()
-            },
-        )
+                category: p.category.clone(),
+                stack: p.stack_id,
+                correlation: p.correlation_id,
+            };
+            self.made.insert(d.dispatch_id, made);
+            return Ok(());
+        }
+        self.push_dispatch(d, tid, event_id)
     }
     fn copy(&mut self, c: &CopyRow, event_id: i64) -> Result<()> {
         let id = self.next_copy;
@@ -2067,6 +2165,15 @@ impl RowSink for Rows<'_> {
         pushed
     }
     fn find_dispatch(&mut self, dispatch_id: i64) -> Result<Option<FoundDispatch>> {
+        if let Some(m) = self.made.get(&dispatch_id) {
+            let found = FoundDispatch {
+                event_id: Some(m.event_id),
+                stack_id: m.stack,
+                tid: Some(0),
+            };
+            self.current = self.facts.as_mut().and_then(|f| f.get(dispatch_id));
+            return Ok(Some(found));
+        }
         let traced = self.source.desc.traced.contains(dispatch_id);
         if !traced && !self.created.contains(dispatch_id) {
             self.current = None;
@@ -2096,9 +2203,17 @@ impl RowSink for Rows<'_> {
     fn code_object(&mut self, _pid: i64, _c: &CodeObjectRow) -> Result<()> {
         Ok(())
     }
-    fn update_dispatch(&mut self, _d: &DispatchRow) -> Result<()> {
-        // Only counter records of JSON objects update dispatches; those are imported.
-        Err(lost())
+    fn update_dispatch(&mut self, d: &DispatchRow) -> Result<()> {
+        // A kernel record completing the dispatch a JSON counter record made: the row
+        // has the kernel record's columns and the counter record's event.
+        let m = self.made.remove(&d.dispatch_id).ok_or_else(lost)?;
+        self.pending.category = m.category;
+        self.pending.stack_id = m.stack;
+        self.pending.parent_stack_id = m.stack;
+        self.pending.correlation_id = m.correlation;
+        self.pending.extdata = None;
+        let tid = self.filled(d.tid);
+        self.push_dispatch(d, tid, m.event_id)
     }
     fn has_pmc(&self, id: i64) -> bool {
         self.source.desc.pmcs.contains_key(&id)

@@ -1850,19 +1850,31 @@ fn scan_strings<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u
             "marker_api" if st.wanted.marker_texts => {
                 scan_elements(st, s, raw, Section::MarkerStrings)?
             }
-            "correlation_id" if st.wanted.external_texts && s.peek()? == Some(b'{') => {
-                s.open(b'{', b'}')?;
-                loop {
-                    if s.key()? == "external" {
-                        scan_elements(st, s, raw, Section::ExternalStrings)?;
-                    } else {
-                        s.skip(st.strict)?;
-                    }
-                    if !s.more(b'}')? {
-                        break;
+            "correlation_id" if st.wanted.external_texts => match s.peek()? {
+                Some(b'{') => {
+                    if s.open(b'{', b'}')? {
+                        loop {
+                            if s.key()? == "external" {
+                                scan_elements(st, s, raw, Section::ExternalStrings)?;
+                            } else {
+                                s.skip(st.strict)?;
+                            }
+                            if !s.more(b'}')? {
+                                break;
+                            }
+                        }
                     }
                 }
-            }
+                Some(b'n') => s.skip(st.strict)?,
+                // [`External`] takes only an object or null: anything else is the same
+                // error here, or the direct reader would accept what the import refuses.
+                _ => {
+                    return Err(Stop::Scan(ScanError::Syntax(
+                        s.offset(),
+                        "expected the correlation_id strings object".into(),
+                    )))
+                }
+            },
             _ => s.skip(st.strict)?,
         }
         if !s.more(b'}')? {

@@ -544,6 +544,50 @@ fn a_generated_json_trace_reads_as_its_imported_database() {
     }
 }
 
+/// rocprofv3 writes counter records (`callback_records`) before kernel records, so
+/// counter records make dispatches that kernel records complete; a file in the other order
+/// (kernel records first) reads the same.
+#[test]
+fn json_counter_records_read_before_or_after_their_kernel_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json(tmp.path(), 6, false);
+    let text = std::fs::read_to_string(&json).unwrap();
+    // The last of each key: `strings` has keys of the same names, earlier.
+    let callbacks = text.rfind("\"callback_records\":").unwrap();
+    let buffers = text.rfind(",\"buffer_records\":").unwrap();
+    assert!(
+        callbacks < buffers,
+        "the generator writes rocprofv3's order"
+    );
+    let tail = text.len() - "}]}".len();
+    assert_eq!(&text[tail..], "}]}");
+    let swapped = format!(
+        "{}{},{}{}",
+        &text[..callbacks],
+        &text[buffers + 1..tail],
+        &text[callbacks..buffers],
+        &text[tail..]
+    );
+    serde_json::from_str::<serde_json::Value>(&swapped).unwrap();
+    let kernels_first = tmp.path().join("kernels_first_results.json");
+    std::fs::write(&kernels_first, swapped).unwrap();
+    let mut pmc = Vec::new();
+    for path in [&json, &kernels_first] {
+        let run = one_run(path);
+        assert!(DirectRunSource::open(&run, &ImportOptions::default())
+            .unwrap()
+            .is_some());
+        let counts = same_as_imported(&run, SortOptions::default());
+        let n = |t: Table| counts.iter().find(|(x, _)| *x == t).unwrap().1;
+        assert!(
+            n(Table::PmcValue) > 50 && n(Table::KernelDispatch) > 20,
+            "{counts:?}"
+        );
+        pmc.push(counts);
+    }
+    assert_eq!(pmc[0], pmc[1]);
+}
+
 /// Region names of kernels and copies come from `strings.correlation_id.external`.
 #[test]
 fn json_region_names_read_as_imported() {
@@ -626,7 +670,8 @@ fn the_real_json_file_reads_as_imported() {
 }
 
 /// JSON objects whose import needs more than the direct reader keeps are imported: records
-/// before the strings and agents they need, and counter records.
+/// before the strings and agents they need, and kernel records that move the dispatch a
+/// counter record made.
 #[test]
 fn json_objects_that_need_the_database_are_left_to_the_import() {
     let tmp = tempfile::tempdir().unwrap();
@@ -644,49 +689,66 @@ fn json_objects_that_need_the_database_are_left_to_the_import() {
     assert!(DirectRunSource::open(&run, &ImportOptions::default())
         .unwrap()
         .is_none());
-    // A counter record of a dispatch no kernel record made (yet).
-    let mut counted = doc.clone();
-    let dispatch =
-        counted["rocprofiler-sdk-tool"][0]["buffer_records"]["kernel_dispatch"][0].clone();
-    let mut info = dispatch.clone();
-    info["dispatch_info"]["dispatch_id"] = serde_json::json!(1_000_000);
-    counted["rocprofiler-sdk-tool"][0]["callback_records"] = serde_json::json!({
-        "counter_collection": [{
-            "dispatch_data": info,
-            "records": [{"counter_id": 1, "value": 2.5}],
-        }]
-    });
-    // Written in the generator's key order (strings before records).
-    let text = text.replacen(
-        "\"callback_records\":{\"counter_collection\":[",
-        &format!(
-            "\"callback_records\":{{\"counter_collection\":[{},",
-            counted["rocprofiler-sdk-tool"][0]["callback_records"]["counter_collection"][0]
-        ),
-        1,
-    );
-    let path = tmp.path().join("counted_results.json");
-    std::fs::write(&path, &text).unwrap();
+    // A counter record whose dispatch ends later than its kernel record says.
+    let counters = text.find("\"counter_collection\":[{").unwrap();
+    let at = counters + text[counters..].find("\"end_timestamp\":").unwrap() + 16;
+    let digits = text[at..].find(|c: char| !c.is_ascii_digit()).unwrap();
+    let end: i64 = text[at..at + digits].parse().unwrap();
+    let moved = format!("{}{}{}", &text[..at], end + 1, &text[at + digits..]);
+    let path = tmp.path().join("moved_results.json");
+    std::fs::write(&path, &moved).unwrap();
     let run = one_run(&path);
     assert!(DirectRunSource::open(&run, &ImportOptions::default())
         .unwrap()
         .is_none());
-    // Bad JSON in a section no table needs: the import's error, not a direct read.
-    let bad = tmp.path().join("bad_results.json");
-    let broken = text.replacen("\"summary\":[]", "\"summary\":[1, 2x]", 1);
-    assert_ne!(broken, text);
-    std::fs::write(&bad, broken).unwrap();
-    let run = one_run(&bad);
+    // Two kernel records completing one counted dispatch (found by the fuzzer): the
+    // import updates the row twice, the streams would write it once.
+    let twice = tmp.path().join("twice_results.json");
+    let counted = text.rfind("\"counter_collection\":[{").unwrap();
+    let at = counted + text[counted..].find("\"dispatch_id\":").unwrap() + 14;
+    let digits = text[at..].find(|c: char| !c.is_ascii_digit()).unwrap();
+    let counted: i64 = text[at..at + digits].parse().unwrap();
+    let at = text.rfind("\"kernel_dispatch\":[").unwrap() + "\"kernel_dispatch\":".len();
+    let mut values = serde_json::Deserializer::from_str(&text[at..]).into_iter();
+    let mut kernels: Vec<serde_json::Value> = values.next().unwrap().unwrap();
+    let end = at + values.byte_offset();
+    let again = kernels
+        .iter()
+        .find(|k| k["dispatch_info"]["dispatch_id"] == counted)
+        .unwrap()
+        .clone();
+    kernels.push(again);
+    let doubled = serde_json::to_string(&kernels).unwrap();
+    std::fs::write(&twice, format!("{}{doubled}{}", &text[..at], &text[end..])).unwrap();
+    let run = one_run(&twice);
     assert!(DirectRunSource::open(&run, &ImportOptions::default())
         .unwrap()
         .is_none());
-    let e = rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("bad_results.json") && e.contains("invalid JSON"),
-        "{e}"
-    );
+    rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default()).unwrap();
+    std::fs::remove_file(tmp.path().join("x.db")).unwrap();
+    // Bad JSON in a section no table needs, and a region-name table of the wrong type
+    // (found by the fuzzer): the import's error, not a direct read.
+    let bad = tmp.path().join("bad_results.json");
+    for (from, to, says) in [
+        ("\"summary\":[]", "\"summary\":[1, 2x]", "invalid JSON"),
+        (
+            "\"correlation_id\":{\"external\":[]}",
+            "\"correlation_id\":[]",
+            "strings.correlation_id",
+        ),
+    ] {
+        let broken = text.replacen(from, to, 1);
+        assert_ne!(broken, text);
+        std::fs::write(&bad, broken).unwrap();
+        let run = one_run(&bad);
+        assert!(DirectRunSource::open(&run, &ImportOptions::default())
+            .unwrap()
+            .is_none());
+        let e = rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bad_results.json") && e.contains(says), "{e}");
+    }
     // The import still reads both.
     for p in [&first, &path] {
         let run = one_run(p);
