@@ -640,6 +640,33 @@ fn rocprofv3_runs_convert_directly_to_what_their_imported_databases_give() {
     let json_rows = dataset_rows(&c.join("t_results.parquet"));
     assert_eq!(json_rows, dataset_rows(&d.join("t_results.parquet")));
     assert!(json_rows["pmc_values"] > 0, "{json_rows:?}");
+    // Its streams read side by side (two threads or more for one input) or one after
+    // another: the same bytes.
+    for threads in ["1", "2", "3"] {
+        let out = tmp.path().join(format!("json-t{threads}"));
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"));
+        cmd.args([
+            "convert",
+            "-q",
+            "-o",
+            "t",
+            "-f",
+            "pftrace",
+            "--threads",
+            threads,
+        ])
+        .arg("-i")
+        .arg(&json)
+        .arg("-d")
+        .arg(&out)
+        .env("TMPDIR", &no_tmp);
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            pf(&out) == pf(&c),
+            "JSON, --threads {threads}: Perfetto output differs"
+        );
+    }
     // One whose records come before its strings imports: nothing can be created there.
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     std::fs::write(&json, serde_json::to_vec(&doc).unwrap()).unwrap();

@@ -343,9 +343,10 @@ impl Inputs {
         // each time, results taken in input order, so inputs, notes and errors do not
         // depend on timing.
         let jobs = proton.len() + runs.len();
-        // A CSV run may describe its counter files on a second thread, when fewer inputs
-        // than threads leave one idle.
-        let per_run = if jobs < options.threads() { 2 } else { 1 };
+        // A run may use the threads fewer inputs than threads leave idle: a CSV run
+        // describes its counter files on a second one, and a run's streams read their
+        // tables side by side on its share.
+        let per_run = (options.threads() / jobs.max(1)).max(1);
         let direct = in_parallel(jobs, options.threads(), |job| {
             Ok(match proton.get(job) {
                 Some((path, kind)) => Some(Direct::Proton(rocpd_proton::ProtonSource::open(

@@ -374,7 +374,7 @@ pub(crate) struct EventRow<'a> {
 }
 
 /// A kernel dispatch.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Hash)]
 pub(crate) struct DispatchRow {
     pub dispatch_id: i64,
     pub pid: i64,

@@ -32,10 +32,16 @@
 //! skipped as bad (their report must keep the import's order), a run whose flow groups
 //! pass [`MAX_GROUPS`] or whose dispatches with values pass [`MAX_COUNTED`], or any error
 //! (the import then reports it, in its order). JSON objects also when records come before
-//! the strings or agents they need, when a counter record comes before its kernel record
-//! (the import makes the dispatch, then completes it), when `metadata` comes after
-//! records, or when the `strings` texts pass [`MAX_TEXTS`]. [`DirectRunSource::open`]
-//! says `None` for those.
+//! the strings or agents they need, when a kernel record completing a dispatch a counter
+//! record made gives it any other column than the counter record did,
+//! or completes it twice (the import overwrites the row; the streams wrote what was
+//! described), when `metadata` comes after records, or when the `strings` texts pass
+//! [`MAX_TEXTS`]. [`DirectRunSource::open`] says `None` for those.
+//!
+//! With two or more threads, the first stream opened reads every stream's table side by
+//! side, one table (or the API calls' two) per thread at a time, and the others take
+//! their sorted rows from it: the pipeline opens a source's streams one after another
+//! on one decode thread, and each open is a whole read of the input.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -256,22 +262,24 @@ struct Description {
     /// Code objects (JSON) by id, with the pid they were written with (the first wins).
     code_objects: BTreeMap<i64, (i64, CodeObjectRow)>,
     /// Dispatches JSON counter records made that a later kernel record completes: the
-    /// dispatch stream writes their rows then.
+    /// streams skip that kernel record, as its columns are the counter record's.
     completed: IdSet,
     /// Texts of the JSON `strings` tables, and their bytes: the streams keep them.
     texts: usize,
     text_bytes: usize,
 }
 
-/// A dispatch a JSON counter record made, as the describing pass saw it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Made {
-    start: i64,
-    end: i64,
-    tid: Option<i64>,
-    pid: i64,
-    agent_id: i64,
-    stack: Option<i64>,
+/// What the describing pass keeps of a dispatch a JSON counter record made (rocprofv3's
+/// order makes one per counted dispatch, so it is 8 bytes): a hash of every column the
+/// kernel record completing it may set, with the event's correlation ids. The kernel
+/// record must hash the same: then the streams write the row when the counter record
+/// makes it, as the import leaves it once the kernel record has overwritten it. The
+/// chance that a kernel record that changes something hashes the same is 2^-64.
+fn made_check(d: &DispatchRow, internal: Option<i64>, external: Option<i64>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    (d, internal, external).hash(&mut h);
+    h.finish()
 }
 
 /// The describing pass's sink.
@@ -279,6 +287,8 @@ struct Describe {
     d: Description,
     /// The stack id of the event just made (the next row's).
     stack: Option<i64>,
+    /// The external correlation id of the event just made.
+    external: Option<i64>,
     marker: bool,
     region_ids: IdSet,
     /// Dispatch ids written with time, from kernel traces and counter rows.
@@ -298,9 +308,9 @@ struct Describe {
     refused: Option<&'static str>,
     /// Whether a JSON object is read.
     json: bool,
-    /// The dispatches a JSON object's counter records made, by dispatch id: what the
-    /// kernel record that completes one must repeat.
-    made: HashMap<i64, Made>,
+    /// The dispatches a JSON object's counter records made, by dispatch id: the
+    /// [`made_check`] the kernel record that completes one must repeat.
+    made: HashMap<i64, u64>,
     /// Whether this read has made an event (a JSON object's node and process must come
     /// first: the rows before them carry others).
     seen_event: bool,
@@ -411,6 +421,7 @@ impl RowSink for Describe {
             *n += 1;
         }
         self.stack = e.stack_id;
+        self.external = e.correlation_id;
         self.marker = is_marker(e.category);
         Ok(0)
     }
@@ -459,15 +470,8 @@ impl RowSink for Describe {
         if self.kind == Some(CsvKind::CounterCollection) {
             self.d.made_by_counters += 1;
             if self.json && self.room() {
-                let made = Made {
-                    start: d.start,
-                    end: d.end,
-                    tid: d.tid,
-                    pid: d.pid,
-                    agent_id: d.agent_id,
-                    stack: self.stack,
-                };
-                self.made.insert(d.dispatch_id, made);
+                let check = made_check(d, self.stack, self.external);
+                self.made.insert(d.dispatch_id, check);
                 // The streams hold an event per such dispatch until its kernel record.
                 if self.made.len() > MAX_COUNTED {
                     self.refuse("more counter-made dispatches than the direct reader keeps");
@@ -533,16 +537,15 @@ impl RowSink for Describe {
         Ok(())
     }
     fn find_dispatch(&mut self, dispatch_id: i64) -> Result<Option<FoundDispatch>> {
-        if let Some(m) = self.made.get(&dispatch_id) {
-            // A JSON kernel record completes it if it has the counter record's
-            // correlation id.
-            let found = FoundDispatch {
-                event_id: Some(0),
-                stack_id: m.stack,
-                tid: m.tid.map(|_| 0),
-            };
+        if self.made.contains_key(&dispatch_id) {
+            // A second counter record of the dispatch joins it; a kernel record completes
+            // it ([`RowSink::completes`]).
             self.current = Some((dispatch_id, true));
-            return Ok(Some(found));
+            return Ok(Some(FoundDispatch {
+                event_id: Some(0),
+                stack_id: None,
+                tid: None,
+            }));
         }
         if !self.dispatch_ids.contains(dispatch_id) {
             return Ok(None);
@@ -600,23 +603,24 @@ impl RowSink for Describe {
             .or_insert_with(|| (pid, c.clone()));
         Ok(())
     }
-    fn update_dispatch(&mut self, d: &DispatchRow) -> Result<()> {
-        // The row keeps the counter record's event and takes the kernel record's columns.
-        // Times, thread, process and agent went into the span, the flow group and the
-        // counter values' facts already: those must not change.
-        let Some(m) = self.made.get(&d.dispatch_id).copied() else {
+    fn completes(&mut self, dispatch_id: i64, _: &FoundDispatch, _: Option<i64>) -> bool {
+        // Any kernel record of such a dispatch: one the import would not let complete it
+        // (another correlation id) fails the check below, and the object is imported.
+        self.made.contains_key(&dispatch_id)
+    }
+    fn update_dispatch(
+        &mut self,
+        d: &DispatchRow,
+        internal: Option<i64>,
+        external: Option<i64>,
+    ) -> Result<()> {
+        // The import's row keeps the counter record's event and takes the kernel
+        // record's columns; the description and the streams took the counter record's.
+        let Some(check) = self.made.get(&d.dispatch_id).copied() else {
             self.refuse("a kernel record completing an unknown dispatch");
             return Ok(());
         };
-        let now = Made {
-            start: d.start,
-            end: d.end,
-            tid: d.tid,
-            pid: d.pid,
-            agent_id: d.agent_id,
-            stack: m.stack,
-        };
-        if now != m {
+        if made_check(d, internal, external) != check {
             self.refuse("a kernel record that moves the dispatch its counter record made");
         }
         self.thread(d.pid, d.tid);
@@ -688,6 +692,7 @@ impl Describe {
                 text_bytes: 0,
             },
             stack: None,
+            external: None,
             marker: false,
             region_ids: IdSet::default(),
             dispatch_ids: IdSet::default(),
@@ -911,6 +916,8 @@ pub struct DirectRunSource {
     opts: ImportOptions,
     desc: Arc<Description>,
     sort: SortOptions,
+    /// Threads the streams may be read on together.
+    threads: usize,
 }
 
 impl DirectRunSource {
@@ -922,7 +929,8 @@ impl DirectRunSource {
     }
 
     /// [`DirectRunSource::open`] on at most `threads` threads: with two or more, a run's
-    /// counter files are described beside its API files.
+    /// counter files are described beside its API files, and its streams' tables are
+    /// read side by side when the first is opened.
     pub fn open_on(run: &Run, opts: &ImportOptions, threads: usize) -> Result<Option<Self>> {
         let Ok(guid) = crate::guid::run_guid(run) else {
             return Ok(None);
@@ -973,6 +981,7 @@ impl DirectRunSource {
             opts: opts.clone(),
             desc: Arc::new(d),
             sort: SortOptions::default(),
+            threads: threads.max(1),
         }))
     }
 
@@ -1035,6 +1044,66 @@ impl DirectRunSource {
                 json_import::scan_process(path, *index, &wanted, false, sink, opts, &mut report)
             }
         }
+    }
+
+    /// The sorted rows of `tables`, read on up to [`DirectRunSource::threads`] threads:
+    /// each table alone, but the region and marker tables in one read of the API calls.
+    /// The largest reads start first. An error is that of the first failed read in table
+    /// order, whatever the timing.
+    fn read_side_by_side(
+        &self,
+        tables: &[Table],
+        first_source: u32,
+        options: &StreamOptions,
+    ) -> Result<HashMap<Table, SortedRuns>> {
+        let api = [Table::Region, Table::Marker];
+        let both_api = api.iter().all(|t| tables.contains(t));
+        let mut reads: Vec<Vec<Table>> = Vec::new();
+        for t in tables {
+            if both_api && *t == Table::Marker {
+                continue;
+            }
+            reads.push(if both_api && *t == Table::Region {
+                api.to_vec()
+            } else {
+                vec![*t]
+            });
+        }
+        let rows_of = |read: &Vec<Table>| -> u64 {
+            read.iter()
+                .map(|t| self.desc.counts.get(t).copied().unwrap_or(0))
+                .sum()
+        };
+        let mut order: Vec<usize> = (0..reads.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(rows_of(&reads[i])));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        type Read = Option<Result<Vec<(Table, SortedRuns)>>>;
+        let done: Vec<Mutex<Read>> = reads.iter().map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..self.threads.min(reads.len()) {
+                scope.spawn(|| loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&i) = order.get(k) else {
+                        break;
+                    };
+                    let read = &reads[i];
+                    let mut rows = Rows::new(self, read, first_source, options);
+                    let got = self
+                        .read_table(read[0], &mut rows)
+                        .and_then(|()| rows.finish());
+                    *done[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(got);
+                });
+            }
+        });
+        let mut runs = HashMap::new();
+        for d in done {
+            match d.into_inner().unwrap_or_else(|p| p.into_inner()) {
+                Some(Ok(read)) => runs.extend(read),
+                Some(Err(e)) => return Err(e),
+                None => return Err(lost()),
+            }
+        }
+        Ok(runs)
     }
 }
 
@@ -1282,19 +1351,28 @@ impl Source for DirectRunSource {
     ) -> Result<Vec<Box<dyn PreparedStream + '_>>> {
         let has = |t: Table| self.desc.counts.get(&t).copied().unwrap_or(0) > 0 && options.wants(t);
         // The region and marker streams read the API files once between them.
-        let api = (has(Table::Region) && has(Table::Marker)).then(|| Arc::new(Mutex::new(None)));
+        let both_api = has(Table::Region) && has(Table::Marker);
+        let api = both_api.then(|| Arc::new(Mutex::new(None)));
+        let tables: Vec<Table> = Table::ALL.into_iter().filter(|t| has(*t)).collect();
+        let reads = tables.len() - usize::from(both_api);
+        let ahead = (self.threads >= 2 && reads >= 2).then(|| {
+            Arc::new(Mutex::new(ReadAhead {
+                tables: tables.clone(),
+                read: false,
+                runs: HashMap::new(),
+            }))
+        });
         let mut out: Vec<Box<dyn PreparedStream + '_>> = Vec::new();
-        for table in Table::ALL {
-            if has(table) {
-                let shared = matches!(table, Table::Region | Table::Marker);
-                out.push(Box::new(Prepared {
-                    source: self,
-                    table,
-                    first_source,
-                    options: options.clone(),
-                    api: api.clone().filter(|_| shared),
-                }));
-            }
+        for table in tables {
+            let shared = matches!(table, Table::Region | Table::Marker);
+            out.push(Box::new(Prepared {
+                source: self,
+                table,
+                first_source,
+                options: options.clone(),
+                api: api.clone().filter(|_| shared),
+                ahead: ahead.clone(),
+            }));
         }
         Ok(out)
     }
@@ -1304,12 +1382,23 @@ impl Source for DirectRunSource {
 /// marker streams opened first.
 type ApiStash = Arc<Mutex<Option<(Table, SortedRuns)>>>;
 
+/// The tables of a source's streams, read side by side by the first stream opened.
+struct ReadAhead {
+    /// Every stream's table.
+    tables: Vec<Table>,
+    /// Whether the first stream has read them (its read may have failed: a stream whose
+    /// rows are not here reads them itself).
+    read: bool,
+    runs: HashMap<Table, SortedRuns>,
+}
+
 struct Prepared<'a> {
     source: &'a DirectRunSource,
     table: Table,
     first_source: u32,
     options: StreamOptions,
     api: Option<ApiStash>,
+    ahead: Option<Arc<Mutex<ReadAhead>>>,
 }
 
 impl PreparedStream for Prepared<'_> {
@@ -1319,6 +1408,17 @@ impl PreparedStream for Prepared<'_> {
 
     fn open(&mut self) -> Result<Box<dyn BatchStream + '_>> {
         let s = self.source;
+        if let Some(ahead) = &self.ahead {
+            let mut ahead = ahead.lock().unwrap_or_else(|p| p.into_inner());
+            if !ahead.read {
+                ahead.read = true;
+                let tables = ahead.tables.clone();
+                ahead.runs = s.read_side_by_side(&tables, self.first_source, &self.options)?;
+            }
+            if let Some(runs) = ahead.runs.remove(&self.table) {
+                return Ok(Box::new(runs));
+            }
+        }
         let Some(api) = &self.api else {
             let mut rows = Rows::new(s, &[self.table], self.first_source, &self.options);
             s.read_table(self.table, &mut rows)?;
@@ -1578,7 +1678,7 @@ struct NewFact<'a> {
 struct Facts {
     traced: Vec<Fact>,
     sorted: bool,
-    created: BTreeMap<i64, Fact>,
+    created: CreatedFacts,
     agents: Vec<i64>,
     pids: Vec<i64>,
     categories: Vec<String>,
@@ -1628,7 +1728,7 @@ impl Facts {
                 + u8::from(f.correlation.is_some()) * Fact::HAS_CORRELATION,
         };
         if created {
-            self.created.insert(fact.dispatch_id, fact);
+            self.created.insert(fact);
         } else {
             self.traced.push(fact);
             self.sorted = false;
@@ -1648,7 +1748,7 @@ impl Facts {
             .binary_search_by_key(&dispatch_id, |f| f.dispatch_id)
         {
             Ok(i) => Some(self.traced[i]),
-            Err(_) => self.created.get(&dispatch_id).copied(),
+            Err(_) => self.created.get(dispatch_id),
         }
     }
 
@@ -1684,6 +1784,62 @@ impl Facts {
             .get(f.agent as usize)
             .copied()
             .unwrap_or_default()
+    }
+}
+
+/// The facts of dispatches counter rows or records made, by dispatch id, in 64 bytes
+/// each: a vector in id order, where rocprofv3 makes them, and a small map of those
+/// that come out of order, merged into the vector when it grows past [`Self::SPILL`]
+/// (a `BTreeMap` of all of them took more than twice the memory).
+#[derive(Default)]
+struct CreatedFacts {
+    sorted: Vec<Fact>,
+    late: BTreeMap<i64, Fact>,
+}
+
+impl CreatedFacts {
+    const SPILL: usize = 4096;
+
+    fn insert(&mut self, fact: Fact) {
+        let id = fact.dispatch_id;
+        match self.sorted.last() {
+            Some(last) if last.dispatch_id >= id => {
+                // A dispatch id is made once (the describing pass refuses two).
+                self.late.insert(id, fact);
+                if self.late.len() > Self::SPILL {
+                    self.merge();
+                }
+            }
+            _ => self.sorted.push(fact),
+        }
+    }
+
+    /// Merges the map into the vector in place, from the back (no second vector).
+    fn merge(&mut self) {
+        let late: Vec<Fact> = std::mem::take(&mut self.late).into_values().collect();
+        let (mut i, mut j) = (self.sorted.len(), late.len());
+        self.sorted.extend_from_slice(&late);
+        let mut k = self.sorted.len();
+        while j > 0 {
+            k -= 1;
+            if i > 0 && self.sorted[i - 1].dispatch_id > late[j - 1].dispatch_id {
+                self.sorted[k] = self.sorted[i - 1];
+                i -= 1;
+            } else {
+                self.sorted[k] = late[j - 1];
+                j -= 1;
+            }
+        }
+    }
+
+    fn get(&self, dispatch_id: i64) -> Option<Fact> {
+        match self
+            .sorted
+            .binary_search_by_key(&dispatch_id, |f| f.dispatch_id)
+        {
+            Ok(i) => Some(self.sorted[i]),
+            Err(_) => self.late.get(&dispatch_id).copied(),
+        }
     }
 }
 
@@ -1725,17 +1881,6 @@ struct Rows<'a> {
     pmc_event: Pending,
     /// The JSON `strings` texts this stream reads (bounded by [`MAX_TEXTS`]).
     texts: HashMap<(Texts, i64), String>,
-    /// The events of dispatches JSON counter records made that a kernel record
-    /// completes later, by dispatch id, until it does.
-    made: HashMap<i64, MadeEvent>,
-}
-
-/// The event a JSON counter record made for a dispatch.
-struct MadeEvent {
-    event_id: i64,
-    category: String,
-    stack: Option<i64>,
-    correlation: Option<i64>,
 }
 
 impl<'a> Rows<'a> {
@@ -1779,7 +1924,6 @@ impl<'a> Rows<'a> {
             }),
             pmc_event: Pending::default(),
             texts: HashMap::new(),
-            made: HashMap::new(),
         }
     }
 
@@ -2044,18 +2188,8 @@ impl RowSink for Rows<'_> {
                 self.current = Some(fact);
             }
         }
-        if created && desc.completed.contains(d.dispatch_id) {
-            // Its row is written when its kernel record completes it.
-            let p = &self.pending;
-            let made = MadeEvent {
-                event_id,
-                category: p.category.clone(),
-                stack: p.stack_id,
-                correlation: p.correlation_id,
-            };
-            self.made.insert(d.dispatch_id, made);
-            return Ok(());
-        }
+        // A dispatch a JSON counter record made is written now, with the counter record's
+        // columns: the kernel record completing it has the same (`made_check`).
         self.push_dispatch(d, tid, event_id)
     }
     fn copy(&mut self, c: &CopyRow, event_id: i64) -> Result<()> {
@@ -2165,15 +2299,6 @@ impl RowSink for Rows<'_> {
         pushed
     }
     fn find_dispatch(&mut self, dispatch_id: i64) -> Result<Option<FoundDispatch>> {
-        if let Some(m) = self.made.get(&dispatch_id) {
-            let found = FoundDispatch {
-                event_id: Some(m.event_id),
-                stack_id: m.stack,
-                tid: Some(0),
-            };
-            self.current = self.facts.as_mut().and_then(|f| f.get(dispatch_id));
-            return Ok(Some(found));
-        }
         let traced = self.source.desc.traced.contains(dispatch_id);
         if !traced && !self.created.contains(dispatch_id) {
             self.current = None;
@@ -2203,17 +2328,18 @@ impl RowSink for Rows<'_> {
     fn code_object(&mut self, _pid: i64, _c: &CodeObjectRow) -> Result<()> {
         Ok(())
     }
-    fn update_dispatch(&mut self, d: &DispatchRow) -> Result<()> {
-        // A kernel record completing the dispatch a JSON counter record made: the row
-        // has the kernel record's columns and the counter record's event.
-        let m = self.made.remove(&d.dispatch_id).ok_or_else(lost)?;
-        self.pending.category = m.category;
-        self.pending.stack_id = m.stack;
-        self.pending.parent_stack_id = m.stack;
-        self.pending.correlation_id = m.correlation;
-        self.pending.extdata = None;
-        let tid = self.filled(d.tid);
-        self.push_dispatch(d, tid, m.event_id)
+    fn completes(
+        &mut self,
+        dispatch_id: i64,
+        _found: &FoundDispatch,
+        _internal: Option<i64>,
+    ) -> bool {
+        // What the describing pass decided; a dispatch is completed at most once.
+        self.created.contains(dispatch_id) && self.source.desc.completed.contains(dispatch_id)
+    }
+    fn update_dispatch(&mut self, _: &DispatchRow, _: Option<i64>, _: Option<i64>) -> Result<()> {
+        // Its row was written with the counter record's columns, the same.
+        Ok(())
     }
     fn has_pmc(&self, id: i64) -> bool {
         self.source.desc.pmcs.contains_key(&id)
@@ -2237,5 +2363,55 @@ impl RowSink for Rows<'_> {
         let first = index.and_then(|i| self.source.desc.first_event.get(i));
         self.next_event = first.copied().unwrap_or(1);
         self.current = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fact(dispatch_id: i64) -> Fact {
+        Fact {
+            dispatch_id,
+            event_id: dispatch_id * 3,
+            start: 0,
+            end: 0,
+            tid: 0,
+            stack: 0,
+            correlation: 0,
+            agent: 0,
+            pid: 0,
+            category: 0,
+            flags: 0,
+        }
+    }
+
+    /// Ids in order, out of order past the merge threshold, and both: every fact found,
+    /// no other.
+    #[test]
+    fn created_facts_are_found_in_any_order() {
+        let n = 3 * CreatedFacts::SPILL as i64;
+        let orders: [Vec<i64>; 3] = [
+            (0..n).collect(),
+            (0..n).rev().collect(),
+            // A fixed shuffle: a multiplicative permutation of 0..n (n = 3 * 2^12, and
+            // 7919 is a prime other than 2 and 3).
+            (0..n).map(|i| (i * 7919) % n).collect(),
+        ];
+        for ids in orders {
+            let mut facts = CreatedFacts::default();
+            for &id in &ids {
+                facts.insert(fact(id * 2));
+            }
+            assert!(facts.late.len() <= CreatedFacts::SPILL);
+            for id in 0..n {
+                assert_eq!(facts.get(id * 2).map(|f| f.event_id), Some(id * 6));
+                assert!(facts.get(id * 2 + 1).is_none());
+            }
+            assert!(facts
+                .sorted
+                .windows(2)
+                .all(|w| w[0].dispatch_id < w[1].dispatch_id));
+        }
     }
 }

@@ -1060,8 +1060,8 @@ impl Json<'_, '_> {
         // before buffer records): complete it instead of adding a second one.
         if self.counter_dispatches {
             if let Some(found) = self.out.find_dispatch(d.dispatch_id)? {
-                if found.event_id.is_some() && found.stack_id == internal {
-                    self.out.update_dispatch(&d)?;
+                if self.out.completes(d.dispatch_id, &found, internal) {
+                    self.out.update_dispatch(&d, internal, external)?;
                     return Ok(());
                 }
             }

@@ -66,7 +66,25 @@ pub(crate) trait RowSink {
     // records made before their kernel record, texts and deferred records.
     fn set_process(&mut self, pid: i64, row: ProcessRow);
     fn code_object(&mut self, pid: i64, c: &CodeObjectRow) -> Result<()>;
-    fn update_dispatch(&mut self, d: &DispatchRow) -> Result<()>;
+    /// Whether a kernel record (`internal`: its correlation id) completes `found`, the
+    /// dispatch a counter record made: the dispatch's event has that correlation id.
+    fn completes(
+        &mut self,
+        _dispatch_id: i64,
+        found: &FoundDispatch,
+        internal: Option<i64>,
+    ) -> bool {
+        found.event_id.is_some() && found.stack_id == internal
+    }
+    /// The kernel record (`internal` and `external`: its correlation ids) of a dispatch a
+    /// counter record made: the row takes its columns and keeps the counter record's
+    /// event.
+    fn update_dispatch(
+        &mut self,
+        d: &DispatchRow,
+        internal: Option<i64>,
+        external: Option<i64>,
+    ) -> Result<()>;
     fn has_pmc(&self, id: i64) -> bool;
     fn put_text(&mut self, which: Texts, id: i64, text: &str) -> Result<()>;
     fn text(&mut self, which: Texts, id: i64) -> Result<Option<String>>;
@@ -145,7 +163,7 @@ impl RowSink for Out<'_> {
     fn code_object(&mut self, pid: i64, c: &CodeObjectRow) -> Result<()> {
         Out::code_object(self, pid, c)
     }
-    fn update_dispatch(&mut self, d: &DispatchRow) -> Result<()> {
+    fn update_dispatch(&mut self, d: &DispatchRow, _: Option<i64>, _: Option<i64>) -> Result<()> {
         Out::update_dispatch(self, d)
     }
     fn has_pmc(&self, id: i64) -> bool {

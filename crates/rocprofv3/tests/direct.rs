@@ -55,13 +55,14 @@ fn same_as_imported(run: &Run, sort: SortOptions) -> Vec<(Table, u64)> {
     let direct = DirectRunSource::open(run, &ImportOptions::default())
         .unwrap()
         .expect("read directly")
-        .with_sort_options(sort);
+        .with_sort_options(sort.clone());
     assert_eq!(direct.guid(), report.guid);
-    // Described on one thread (counter files after the rest) or two (beside the API
-    // files), the same.
+    // Described and streamed on one thread (counter files after the rest, one table
+    // after another) or two (beside the API files, tables side by side), the same.
     let one = DirectRunSource::open_on(run, &ImportOptions::default(), 1)
         .unwrap()
-        .expect("read directly");
+        .expect("read directly")
+        .with_sort_options(sort);
     assert_eq!(
         comparable(one.catalog(0).unwrap()),
         comparable(direct.catalog(0).unwrap())
@@ -92,6 +93,13 @@ fn same_as_imported(run: &Run, sort: SortOptions) -> Vec<(Table, u64)> {
     );
     for table in Table::ALL {
         let (a, b) = (rows(&db, table, 7), rows(&direct, table, 5));
+        // Read side by side (two threads) or alone (one): the same rows.
+        assert!(
+            rows(&one, table, 5) == b,
+            "{}: {}: one thread",
+            run.label,
+            table.name()
+        );
         assert_eq!(
             a.num_rows(),
             b.num_rows(),
@@ -689,18 +697,27 @@ fn json_objects_that_need_the_database_are_left_to_the_import() {
     assert!(DirectRunSource::open(&run, &ImportOptions::default())
         .unwrap()
         .is_none());
-    // A counter record whose dispatch ends later than its kernel record says.
+    // A counter record whose dispatch ends later than its kernel record says, or whose
+    // dispatch has another group segment size: the kernel record changes the row.
     let counters = text.find("\"counter_collection\":[{").unwrap();
-    let at = counters + text[counters..].find("\"end_timestamp\":").unwrap() + 16;
-    let digits = text[at..].find(|c: char| !c.is_ascii_digit()).unwrap();
-    let end: i64 = text[at..at + digits].parse().unwrap();
-    let moved = format!("{}{}{}", &text[..at], end + 1, &text[at + digits..]);
-    let path = tmp.path().join("moved_results.json");
-    std::fs::write(&path, &moved).unwrap();
-    let run = one_run(&path);
-    assert!(DirectRunSource::open(&run, &ImportOptions::default())
-        .unwrap()
-        .is_none());
+    let changed = |key: &str, name: &str| {
+        let at = counters + text[counters..].find(key).unwrap() + key.len();
+        let digits = text[at..].find(|c: char| !c.is_ascii_digit()).unwrap();
+        let n: i64 = text[at..at + digits].parse().unwrap();
+        let path = tmp.path().join(name);
+        let changed = format!("{}{}{}", &text[..at], n + 1, &text[at + digits..]);
+        std::fs::write(&path, changed).unwrap();
+        let run = one_run(&path);
+        assert!(
+            DirectRunSource::open(&run, &ImportOptions::default())
+                .unwrap()
+                .is_none(),
+            "{key}"
+        );
+        path
+    };
+    let path = changed("\"end_timestamp\":", "moved_results.json");
+    let resized = changed("\"group_segment_size\":", "resized_results.json");
     // Two kernel records completing one counted dispatch (found by the fuzzer): the
     // import updates the row twice, the streams would write it once.
     let twice = tmp.path().join("twice_results.json");
@@ -750,7 +767,7 @@ fn json_objects_that_need_the_database_are_left_to_the_import() {
         assert!(e.contains("bad_results.json") && e.contains(says), "{e}");
     }
     // The import still reads both.
-    for p in [&first, &path] {
+    for p in [&first, &path, &resized] {
         let run = one_run(p);
         rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default()).unwrap();
         std::fs::remove_file(tmp.path().join("x.db")).unwrap();
