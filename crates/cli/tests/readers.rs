@@ -602,28 +602,34 @@ fn rocprofv3_runs_convert_directly_to_what_their_imported_databases_give() {
     // API files, whichever opens first), byte for byte; the inputs are left as they were.
     let listing = || tree_bytes(&csv);
     let before = listing();
-    for threads in ["1", "4"] {
-        let out = tmp.path().join(format!("t{threads}"));
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"));
-        cmd.args([
-            "convert",
-            "-q",
-            "-o",
-            "t",
-            "-f",
-            "pftrace",
-            "--threads",
-            threads,
-            "-i",
-        ])
-        .arg(&csv)
-        .arg("-d")
-        .arg(&out)
-        .env("TMPDIR", &no_tmp);
-        let o = cmd.output().unwrap();
+    // Perfetto bytes of `input` converted on `threads` threads, with the unusable TMPDIR.
+    let on_threads = |input: &Path, threads: &str| {
+        let out = tmp.path().join(format!("threads-{threads}"));
+        let _ = std::fs::remove_dir_all(&out);
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"))
+            .args([
+                "convert",
+                "-q",
+                "-o",
+                "t",
+                "-f",
+                "pftrace",
+                "--threads",
+                threads,
+            ])
+            .arg("-i")
+            .arg(input)
+            .arg("-d")
+            .arg(&out)
+            .env("TMPDIR", &no_tmp)
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
+        pf(&out)
+    };
+    for threads in ["1", "4"] {
         assert!(
-            pf(&out) == pf(&a),
+            on_threads(&csv, threads) == pf(&a),
             "--threads {threads}: Perfetto output differs"
         );
     }
@@ -643,27 +649,8 @@ fn rocprofv3_runs_convert_directly_to_what_their_imported_databases_give() {
     // Its streams read side by side (two threads or more for one input) or one after
     // another: the same bytes.
     for threads in ["1", "2", "3"] {
-        let out = tmp.path().join(format!("json-t{threads}"));
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"));
-        cmd.args([
-            "convert",
-            "-q",
-            "-o",
-            "t",
-            "-f",
-            "pftrace",
-            "--threads",
-            threads,
-        ])
-        .arg("-i")
-        .arg(&json)
-        .arg("-d")
-        .arg(&out)
-        .env("TMPDIR", &no_tmp);
-        let o = cmd.output().unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
         assert!(
-            pf(&out) == pf(&c),
+            on_threads(&json, threads) == pf(&c),
             "JSON, --threads {threads}: Perfetto output differs"
         );
     }
