@@ -472,7 +472,7 @@ impl RowSink for Describe {
             if self.json && self.room() {
                 let check = made_check(d, self.stack, self.external);
                 self.made.insert(d.dispatch_id, check);
-                // The streams hold an event per such dispatch until its kernel record.
+                // Eight bytes per such dispatch, bounded as counted dispatches are.
                 if self.made.len() > MAX_COUNTED {
                     self.refuse("more counter-made dispatches than the direct reader keeps");
                 }
