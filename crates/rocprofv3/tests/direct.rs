@@ -528,16 +528,22 @@ fn generated_json(dir: &Path, seed: u64, odd_names: bool) -> PathBuf {
     json
 }
 
+/// The counts of the JSON file at `path`, which must be read directly, after every row
+/// is compared with its import.
+fn read_directly_as_imported(path: &Path) -> Vec<(Table, u64)> {
+    let run = one_run(path);
+    assert!(DirectRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .is_some());
+    same_as_imported(&run, SortOptions::default())
+}
+
 #[test]
 fn a_generated_json_trace_reads_as_its_imported_database() {
     for (seed, odd) in [(3, true), (8, false)] {
         let tmp = tempfile::tempdir().unwrap();
         let json = generated_json(tmp.path(), seed, odd);
-        let run = one_run(&json);
-        assert!(DirectRunSource::open(&run, &ImportOptions::default())
-            .unwrap()
-            .is_some());
-        let counts = same_as_imported(&run, SortOptions::default());
+        let counts = read_directly_as_imported(&json);
         let n = |t: Table| counts.iter().find(|(x, _)| *x == t).unwrap().1;
         assert!(
             n(Table::Region) > 100
@@ -548,7 +554,7 @@ fn a_generated_json_trace_reads_as_its_imported_database() {
                 && n(Table::PmcValue) > 50,
             "{counts:?}"
         );
-        same_with_every_batch_spilled(&run, tmp.path());
+        same_with_every_batch_spilled(&one_run(&json), tmp.path());
     }
 }
 
@@ -581,11 +587,7 @@ fn json_counter_records_read_before_or_after_their_kernel_records() {
     std::fs::write(&kernels_first, swapped).unwrap();
     let mut pmc = Vec::new();
     for path in [&json, &kernels_first] {
-        let run = one_run(path);
-        assert!(DirectRunSource::open(&run, &ImportOptions::default())
-            .unwrap()
-            .is_some());
-        let counts = same_as_imported(&run, SortOptions::default());
+        let counts = read_directly_as_imported(path);
         let n = |t: Table| counts.iter().find(|(x, _)| *x == t).unwrap().1;
         assert!(
             n(Table::PmcValue) > 50 && n(Table::KernelDispatch) > 20,
