@@ -620,11 +620,10 @@ impl RowSink for Describe {
             self.refuse("a kernel record completing an unknown dispatch");
             return Ok(());
         };
+        // Equal, its thread, queue and stream are the counter record's, described then.
         if made_check(d, internal, external) != check {
             self.refuse("a kernel record that moves the dispatch its counter record made");
         }
-        self.thread(d.pid, d.tid);
-        self.queue_stream(Some(d.queue_id), Some(d.stream_id));
         match self.d.completed.insert(d.dispatch_id) {
             Some(true) => {}
             // The import updates its row again; the streams write it once, when first
@@ -1046,29 +1045,28 @@ impl DirectRunSource {
         }
     }
 
-    /// The sorted rows of `tables`, read on up to [`DirectRunSource::threads`] threads:
-    /// each table alone, but the region and marker tables in one read of the API calls.
-    /// The largest reads start first. An error is that of the first failed read in table
-    /// order, whatever the timing.
-    fn read_side_by_side(
+    /// The sorted rows of `tables` (one table, or the region and marker tables of the
+    /// API calls), in one read.
+    fn read_sorted(
         &self,
         tables: &[Table],
         first_source: u32,
         options: &StreamOptions,
+    ) -> Result<Vec<(Table, SortedRuns)>> {
+        let mut rows = Rows::new(self, tables, first_source, options);
+        self.read_table(tables[0], &mut rows)?;
+        rows.finish()
+    }
+
+    /// The sorted rows of every read's tables, on up to [`DirectRunSource::threads`]
+    /// threads, the largest reads (by the described row counts) first. An error is that
+    /// of the first failed read in `reads` order, whatever the timing.
+    fn read_side_by_side(
+        &self,
+        reads: &[Vec<Table>],
+        first_source: u32,
+        options: &StreamOptions,
     ) -> Result<HashMap<Table, SortedRuns>> {
-        let api = [Table::Region, Table::Marker];
-        let both_api = api.iter().all(|t| tables.contains(t));
-        let mut reads: Vec<Vec<Table>> = Vec::new();
-        for t in tables {
-            if both_api && *t == Table::Marker {
-                continue;
-            }
-            reads.push(if both_api && *t == Table::Region {
-                api.to_vec()
-            } else {
-                vec![*t]
-            });
-        }
         let rows_of = |read: &Vec<Table>| -> u64 {
             read.iter()
                 .map(|t| self.desc.counts.get(t).copied().unwrap_or(0))
@@ -1086,11 +1084,7 @@ impl DirectRunSource {
                     let Some(&i) = order.get(k) else {
                         break;
                     };
-                    let read = &reads[i];
-                    let mut rows = Rows::new(self, read, first_source, options);
-                    let got = self
-                        .read_table(read[0], &mut rows)
-                        .and_then(|()| rows.finish());
+                    let got = self.read_sorted(&reads[i], first_source, options);
                     *done[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(got);
                 });
             }
@@ -1354,10 +1348,18 @@ impl Source for DirectRunSource {
         let both_api = has(Table::Region) && has(Table::Marker);
         let api = both_api.then(|| Arc::new(Mutex::new(None)));
         let tables: Vec<Table> = Table::ALL.into_iter().filter(|t| has(*t)).collect();
-        let reads = tables.len() - usize::from(both_api);
-        let ahead = (self.threads >= 2 && reads >= 2).then(|| {
+        // The reads that give every stream's rows: a table each, the API calls' two in one.
+        let mut reads: Vec<Vec<Table>> = Vec::new();
+        for &t in &tables {
+            match t {
+                Table::Marker if both_api => {}
+                Table::Region if both_api => reads.push(vec![Table::Region, Table::Marker]),
+                _ => reads.push(vec![t]),
+            }
+        }
+        let ahead = (self.threads >= 2 && reads.len() >= 2).then(|| {
             Arc::new(Mutex::new(ReadAhead {
-                tables: tables.clone(),
+                reads,
                 read: false,
                 runs: HashMap::new(),
             }))
@@ -1384,8 +1386,8 @@ type ApiStash = Arc<Mutex<Option<(Table, SortedRuns)>>>;
 
 /// The tables of a source's streams, read side by side by the first stream opened.
 struct ReadAhead {
-    /// Every stream's table.
-    tables: Vec<Table>,
+    /// The reads that give every stream's rows (the API calls' two tables in one).
+    reads: Vec<Vec<Table>>,
     /// Whether the first stream has read them (its read may have failed: a stream whose
     /// rows are not here reads them itself).
     read: bool,
@@ -1412,17 +1414,16 @@ impl PreparedStream for Prepared<'_> {
             let mut ahead = ahead.lock().unwrap_or_else(|p| p.into_inner());
             if !ahead.read {
                 ahead.read = true;
-                let tables = ahead.tables.clone();
-                ahead.runs = s.read_side_by_side(&tables, self.first_source, &self.options)?;
+                let reads = std::mem::take(&mut ahead.reads);
+                ahead.runs = s.read_side_by_side(&reads, self.first_source, &self.options)?;
             }
             if let Some(runs) = ahead.runs.remove(&self.table) {
                 return Ok(Box::new(runs));
             }
         }
         let Some(api) = &self.api else {
-            let mut rows = Rows::new(s, &[self.table], self.first_source, &self.options);
-            s.read_table(self.table, &mut rows)?;
-            let (_, runs) = rows.finish()?.pop().ok_or_else(lost)?;
+            let read = s.read_sorted(&[self.table], self.first_source, &self.options)?;
+            let (_, runs) = read.into_iter().next().ok_or_else(lost)?;
             return Ok(Box::new(runs));
         };
         // The lock is held while the files are read: the other stream then waits for
@@ -1435,10 +1436,8 @@ impl PreparedStream for Prepared<'_> {
             return Err(lost());
         }
         let both = [Table::Region, Table::Marker];
-        let mut rows = Rows::new(s, &both, self.first_source, &self.options);
-        s.read_table(self.table, &mut rows)?;
         let mut mine = None;
-        for (table, runs) in rows.finish()? {
+        for (table, runs) in s.read_sorted(&both, self.first_source, &self.options)? {
             if table == self.table {
                 mine = Some(runs);
             } else {
