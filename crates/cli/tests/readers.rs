@@ -407,6 +407,16 @@ fn tree_bytes(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
+/// The Perfetto trace of `<dir>/t_results.db` (a RocPD output), converted with `TMPDIR`
+/// set to `tmpdir`.
+fn read_back(dir: &Path, tmpdir: &Path) -> Vec<u8> {
+    let db = dir.join("t_results.db");
+    let back = dir.join("back");
+    let o = convert_to(&db, &back, &["pftrace"], Some(tmpdir));
+    assert!(o.status.success(), "{}: {}", db.display(), stderr(&o));
+    std::fs::read(back.join("t_results.pftrace")).unwrap()
+}
+
 /// `rocpd convert -q -o t -i INPUT -d OUT -f FORMATS...`, with `TMPDIR` set to `tmpdir`
 /// when given.
 fn convert_to(
@@ -429,10 +439,11 @@ fn convert_to(
 }
 
 /// Proton files (chrome traces and trees) are read directly, with no temporary database
-/// (issue 12): with a `TMPDIR` nothing can be created in, Perfetto and OTF2 conversions
-/// still succeed, and give byte for byte what the imported database gives (`-f rocpd` in
-/// the same command imports the file); Parquet holds the same rows. `-f rocpd` and
-/// `query` import.
+/// (issue 12): with a `TMPDIR` nothing can be created in, Perfetto, OTF2, Parquet and
+/// RocPD conversions succeed; adding `-f rocpd` to the command changes no byte of the
+/// others, and the RocPD database it writes from the rows converts back to the same
+/// Perfetto trace. (`crates/proton/tests/direct.rs` compares the reader and the written
+/// database with the import.) `query` runs on a database written the same way.
 #[test]
 fn proton_files_convert_directly_to_what_their_imported_database_gives() {
     let tmp = tempfile::tempdir().unwrap();
@@ -473,12 +484,16 @@ fn proton_files_convert_directly_to_what_their_imported_database_gives() {
             assert!(o.status.success(), "{}: {}", trace.display(), stderr(&o));
         };
         convert(&a, &["pftrace", "otf2", "parquet"], Some(&no_tmp));
-        convert(&b, &["pftrace", "otf2", "parquet", "rocpd"], None);
-        assert!(b.join("t_results.db").is_file());
+        convert(&b, &["pftrace", "otf2", "parquet", "rocpd"], Some(&no_tmp));
         let pf = |d: &Path| std::fs::read(d.join("t_results.pftrace")).unwrap();
         assert!(
             pf(&a) == pf(&b),
             "{}: Perfetto output differs",
+            trace.display()
+        );
+        assert!(
+            read_back(&b, &no_tmp) == pf(&a),
+            "{}: the written database converts to another trace",
             trace.display()
         );
         for part in ["t_results.otf2", "t_results.def"] {
@@ -493,7 +508,7 @@ fn proton_files_convert_directly_to_what_their_imported_database_gives() {
             dataset_rows(&b.join("t_results.parquet"))
         );
     }
-    // A query over a chrome trace or a tree runs on its imported database.
+    // A query over a chrome trace or a tree runs on a database written from its rows.
     for kind in [".chrome_trace", ".hatchet"] {
         let file = traces
             .iter()
@@ -519,9 +534,10 @@ fn proton_files_convert_directly_to_what_their_imported_database_gives() {
 
 /// Past 16 inputs the sources are opened again for every pass (`KEEP_OPEN`): a chrome
 /// trace then opens from its description, not by reading the file again, and the output
-/// is still what the imported databases give. Seventeen copies (a copy's name makes it its
-/// own process) convert to Perfetto directly, with a `TMPDIR` nothing can be created in,
-/// byte for byte as when `-f rocpd` in the same command imports every copy.
+/// is still what it was. Seventeen copies (a copy's name makes it its own process) convert
+/// to Perfetto directly, with a `TMPDIR` nothing can be created in, byte for byte as when
+/// `-f rocpd` in the same command writes them all as one database, which converts back to
+/// the same trace.
 #[test]
 fn seventeen_chrome_traces_convert_as_their_imported_databases() {
     let tmp = tempfile::tempdir().unwrap();
@@ -543,20 +559,29 @@ fn seventeen_chrome_traces_convert_as_their_imported_databases() {
         &["pftrace"],
         Some(&tmp.path().join("no-such-directory")),
     );
-    convert(&b, &["pftrace", "rocpd"], None);
+    let no_tmp = tmp.path().join("no-such-directory");
+    convert(&b, &["pftrace", "rocpd"], Some(&no_tmp));
     let pf = |d: &Path| std::fs::read(d.join("t_results.pftrace")).unwrap();
     assert!(pf(&a) == pf(&b), "Perfetto output differs");
+    // The database lists its 17 table sets in its own order, not the inputs', so the
+    // trace read back is compared as decoded (every slice, track, process and flow).
+    read_back(&b, &no_tmp);
+    assert_eq!(
+        format!("{:?}", decode(&b.join("back/t_results.pftrace"))),
+        format!("{:?}", decode(&a.join("t_results.pftrace")))
+    );
     let decoded = decode(&a.join("t_results.pftrace"));
     let per_copy = info_rows(&[src.to_path_buf()])["region"];
     assert_eq!(decoded.slices.len() as u64, 17 * per_copy);
 }
 
 /// rocprofv3 CSV runs, counter files included, are read directly, with no temporary
-/// database (issue 12): with a `TMPDIR` nothing can be created in, Perfetto, OTF2 and
-/// Parquet conversions of two processes' CSV sets succeed and give byte for byte (Parquet:
-/// row for row) what the same command gives when `-f rocpd` makes it import them; so does
-/// a rocprofv3 JSON file of one of them. A JSON file that must be imported fails under
-/// that `TMPDIR`.
+/// database (issue 12): with a `TMPDIR` nothing can be created in, Perfetto, OTF2,
+/// Parquet and RocPD conversions of two processes' CSV sets succeed; adding `-f rocpd`
+/// changes no byte (Parquet: no row) of the others, and the database it writes converts
+/// back to the same trace; so for a rocprofv3 JSON file of one of them.
+/// (`crates/rocprofv3/tests/direct.rs` compares readers and written databases with the
+/// import.) A JSON file that must be imported fails under that `TMPDIR`.
 #[test]
 fn rocprofv3_runs_convert_directly_to_what_their_imported_databases_give() {
     let tmp = tempfile::tempdir().unwrap();
@@ -578,11 +603,14 @@ fn rocprofv3_runs_convert_directly_to_what_their_imported_databases_give() {
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     let o = convert(&a, &["pftrace", "otf2", "parquet"], Some(&no_tmp));
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = convert(&b, &["pftrace", "otf2", "parquet", "rocpd"], None);
+    let o = convert(&b, &["pftrace", "otf2", "parquet", "rocpd"], Some(&no_tmp));
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(b.join("t_results.db").is_file());
     let pf = |d: &Path| std::fs::read(d.join("t_results.pftrace")).unwrap();
     assert!(pf(&a) == pf(&b), "Perfetto output differs");
+    assert!(
+        read_back(&b, &no_tmp) == pf(&a),
+        "the written database differs"
+    );
     for part in ["t_results.otf2", "t_results.def"] {
         assert_eq!(
             std::fs::read(a.join(part)).unwrap(),
@@ -634,15 +662,19 @@ fn rocprofv3_runs_convert_directly_to_what_their_imported_databases_give() {
         );
     }
     assert!(listing() == before, "an input changed");
-    // A JSON file is read directly too (issue 12), counter records included: with that
-    // TMPDIR the same Perfetto trace as its imported database (`-f rocpd` imports).
+    // A JSON file is read directly too (issue 12), counter records included, and written
+    // as RocPD with that TMPDIR.
     let (json, _) = rocpd_gen::export_json(&dbs[0], &tmp.path().join("json")).unwrap();
     let (c, d) = (tmp.path().join("c"), tmp.path().join("d"));
     let o = convert_to(&json, &c, &["pftrace", "parquet"], Some(&no_tmp));
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = convert_to(&json, &d, &["pftrace", "parquet", "rocpd"], None);
+    let o = convert_to(&json, &d, &["pftrace", "parquet", "rocpd"], Some(&no_tmp));
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(pf(&c) == pf(&d), "JSON: Perfetto output differs");
+    assert!(
+        read_back(&d, &no_tmp) == pf(&c),
+        "JSON: the written database differs"
+    );
     let json_rows = dataset_rows(&c.join("t_results.parquet"));
     assert_eq!(json_rows, dataset_rows(&d.join("t_results.parquet")));
     assert!(json_rows["pmc_values"] > 0, "{json_rows:?}");

@@ -14,6 +14,7 @@ mod ids;
 mod merge;
 mod produce;
 mod query;
+mod rows;
 mod sql;
 mod value;
 mod views;
@@ -26,7 +27,7 @@ use rusqlite::{Connection, OpenFlags};
 
 pub use detect::looks_like_sqlite;
 pub use merge::{merge, RocpdSink};
-pub use produce::{convert_into, produce};
+pub use produce::{convert_into, produce, write_rocpd};
 pub use query::{RowStream, TableQuery};
 pub use sql::{split_statements, ReadOnlySql, SqlValue};
 pub use views::ANALYSIS_VIEW_NAMES;

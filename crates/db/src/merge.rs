@@ -3,11 +3,14 @@
 //! union, and the analysis views AMD's tools query.
 //!
 //! Two ways in: [`merge`] copies whole databases inside SQLite (the fast path, lossless);
-//! [`RocpdSink`] is a pipeline sink for filtered, windowed or split runs: it records the
-//! ids of the rows that reach it (in a TEMP table, on disk) and at `finish` copies exactly
-//! those rows, the events they reference and the arguments of those events, plus the info
-//! rows of the table sets those rows come from (of every input's when no row reached it).
-//! Both write to a temporary file that is renamed into place when complete.
+//! [`RocpdSink`] is a pipeline sink for filtered, windowed or split runs and for inputs
+//! read directly: for a database source it records the ids of the rows that reach it (in a
+//! TEMP table, on disk) and at `finish` copies exactly those rows, the events they
+//! reference and the arguments of those events, plus the info rows of the table sets
+//! those rows come from (of every input's when no row reached it); a source with no
+//! database behind it (rocprofv3 CSV/JSON, Proton) gets its table set written from the
+//! rows themselves as they arrive ([`crate::rows`]). Both write to a temporary file that
+//! is renamed into place when complete.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +22,7 @@ use rocpd_model::{col, Catalog, Error, Result, Table};
 use rocpd_pipeline::{Chunk, OutputReport, Sink};
 use rusqlite::{Connection, OpenFlags};
 
+use crate::rows::SetWriter;
 use crate::{quote_ident, Database, TableSet};
 
 /// Which source table a model table's rows come from, and its code in the kept-id table.
@@ -85,6 +89,20 @@ impl Output {
 
     fn conn(&self) -> &Connection {
         self.conn.as_ref().expect("open")
+    }
+
+    /// Registers tables created outside [`Output::copy_set`] (a set written from rows),
+    /// refusing a name taken already.
+    fn add_tables(&mut self, tables: Vec<(&'static str, String)>) -> Result<()> {
+        for (base, full) in tables {
+            if self.tables.values().flatten().any(|t| *t == full) {
+                return Err(self.err(format!(
+                    "two inputs hold table {full} (the same process twice); give each input once"
+                )));
+            }
+            self.tables.entry(base.to_string()).or_default().push(full);
+        }
+        Ok(())
     }
 
     fn err(&self, e: impl std::fmt::Display) -> Error {
@@ -306,6 +324,10 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<OutputReport> {
 }
 
 /// A sink writing the rows that reach it as a merged RocPD database.
+///
+/// Rows of database sources are recorded by id and copied out of their databases at
+/// `finish`; rows of sources read directly (no database behind them) are written as they
+/// arrive, into table sets of their own ([`crate::rows`]).
 pub struct RocpdSink {
     path: PathBuf,
     out: Option<Output>,
@@ -313,6 +335,11 @@ pub struct RocpdSink {
     rows: BTreeMap<&'static str, u64>,
     /// The sources at least one kept row comes from.
     kept_sources: std::collections::BTreeSet<u32>,
+    /// The sources with no database behind them (their rows are written from the
+    /// batches, which must then carry every column).
+    direct_sources: std::collections::BTreeSet<u32>,
+    /// The table sets written from rows, by source index.
+    writers: BTreeMap<u32, SetWriter>,
 }
 
 impl RocpdSink {
@@ -324,14 +351,28 @@ impl RocpdSink {
             catalog: None,
             rows: BTreeMap::new(),
             kept_sources: Default::default(),
+            direct_sources: Default::default(),
+            writers: BTreeMap::new(),
         }
+    }
+
+    /// This sink, told which sources (catalog indices) are read directly, with no
+    /// database to copy from: their rows are written from the batches, so the sink then
+    /// asks for every column.
+    pub fn with_direct_sources(mut self, sources: &[u32]) -> Self {
+        self.direct_sources = sources.iter().copied().collect();
+        self
     }
 }
 
 impl Sink for RocpdSink {
     fn projection(&self) -> rocpd_model::Projection {
-        // Only the row ids are recorded: the rows themselves are copied inside SQLite.
-        rocpd_model::Projection::without_json_text()
+        if !self.direct_sources.is_empty() {
+            rocpd_model::Projection::all()
+        } else {
+            // Only the row ids are recorded: the rows themselves are copied inside SQLite.
+            rocpd_model::Projection::without_json_text()
+        }
     }
 
     fn needs_time_order(&self) -> bool {
@@ -339,13 +380,21 @@ impl Sink for RocpdSink {
     }
 
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
-        let out = Output::create(&self.path)?;
+        let mut out = Output::create(&self.path)?;
         out.conn()
             .execute_batch(
                 "CREATE TEMP TABLE kept (src INTEGER NOT NULL, tbl INTEGER NOT NULL, id INTEGER NOT NULL, \
                  PRIMARY KEY (src, tbl, id)) WITHOUT ROWID;",
             )
             .map_err(|e| out.err(e))?;
+        for &i in &self.direct_sources {
+            if i as usize >= catalog.sources.len() {
+                continue;
+            }
+            let (w, tables) = SetWriter::create(out.conn(), catalog, i).map_err(|e| out.err(e))?;
+            out.add_tables(tables)?;
+            self.writers.insert(i, w);
+        }
         self.out = Some(out);
         self.catalog = Some(catalog.clone());
         Ok(())
@@ -366,10 +415,20 @@ impl Sink for RocpdSink {
                 let (_, code) = source_table(b.table);
                 let src = b.batch.column(col::SOURCE).as_primitive::<UInt32Type>();
                 let ids = b.batch.column(col::ID).as_primitive::<Int64Type>();
+                let mut written = None;
                 for r in 0..b.batch.num_rows() {
-                    st.execute((src.value(r), code, ids.value(r)))
-                        .map_err(|e| out.err(e))?;
-                    self.kept_sources.insert(src.value(r));
+                    let s = src.value(r);
+                    if let Some(w) = self.writers.get_mut(&s) {
+                        // A batch holds one stream's rows, so one source: written whole.
+                        if written != Some(s) {
+                            w.write(&tx, b.table, &b.batch, s).map_err(|e| out.err(e))?;
+                            written = Some(s);
+                        }
+                    } else {
+                        st.execute((s, code, ids.value(r)))
+                            .map_err(|e| out.err(e))?;
+                    }
+                    self.kept_sources.insert(s);
                 }
                 *self.rows.entry(b.table.name()).or_default() += b.batch.num_rows() as u64;
             }
@@ -387,7 +446,7 @@ impl Sink for RocpdSink {
         let kept = &self.kept_sources;
         let wanted = |i: u32| kept.is_empty() || kept.contains(&i);
         for (i, s) in catalog.sources.iter().enumerate() {
-            if !wanted(i as u32) {
+            if !wanted(i as u32) || self.direct_sources.contains(&(i as u32)) {
                 continue;
             }
             by_file

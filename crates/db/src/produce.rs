@@ -2,11 +2,11 @@
 //! for the writers' tests, the fuzzer and small programs. Runs use the facade crate
 //! `rocpd`, which also decodes on a pool and resolves windows and markers.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rocpd_model::{Catalog, Projection, Result};
-use rocpd_pipeline::{Message, Numbered, ProduceOptions};
+use rocpd_pipeline::{Message, Numbered, OutputReport, ProduceOptions, Sink};
 
 use crate::Database;
 
@@ -47,4 +47,27 @@ pub fn convert_into(paths: &[PathBuf], sink: &mut dyn rocpd_pipeline::Sink) -> R
         Message::Chunk(c) => sink.write(&c),
         Message::Dropped(_) => Ok(()),
     })
+}
+
+/// Writes every row of `sources` (numbered as `catalog` numbers them) as one merged RocPD
+/// database at `out`, each source's table set written from its rows: how a program, a
+/// test or the fuzzer turns inputs read directly (rocprofv3, Proton) into a database
+/// without the facade. Runs use the facade, which also copies database inputs.
+pub fn write_rocpd(
+    sources: &mut Vec<Numbered>,
+    catalog: Arc<Catalog>,
+    out: &Path,
+) -> Result<Vec<OutputReport>> {
+    let all: Vec<u32> = (0..catalog.sources.len() as u32).collect();
+    let mut sink: Box<dyn Sink> = Box::new(crate::RocpdSink::new(out).with_direct_sources(&all));
+    let options = ProduceOptions {
+        projection: sink.projection(),
+        ..Default::default()
+    };
+    rocpd_pipeline::produce(sources, catalog, &options, &mut |m| match m {
+        Message::Catalog(c) => sink.begin(&c),
+        Message::Chunk(c) => sink.write(&c),
+        Message::Dropped(_) => Ok(()),
+    })?;
+    sink.finish()
 }

@@ -366,7 +366,9 @@ fn read_run_directly(run: &rocpd_rocprofv3::Run) -> std::result::Result<Option<u
         .iter()
         .flat_map(|d| d.rows.values())
         .sum();
-    let streamed = walk_source(&source.with_sort_options(spill_everything(&spill)))?;
+    let source = source.with_sort_options(spill_everything(&spill));
+    let streamed = walk_source(&source)?;
+    written_back(Box::new(source), streamed)?;
     // Counter values without time are written by the import and dropped by the reader.
     Ok(Some(streamed + dropped))
 }
@@ -378,8 +380,31 @@ fn read_proton_directly(
     kind: rocpd_proton::ProtonKind,
 ) -> std::result::Result<u64, String> {
     let spill = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let source = rocpd_proton::ProtonSource::open(path, kind).map_err(|e| e.to_string())?;
-    walk_source(&source.with_sort_options(spill_everything(&spill)))
+    let source = rocpd_proton::ProtonSource::open(path, kind)
+        .map_err(|e| e.to_string())?
+        .with_sort_options(spill_everything(&spill));
+    let streamed = walk_source(&source)?;
+    written_back(Box::new(source), streamed)?;
+    Ok(streamed)
+}
+
+/// Writes `source` (read directly) as a RocPD database, as `-f rocpd` does, and checks
+/// that the database holds the `streamed` rows.
+fn written_back(
+    source: Box<dyn rocpd_pipeline::Source>,
+    streamed: u64,
+) -> std::result::Result<(), String> {
+    let text = |e: rocpd_model::Error| e.to_string();
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let out = dir.path().join("written.db");
+    let catalog = std::sync::Arc::new(source.catalog(0).map_err(text)?);
+    rocpd_db::write_rocpd(&mut vec![(0, source)], catalog, &out).map_err(text)?;
+    let db = rocpd_db::Database::open(&out).map_err(text)?;
+    let rows: u64 = db.count_rows().map_err(text)?.iter().map(|(_, n)| n).sum();
+    if rows != streamed {
+        return Err(format!("wrote {rows} rows as RocPD, streamed {streamed}"));
+    }
+    Ok(())
 }
 
 /// Everything the RocPD reader offers, each step on its own so that one failing step

@@ -279,11 +279,14 @@ struct SinkPlan {
     perfetto: PerfettoOptions,
     parquet: ParquetOptions,
     csv: CsvOptions,
+    /// The sources read directly (a RocPD output writes their rows, not their ids).
+    direct_sources: Arc<Vec<u32>>,
 }
 
 impl SinkPlan {
-    fn of(c: &Conversion) -> Self {
+    fn of(c: &Conversion, direct_sources: Arc<Vec<u32>>) -> Self {
         SinkPlan {
+            direct_sources,
             dir: c.dir.clone(),
             name: c.name.clone(),
             merge_naming: c.merge_naming,
@@ -313,7 +316,9 @@ impl SinkPlan {
         let path = self.path(fmt, label);
         match fmt {
             Format::Pftrace => Box::new(PerfettoSink::new(&path, self.perfetto.clone())),
-            Format::Rocpd => Box::new(RocpdSink::new(&path)),
+            Format::Rocpd => {
+                Box::new(RocpdSink::new(&path).with_direct_sources(&self.direct_sources))
+            }
             Format::Parquet => Box::new(ParquetSink::new(&path, self.parquet.clone())),
             Format::Otf2 => Box::new(Otf2Sink::new(&path, Otf2Options::default())),
             Format::Csv => {
@@ -381,11 +386,16 @@ impl Sink for Router {
 }
 
 /// One split router per format.
-fn split_sinks(c: &Conversion, mode: SplitMode, only: Option<KeyFilter>) -> Vec<Box<dyn Sink>> {
+fn split_sinks(
+    c: &Conversion,
+    direct_sources: &Arc<Vec<u32>>,
+    mode: SplitMode,
+    only: Option<KeyFilter>,
+) -> Vec<Box<dyn Sink>> {
     c.formats
         .iter()
         .map(|&fmt| {
-            let sp = SinkPlan::of(c);
+            let sp = SinkPlan::of(c, direct_sources.clone());
             // A prototype tells what the format reads; it writes nothing until begun.
             let proto = sp.sink(fmt, None);
             // A time split finishes each part once the stream has passed it, so it needs
@@ -458,10 +468,6 @@ impl Inputs {
         c.formats.sort();
         c.formats.dedup();
         c.validate()?;
-        if c.formats.contains(&Format::Rocpd) {
-            // A merged RocPD output copies rows out of the inputs' databases.
-            self.ensure_databases()?;
-        }
         let window = c.selection.resolve(self)?;
         let mut guard = PathGuard::new(self.files());
         let report_file = c
@@ -503,7 +509,7 @@ impl Inputs {
         guard: &mut PathGuard,
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<RunReport> {
-        let sp = SinkPlan::of(c);
+        let sp = SinkPlan::of(c, Arc::new(self.direct_sources()));
         let claim_all = |guard: &mut PathGuard, labels: &[Option<String>]| -> Result<()> {
             for fmt in &c.formats {
                 for l in labels {
@@ -514,8 +520,10 @@ impl Inputs {
         };
         let Some(split) = &c.split else {
             claim_all(guard, &[None])?;
-            // Unfiltered RocPD output is a copy inside SQLite; everything else streams.
-            let fast = c.selection.rules.is_empty() && window.is_none();
+            // Unfiltered RocPD output of databases is a copy inside SQLite; everything
+            // else streams (inputs read directly have no database to copy from).
+            let fast =
+                c.selection.rules.is_empty() && window.is_none() && !self.has_direct_inputs();
             let streamed: Vec<Box<dyn Sink>> = c
                 .formats
                 .iter()
@@ -547,6 +555,7 @@ impl Inputs {
             }
             return Ok(report);
         };
+        let direct = Arc::new(self.direct_sources());
         let manifest = output_path(&c.dir, &c.name, "manifest.json");
         let claim_keys = |guard: &mut PathGuard, keys: &[String]| -> Result<()> {
             let labels: Vec<Option<String>> = keys.iter().cloned().map(Some).collect();
@@ -561,7 +570,7 @@ impl Inputs {
                 let cuts = time_cuts(lo, hi, split)?;
                 let mode = SplitMode::Time { cuts };
                 claim_keys(guard, &SplitSink::keys(&mode, &catalog))?;
-                let sinks = split_sinks(c, mode, None);
+                let sinks = split_sinks(c, &direct, mode, None);
                 self.run_window(&c.selection, window, sinks, c.threads, on_progress)?
             }
             Split::Size(cap) => {
@@ -582,7 +591,7 @@ impl Inputs {
                 let cuts = std::mem::take(&mut *cuts.lock().unwrap_or_else(|p| p.into_inner()));
                 let mode = SplitMode::Time { cuts };
                 claim_keys(guard, &SplitSink::keys(&mode, &catalog))?;
-                let sinks = split_sinks(c, mode, None);
+                let sinks = split_sinks(c, &direct, mode, None);
                 self.run_window(&c.selection, window, sinks, c.threads, on_progress)?
             }
             Split::Keyed(mode) => {
@@ -596,7 +605,7 @@ impl Inputs {
                         known: known.clone(),
                         take_unknown: i == 0,
                     };
-                    let sinks = split_sinks(c, mode.clone(), Some(only));
+                    let sinks = split_sinks(c, &direct, mode.clone(), Some(only));
                     let pass = self.run_window(&c.selection, window, sinks, c.threads, on_progress);
                     let r = match pass {
                         Ok(r) => r,

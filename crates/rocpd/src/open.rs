@@ -118,26 +118,6 @@ impl Direct {
             Direct::Rocprofv3(c) => c.ignored(),
         }
     }
-
-    /// Imports it into a new database at `dest`; returns where it came from.
-    fn import(&self, dest: &Path, opts: &rocpd_rocprofv3::ImportOptions) -> Result<Origin> {
-        match self {
-            Direct::Proton(p) => {
-                rocpd_proton::import(p.path(), p.kind(), dest)?;
-                Ok(Origin {
-                    format: "proton".into(),
-                    files: vec![p.path().to_path_buf()],
-                })
-            }
-            Direct::Rocprofv3(c) => {
-                rocpd_rocprofv3::import(c.run(), dest, opts)?;
-                Ok(Origin {
-                    format: run_format(c.run()).into(),
-                    files: c.run().files.clone(),
-                })
-            }
-        }
-    }
 }
 
 /// Runs `job(0)`, ..., `job(count - 1)` on up to `threads` threads, each job once, started
@@ -240,15 +220,10 @@ pub struct Inputs {
     /// The open sources, by input; all `None` past [`KEEP_OPEN`] inputs.
     open: Vec<Option<Numbered>>,
     cache_kib: usize,
-    /// [`OpenOptions::threads`], resolved: imports asked for later run on as many.
-    threads: usize,
     imports: Option<Arc<ImportDir>>,
     /// The inputs read directly, not as databases, with their description (made while
     /// resolving): every later open of one clones it instead of reading the files again.
     described: BTreeMap<usize, Arc<Direct>>,
-    /// How rocprofv3 runs are imported (also those read directly, when a database is
-    /// asked for later).
-    import_options: rocpd_rocprofv3::ImportOptions,
 }
 
 impl std::fmt::Debug for Inputs {
@@ -287,8 +262,6 @@ impl Inputs {
             cache_kib: 1024,
             imports: None,
             described: BTreeMap::new(),
-            import_options: Default::default(),
-            threads: options.threads(),
         };
         inputs.resolve(files, options)?;
         inputs.cache_kib = (CACHE_BUDGET_KIB / inputs.inputs.len().max(1)).clamp(64, 1024);
@@ -337,7 +310,6 @@ impl Inputs {
         let opts = rocpd_rocprofv3::ImportOptions {
             skip_bad_rows: options.skip_bad_rows,
         };
-        self.import_options = opts.clone();
         // First every input that can be read directly is described (Proton files, CSV
         // runs whose import needs no database), then the rest are imported: side by side
         // each time, results taken in input order, so inputs, notes and errors do not
@@ -456,30 +428,18 @@ impl Inputs {
         )
     }
 
-    /// Imports the inputs read directly into temporary RocPD databases and describes the
-    /// inputs again: for outputs that copy rows out of databases (`-f rocpd`, `merge`,
-    /// `query`). Source numbers, guids and rows stay the same.
-    pub(crate) fn ensure_databases(&mut self) -> Result<()> {
-        if self.described.is_empty() {
-            return Ok(());
-        }
-        let tmp = self.import_dir()?;
-        let direct: Vec<usize> = self.described.keys().copied().collect();
-        let dest = |k: usize| tmp.join(format!("direct-{k:04}.db"));
-        // Side by side like the first imports; errors come in input order (`in_parallel`).
-        let (described, opts) = (&self.described, &self.import_options);
-        let origins = in_parallel(direct.len(), self.threads, |job| {
-            let k = direct[job];
-            described[&k].import(&dest(k), opts)
-        })?;
-        for (k, origin) in direct.into_iter().zip(origins) {
-            self.inputs[k].db = dest(k);
-            self.described.remove(&k);
-            self.inputs[k].origin = Some(origin);
-            self.inputs[k].first_source = 0;
-        }
-        self.open.clear();
-        self.describe()
+    /// The catalog's source indices of the inputs read directly, with no database behind
+    /// them (one source each: a rocprofv3 run or a Proton file is one process).
+    pub(crate) fn direct_sources(&self) -> Vec<u32> {
+        self.described
+            .keys()
+            .map(|&k| self.inputs[k].first_source)
+            .collect()
+    }
+
+    /// Whether some input is read directly, with no database behind it.
+    pub(crate) fn has_direct_inputs(&self) -> bool {
+        !self.described.is_empty()
     }
 
     /// Reads every input's catalog and event span; refuses a process given twice.

@@ -168,15 +168,16 @@ impl Inputs {
             }
             None => None,
         };
-        // The query runs on a merged database, copied out of databases.
-        self.ensure_databases()?;
+        // The query runs on a merged database: copied out of databases, or written from
+        // the rows of inputs read directly.
         let window = query.selection.resolve(self)?;
         let (dir, registered) = crate::open::private_tempdir("rocpd-query-", "the query")?;
         let db = dir.path().join("merged.db");
-        if query.selection.keeps_everything() {
+        let direct = self.direct_sources();
+        if query.selection.keeps_everything() && direct.is_empty() {
             rocpd_db::merge(&self.databases(), &db)?;
         } else {
-            let sink = Box::new(RocpdSink::new(&db));
+            let sink = Box::new(RocpdSink::new(&db).with_direct_sources(&direct));
             self.run_window(
                 &query.selection,
                 window,

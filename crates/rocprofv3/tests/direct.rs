@@ -775,3 +775,72 @@ fn json_objects_that_need_the_database_are_left_to_the_import() {
         std::fs::remove_file(tmp.path().join("x.db")).unwrap();
     }
 }
+
+/// Writes `run`, read directly, as a RocPD database (`rocpd_db::write_rocpd`, what
+/// `-f rocpd`, `merge` and `query` do with it) and compares that database with the run's
+/// import: the catalog, span, counts, dropped rows, and every column of every row of
+/// every table as the RocPD reader reads them.
+fn written_as_imported(run: &Run) -> Vec<(Table, u64)> {
+    let tmp = tempfile::tempdir().unwrap();
+    let imported = tmp.path().join("imported.db");
+    rocpd_rocprofv3::import(run, &imported, &ImportOptions::default()).unwrap();
+    let direct = DirectRunSource::open(run, &ImportOptions::default())
+        .unwrap()
+        .expect("read directly");
+    let written = tmp.path().join("written.db");
+    let catalog = std::sync::Arc::new(direct.catalog(0).unwrap());
+    let mut sources: Vec<rocpd_pipeline::Numbered> = vec![(0, Box::new(direct))];
+    let report = rocpd_db::write_rocpd(&mut sources, catalog, &written).unwrap();
+    assert_eq!(report[0].path, written);
+    let (a, b) = (
+        rocpd_db::Database::open(&imported).unwrap(),
+        rocpd_db::Database::open(&written).unwrap(),
+    );
+    assert_eq!(
+        comparable(a.catalog(0).unwrap()),
+        comparable(b.catalog(0).unwrap())
+    );
+    assert_eq!(
+        Source::event_span(&a).unwrap(),
+        Source::event_span(&b).unwrap()
+    );
+    let counts = Source::count_rows(&a).unwrap();
+    assert_eq!(counts, Source::count_rows(&b).unwrap(), "{}", run.label);
+    assert_eq!(
+        format!("{:?}", Source::dropped(&a).unwrap()),
+        format!("{:?}", Source::dropped(&b).unwrap())
+    );
+    for table in Table::ALL {
+        let (x, y) = (rows(&a, table, 7), rows(&b, table, 5));
+        assert_eq!(x.num_rows(), y.num_rows(), "{}", table.name());
+        for (i, col) in table.columns().iter().enumerate() {
+            assert!(
+                x.column(i).to_data() == y.column(i).to_data(),
+                "{}: {}.{}: {:?} against {:?}",
+                run.label,
+                table.name(),
+                col.name,
+                x.column(i).slice(0, x.num_rows().min(4)),
+                y.column(i).slice(0, y.num_rows().min(4))
+            );
+        }
+    }
+    counts
+}
+
+/// A CSV run with its counter file and a JSON file in rocprofv3's record order, read
+/// directly and written as RocPD, give the database their import gives.
+#[test]
+fn runs_read_directly_write_the_database_their_import_writes() {
+    for (seed, odd) in [(4, true), (9, false)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let csv = generated_with_counters(tmp.path(), seed, odd);
+        let counts = written_as_imported(&one_run(&csv));
+        // rocprofv3 outputs have no samples.
+        let events = |c: &[(Table, u64)]| c.iter().all(|(t, n)| *n > 0 || *t == Table::Sample);
+        assert!(events(&counts), "{counts:?}");
+        let json = generated_json(&tmp.path().join("json"), seed, odd);
+        let counts = written_as_imported(&one_run(&json));
+        assert!(events(&counts), "{counts:?}");
+    }
+}
