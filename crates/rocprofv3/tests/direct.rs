@@ -100,26 +100,24 @@ fn same_as_imported(run: &Run, sort: SortOptions) -> Vec<(Table, u64)> {
             run.label,
             table.name()
         );
-        assert_eq!(
-            a.num_rows(),
-            b.num_rows(),
-            "{}: {}",
-            run.label,
-            table.name()
-        );
-        for (i, col) in table.columns().iter().enumerate() {
-            assert!(
-                a.column(i).to_data() == b.column(i).to_data(),
-                "{}: {}.{}: {:?} against {:?}",
-                run.label,
-                table.name(),
-                col.name,
-                a.column(i).slice(0, a.num_rows().min(4)),
-                b.column(i).slice(0, b.num_rows().min(4))
-            );
-        }
+        same_rows(&run.label, table, &a, &b);
     }
     counts
+}
+
+/// Asserts that `a` and `b` (rows of `table`) hold the same rows, column by column.
+fn same_rows(label: &str, table: Table, a: &RecordBatch, b: &RecordBatch) {
+    assert_eq!(a.num_rows(), b.num_rows(), "{label}: {}", table.name());
+    for (i, col) in table.columns().iter().enumerate() {
+        assert!(
+            a.column(i).to_data() == b.column(i).to_data(),
+            "{label}: {}.{}: {:?} against {:?}",
+            table.name(),
+            col.name,
+            a.column(i).slice(0, a.num_rows().min(4)),
+            b.column(i).slice(0, b.num_rows().min(4))
+        );
+    }
 }
 
 /// A generated single-process trace written as a CSV set without its counter file.
@@ -811,19 +809,7 @@ fn written_as_imported(run: &Run) -> Vec<(Table, u64)> {
         format!("{:?}", Source::dropped(&b).unwrap())
     );
     for table in Table::ALL {
-        let (x, y) = (rows(&a, table, 7), rows(&b, table, 5));
-        assert_eq!(x.num_rows(), y.num_rows(), "{}", table.name());
-        for (i, col) in table.columns().iter().enumerate() {
-            assert!(
-                x.column(i).to_data() == y.column(i).to_data(),
-                "{}: {}.{}: {:?} against {:?}",
-                run.label,
-                table.name(),
-                col.name,
-                x.column(i).slice(0, x.num_rows().min(4)),
-                y.column(i).slice(0, y.num_rows().min(4))
-            );
-        }
+        same_rows(&run.label, table, &rows(&a, table, 7), &rows(&b, table, 5));
     }
     counts
 }
