@@ -34,7 +34,7 @@ use rocpd_pipeline::{
 use serde_json::{Map, Value};
 
 use crate::trace::{self, Region, RegionOut, TraceRead};
-use crate::{file_name_of, guid_of, node_hash, writer, ProtonKind};
+use crate::{file_name_of, guid_of, node_hash, ProtonKind};
 
 /// What the describing pass learned that the streaming pass applies.
 #[derive(Debug, Default, Clone)]
@@ -134,7 +134,7 @@ impl ChromeTraceSource {
             path: path.to_path_buf(),
             file_name,
             guid,
-            nid: writer::node_id(node_hash()),
+            nid: crate::node_id(node_hash()),
             plan: describe.plan,
             read,
             sort: SortOptions::default(),
@@ -286,7 +286,7 @@ pub(crate) fn base_catalog(path: &Path, guid: &str, source: u32) -> Catalog {
     });
     c.nodes.push(Node {
         source,
-        id: writer::node_id(hash),
+        id: crate::node_id(hash),
         hash: Some(hash),
         machine_id: Some("unknown".into()),
         hostname: Some("unknown".into()),

@@ -24,7 +24,7 @@ use rocpd_pipeline::{BatchStream, PreparedStream, SortOptions, Source, StageDrop
 
 use crate::direct::{base_catalog, RegionRow, RegionRows};
 use crate::tree::{self, LaidOut, NodeOut, TREE_CATEGORY, TREE_THREAD_NAME};
-use crate::{file_name_of, guid_of, node_hash, writer, ProtonKind};
+use crate::{file_name_of, guid_of, node_hash, ProtonKind};
 
 /// A Proton tree file opened as a source: described, ready to stream. A clone is the same
 /// source opened again without reading the file.
@@ -61,7 +61,7 @@ impl TreeSource {
             kind,
             file_name,
             guid,
-            nid: writer::node_id(node_hash()),
+            nid: crate::node_id(node_hash()),
             laid,
             sort: SortOptions::default(),
         })

@@ -21,7 +21,6 @@ mod direct_tree;
 mod pull;
 mod trace;
 mod tree;
-mod writer;
 
 use std::path::Path;
 
@@ -380,19 +379,25 @@ fn file_name_of(path: &Path) -> String {
 }
 
 fn import_inner(path: &Path, kind: ProtonKind, dest: &Path) -> Result<ImportReport> {
-    let guid = guid_of(path, kind)?;
-    let name = file_name_of(path);
-    let mut w = writer::Writer::create(dest, &guid)?;
-    w.node("unknown", node_hash())?;
-    let mut notes = Vec::new();
-    match kind {
-        ProtonKind::Tree | ProtonKind::TreeMsgpack => {
-            tree::import(path, &name, kind, &mut w, &mut notes)?
-        }
-        ProtonKind::ChromeTrace => trace::import(path, &name, &mut w, &mut notes)?,
-    }
-    let rows = w.finish()?;
+    // The file read directly, written by the one RocPD writer (`rocpd_db::RocpdSink`).
+    let source = ProtonSource::open(path, kind)?;
+    let guid = source.guid().to_string();
+    let notes = source.notes().to_vec();
+    let catalog = std::sync::Arc::new(source.catalog(0)?);
+    rocpd_db::write_rocpd(&mut vec![(0, Box::new(source))], catalog, dest)?;
+    let out = |e: rusqlite::Error| Error::output(dest, e.to_string());
+    let conn = rusqlite::Connection::open_with_flags(
+        dest,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(out)?;
+    let rows = rocpd_dbwrite::row_counts(&conn, &guid).map_err(out)?;
     Ok(ImportReport { rows, notes, guid })
+}
+
+/// The node id of the node with `hash` (32-bit safe).
+pub(crate) fn node_id(hash: i64) -> i64 {
+    hash % i64::from(u32::MAX)
 }
 
 /// A parse error as an input error naming the byte offset.

@@ -18,8 +18,6 @@ use rocpd_model::{Error, Result};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::writer::Writer;
-
 /// Where the regions of a chrome trace go: the RocPD writer of an import, or the direct
 /// reader (`crate::direct`), which reads the file twice and applies on its second pass
 /// what its first learned (times moved by a late base, the first document's number).
@@ -46,22 +44,6 @@ pub(crate) struct Region<'a> {
     pub end: i64,
     pub name: &'a str,
     pub category: &'a str,
-}
-
-impl RegionOut for Writer {
-    fn put_region(&mut self, r: &Region<'_>, ext: Map<String, Value>) -> Result<()> {
-        let ext = Value::Object(ext).to_string();
-        self.region(r.pid, r.tid, r.start, r.end, r.name, r.category, &ext)
-    }
-    fn next_event_id(&self) -> i64 {
-        Writer::next_event_id(self)
-    }
-    fn shift_regions(&mut self, from: i64, to: i64, delta: i64) -> Result<bool> {
-        Writer::shift_regions(self, from, to, delta)
-    }
-    fn mark_document_zero(&mut self, end: i64) -> Result<()> {
-        Writer::mark_document_zero(self, end)
-    }
 }
 
 fn key_of(v: Option<&Value>) -> String {
@@ -567,24 +549,6 @@ pub(crate) struct TraceRead {
     pub processes: BTreeMap<i64, String>,
     /// Remarks for the report.
     pub notes: Vec<String>,
-}
-
-/// Imports a chrome trace into a RocPD database being written.
-pub(crate) fn import(
-    path: &Path,
-    file_name: &str,
-    w: &mut Writer,
-    notes: &mut Vec<String>,
-) -> Result<()> {
-    let read = read(path, file_name, w)?;
-    for (pid, tid, name) in &read.threads {
-        w.thread(*pid, *tid, Some(name))?;
-    }
-    for (pid, pname) in &read.processes {
-        w.process(*pid, pname, &process_extdata(file_name))?;
-    }
-    notes.extend(read.notes);
-    Ok(())
 }
 
 /// The extdata of a process of a chrome trace.

@@ -7,7 +7,6 @@ use rocpd_model::{Error, Result};
 use serde_json::{Map, Value};
 
 use crate::pull::{read_value, skip_value, JsonPull, MsgpackPull, PResult, Pull, PullError, Tok};
-use crate::writer::Writer;
 use crate::{parse_error, ProtonKind};
 use rocpd_model::hash::{fnv1a64, FNV_OFFSET};
 
@@ -734,62 +733,4 @@ fn devices(path: &Path, tail: &Tail) -> Result<Vec<Device>> {
         }
     }
     Ok(out)
-}
-
-/// The importer's output for laid-out nodes: regions with the ids they were given.
-struct WriteNodes<'a> {
-    w: &'a mut Writer,
-    pid: i64,
-}
-
-impl NodeOut for WriteNodes<'_> {
-    fn put_node(&mut self, n: LaidOut<'_>) -> Result<()> {
-        let extdata = Value::Object(n.extdata).to_string();
-        self.w.region_with_id(
-            n.id,
-            self.pid,
-            self.pid,
-            n.start,
-            n.end,
-            n.name,
-            TREE_CATEGORY,
-            &extdata,
-        )
-    }
-}
-
-/// Imports a tree file: its nodes as regions, its devices as agents, one process and
-/// thread.
-pub(crate) fn import(
-    path: &Path,
-    file_name: &str,
-    kind: ProtonKind,
-    w: &mut Writer,
-    notes: &mut Vec<String>,
-) -> Result<()> {
-    let pid = tree_pid(file_name);
-    let first_id = w.next_event_id();
-    let laid = lay_out(
-        path,
-        file_name,
-        kind,
-        &mut WriteNodes { w: &mut *w, pid },
-        first_id,
-        None,
-    )?;
-    notes.extend(laid.notes);
-    for d in &laid.devices {
-        w.agent(
-            d.agent_id,
-            pid,
-            d.index,
-            d.type_index,
-            &d.arch,
-            &d.vendor,
-            &d.extdata,
-        )?;
-    }
-    w.thread(pid, pid, Some(TREE_THREAD_NAME))?;
-    w.process(pid, file_name, &laid.process_extdata)?;
-    Ok(())
 }

@@ -1,5 +1,9 @@
-//! The direct Proton readers against the importer: every column of every region, and the
-//! catalog, equal what the RocPD reader gives for the imported database.
+//! The direct Proton readers against their database: `import` writes what a reader reads
+//! through the one RocPD writer (`rocpd_db::RocpdSink`), and every column of every region,
+//! the catalog, span and counts read back from that database equal what the reader gave,
+//! however its sort spills. (The importer's own writer, which these tests compared with
+//! before, is gone; `real.rs`, `hostile.rs` and `chrome_stream.rs` keep the values it
+//! wrote.)
 
 use std::path::{Path, PathBuf};
 
@@ -39,39 +43,6 @@ fn comparable(mut c: Catalog) -> String {
     serde_json::to_string(&c).unwrap()
 }
 
-/// Writes `direct` as a RocPD database (`rocpd_db::write_rocpd`, what `-f rocpd`,
-/// `merge` and `query` do with a Proton input) and reads it back: the same catalog, counts
-/// and every column of every region.
-fn written_as_read(direct: &ProtonSource, tmp: &Path) {
-    let out = tmp.join("written.db");
-    let catalog = std::sync::Arc::new(direct.catalog(0).unwrap());
-    let mut sources: Vec<rocpd_pipeline::Numbered> = vec![(0, Box::new(direct.clone()))];
-    rocpd_db::write_rocpd(&mut sources, catalog, &out).unwrap();
-    let written = rocpd_db::Database::open(&out).unwrap();
-    assert_eq!(
-        comparable(written.catalog(0).unwrap()),
-        comparable(direct.catalog(0).unwrap())
-    );
-    let nonzero = |c: Vec<(Table, u64)>| -> Vec<(Table, u64)> {
-        c.into_iter().filter(|(_, n)| *n > 0).collect()
-    };
-    assert_eq!(
-        nonzero(Source::count_rows(&written).unwrap()),
-        nonzero(direct.count_rows().unwrap())
-    );
-    let (a, b) = (regions(&written, 3), regions(direct, 5));
-    assert_eq!(a.num_rows(), b.num_rows());
-    for (i, col) in Table::Region.columns().iter().enumerate() {
-        assert!(
-            a.column(i).to_data() == b.column(i).to_data(),
-            "{}: {:?} against {:?}",
-            col.name,
-            a.column(i).slice(0, a.num_rows().min(3)),
-            b.column(i).slice(0, b.num_rows().min(3))
-        );
-    }
-}
-
 fn same_as_imported(file: &Path, sort: SortOptions) {
     let kind = rocpd_proton::sniff_file(file).unwrap().unwrap();
     let tmp = tempfile::tempdir().unwrap();
@@ -104,7 +75,6 @@ fn same_as_imported(file: &Path, sort: SortOptions) {
         .filter(|(_, n)| *n > 0)
         .collect();
     assert_eq!(counts, direct_counts, "{}", file.display());
-    written_as_read(&direct, tmp.path());
     let (a, b) = (regions(&db, 7), regions(&direct, 5));
     assert_eq!(a.num_rows(), b.num_rows());
     for (i, col) in Table::Region.columns().iter().enumerate() {
