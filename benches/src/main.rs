@@ -1335,6 +1335,37 @@ fn import_section(rocpd: &Path, cases: &[Case], root: &Path) -> Result<()> {
             );
         }
     }
+    // RocPD output (D92): the databases are copied inside SQLite (the baseline); CSV and
+    // JSON inputs are read directly and their rows written by `RocpdSink`.
+    println!("\nrocprofv3 CSV and JSON input against the database (-f rocpd):");
+    println!(
+        "{:<12} {:<5} {:>10} {:>8} {:>10} {:>7} {:>9} {:>8}",
+        "case", "input", "events", "seconds", "events/s", "vs db", "peak MiB", "tmp MiB"
+    );
+    for i in [1, 2] {
+        let case = &cases[i];
+        let mut db_rate = None;
+        for (label, extra) in [
+            ("db", &["rocpd"][..]),
+            ("csv", &["--csv", "rocpd"][..]),
+            ("json", &["--json", "rocpd"][..]),
+        ] {
+            let m = measure(rocpd, case, root, extra)?;
+            let rate = m.events as f64 / m.seconds;
+            let base = *db_rate.get_or_insert(rate);
+            println!(
+                "{:<12} {:<5} {:>10} {:>8.2} {:>10.0} {:>6.2}x {:>9.1} {:>8.1}",
+                case.name,
+                label,
+                m.events,
+                m.seconds,
+                rate,
+                rate / base,
+                m.peak_rss_kib as f64 / 1024.0,
+                m.peak_tmp_bytes as f64 / 1048576.0
+            );
+        }
+    }
     Ok(())
 }
 
