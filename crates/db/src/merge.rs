@@ -91,16 +91,10 @@ impl Output {
         self.conn.as_ref().expect("open")
     }
 
-    /// Registers tables created outside [`Output::copy_set`] (a set written from rows),
-    /// refusing a name taken already.
+    /// Registers tables created outside [`Output::copy_set`] (a set written from rows).
     fn add_tables(&mut self, tables: Vec<(&'static str, String)>) -> Result<()> {
         for (base, full) in tables {
-            if self.tables.values().flatten().any(|t| *t == full) {
-                return Err(self.err(format!(
-                    "two inputs hold table {full} (the same process twice); give each input once"
-                )));
-            }
-            self.tables.entry(base.to_string()).or_default().push(full);
+            claim_table(&mut self.tables, base, full).map_err(|e| self.err(e))?;
         }
         Ok(())
     }
@@ -147,12 +141,8 @@ impl Output {
         });
         for base in order {
             let full = format!("{base}{}", set.suffix);
-            if self.tables.values().flatten().any(|t| *t == full) {
-                return Err(self.err(format!(
-                    "two inputs hold table {full} (the same process twice); give each database once"
-                )));
-            }
             let q = quote_ident(&full);
+            claim_table(&mut self.tables, base, full.clone()).map_err(|e| self.err(e))?;
             let ddl: String = conn
                 .query_row(
                     "SELECT sql FROM src.sqlite_master WHERE type = 'table' AND name = ?1",
@@ -206,7 +196,6 @@ impl Output {
                 let sql = sql.replacen("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1);
                 let _ = conn.execute_batch(&sql);
             }
-            self.tables.entry(base.clone()).or_default().push(full);
         }
         Ok(())
     }
@@ -245,6 +234,22 @@ impl Output {
             .map(|m| m.len())
             .map_err(|e| self.err(e))
     }
+}
+
+/// Records `full` as one of the tables of base name `base` in the output, refusing a name
+/// taken already: two table sets of one guid are the same process given twice.
+fn claim_table(
+    tables: &mut BTreeMap<String, Vec<String>>,
+    base: &str,
+    full: String,
+) -> std::result::Result<(), String> {
+    if tables.values().flatten().any(|t| *t == full) {
+        return Err(format!(
+            "two inputs hold table {full} (the same process twice); give each database once"
+        ));
+    }
+    tables.entry(base.to_string()).or_default().push(full);
+    Ok(())
 }
 
 fn source_code(base: &str) -> Option<i64> {
@@ -415,14 +420,16 @@ impl Sink for RocpdSink {
                 let (_, code) = source_table(b.table);
                 let src = b.batch.column(col::SOURCE).as_primitive::<UInt32Type>();
                 let ids = b.batch.column(col::ID).as_primitive::<Int64Type>();
-                let mut written = None;
+                // The sources of this batch whose rows are written (each writer takes all
+                // its source's rows of the batch at once; a batch is one stream's rows, so
+                // this holds one source at most).
+                let mut written: Vec<u32> = Vec::new();
                 for r in 0..b.batch.num_rows() {
                     let s = src.value(r);
                     if let Some(w) = self.writers.get_mut(&s) {
-                        // A batch holds one stream's rows, so one source: written whole.
-                        if written != Some(s) {
+                        if !written.contains(&s) {
                             w.write(&tx, b.table, &b.batch, s).map_err(|e| out.err(e))?;
-                            written = Some(s);
+                            written.push(s);
                         }
                     } else {
                         st.execute((s, code, ids.value(r)))

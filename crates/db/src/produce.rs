@@ -41,12 +41,18 @@ pub fn produce(
 }
 
 /// Runs `paths` straight into `sink` (no stages, no thread): for tests and examples.
-pub fn convert_into(paths: &[PathBuf], sink: &mut dyn rocpd_pipeline::Sink) -> Result<()> {
-    produce(paths, false, &|_| {}, &mut |m| match m {
+pub fn convert_into(paths: &[PathBuf], sink: &mut dyn Sink) -> Result<()> {
+    produce(paths, false, &|_| {}, &mut feed(sink))
+}
+
+/// What hands a run's messages to `sink` on the caller's thread: the catalog to `begin`,
+/// chunks to `write` (dropped-row counts are for reports, which these helpers do not make).
+fn feed(sink: &mut dyn Sink) -> impl FnMut(Message) -> Result<()> + '_ {
+    move |m| match m {
         Message::Catalog(c) => sink.begin(&c),
         Message::Chunk(c) => sink.write(&c),
         Message::Dropped(_) => Ok(()),
-    })
+    }
 }
 
 /// Writes every row of `sources` (numbered as `catalog` numbers them) as one merged RocPD
@@ -64,10 +70,6 @@ pub fn write_rocpd(
         projection: sink.projection(),
         ..Default::default()
     };
-    rocpd_pipeline::produce(sources, catalog, &options, &mut |m| match m {
-        Message::Catalog(c) => sink.begin(&c),
-        Message::Chunk(c) => sink.write(&c),
-        Message::Dropped(_) => Ok(()),
-    })?;
+    rocpd_pipeline::produce(sources, catalog, &options, &mut feed(sink.as_mut()))?;
     sink.finish()
 }
