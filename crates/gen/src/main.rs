@@ -93,6 +93,13 @@ fn main() -> Result<()> {
             );
         }
     }
+    if a.json {
+        for path in &paths {
+            let (file, counts) = rocpd_gen::export_json(path, &a.out.join("json"))?;
+            let records: usize = counts.values().sum();
+            println!("{} ({records} records as JSON)", file.display());
+        }
+    }
     let secs = elapsed.as_secs_f64();
     eprintln!(
         "generated {} database(s), {all} rows in {secs:.2} s ({:.0} rows/s)",

@@ -443,3 +443,46 @@ fn committed_fixture_matches_the_generator() {
         );
     }
 }
+
+/// The binary's `--csv` and `--json` flags each write their export beside the databases;
+/// `--json` was once accepted and ignored.
+#[test]
+fn binary_writes_the_csv_and_json_exports_it_is_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("gen");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd-gen"))
+        .args([
+            "--processes",
+            "1",
+            "--iterations",
+            "2",
+            "--csv",
+            "--json",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    let stdout = String::from_utf8(status.stdout).unwrap();
+    let json: Vec<PathBuf> = std::fs::read_dir(out.join("json"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(json.len(), 1, "{json:?}");
+    let text = std::fs::read_to_string(&json[0]).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(value["rocprofiler-sdk-tool"].is_array(), "{text:.200}");
+    assert!(stdout.contains("records as JSON"), "{stdout}");
+    let host = std::fs::read_dir(out.join("csv"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(std::fs::read_dir(host).unwrap().any(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .ends_with("_kernel_trace.csv")));
+}
