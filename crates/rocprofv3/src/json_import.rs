@@ -30,6 +30,7 @@ use crate::db::{
     AgentRow, AllocRow, CodeObjectRow, CopyRow, DispatchRow, EventRow, KernelSymbolRow, NodeRow,
     Out, PmcRow, ProcessRow,
 };
+use crate::json_node::{Node, Shape};
 use crate::json_scan::{Scan, ScanError};
 use crate::sink::{RowSink, Texts};
 use crate::{skip_or_fail, CsvKind, ImportOptions, ImportReport};
@@ -329,7 +330,7 @@ use rocpd_model::describe_json as describe;
 /// A JSON integer: a number, a `{"handle": n}` object, a decimal / `0x` string or a bool;
 /// `null` and `""` are no value. A value outside `range` is an error (nothing wraps or
 /// saturates, except that [`Range::Bits`] takes unsigned 64-bit patterns).
-fn int_value(x: &Value, range: Range) -> std::result::Result<Option<i64>, String> {
+fn int_value<N: Node>(x: &N, range: Range) -> std::result::Result<Option<i64>, String> {
     let out_of_range = |t: String| {
         format!(
             "{t} is out of range ({})",
@@ -339,10 +340,10 @@ fn int_value(x: &Value, range: Range) -> std::result::Result<Option<i64>, String
             }
         )
     };
-    match x {
-        Value::Null => Ok(None),
-        Value::Bool(b) => Ok(Some(i64::from(*b))),
-        Value::Number(n) => {
+    match x.shape() {
+        Shape::Null => Ok(None),
+        Shape::Bool(b) => Ok(Some(i64::from(b))),
+        Shape::Number(n) => {
             if let Some(i) = n.as_i64() {
                 return Ok(Some(i));
             }
@@ -352,13 +353,13 @@ fn int_value(x: &Value, range: Range) -> std::result::Result<Option<i64>, String
                     Range::I64 => Err(out_of_range(n.to_string())),
                 };
             }
-            match float_to_i64(n.as_f64().unwrap_or(f64::NAN)) {
+            match float_to_i64(n.as_f64()) {
                 Ok(i) => Ok(Some(i)),
                 Err(IntError::OutOfRange) => Err(out_of_range(n.to_string())),
                 Err(IntError::NotInt) => Err(format!("expected an integer, found {n}")),
             }
         }
-        Value::String(s) => {
+        Shape::Str(s) => {
             if s.trim().is_empty() {
                 return Ok(None);
             }
@@ -369,32 +370,35 @@ fn int_value(x: &Value, range: Range) -> std::result::Result<Option<i64>, String
             match parsed {
                 Ok(i) => Ok(Some(i)),
                 Err(IntError::OutOfRange) => Err(out_of_range(format!("{:?}", s.trim()))),
-                Err(IntError::NotInt) => Err(format!("expected an integer, found {}", describe(x))),
+                Err(IntError::NotInt) => Err(format!(
+                    "expected an integer, found {}",
+                    describe(&x.to_value())
+                )),
             }
         }
-        Value::Object(o) => match o.get("handle") {
+        Shape::Object => match x.get("handle") {
             Some(h) => int_value(h, range),
             None => Err(
                 "expected an integer or a {\"handle\": n} object, found an object without \"handle\""
                     .into(),
             ),
         },
-        Value::Array(_) => Err("expected an integer, found an array".into()),
+        Shape::Array(_) => Err("expected an integer, found an array".into()),
     }
 }
 
 /// The value at `v[path[0]][path[1]]...`; an absent key or a `null` on the way is `None`,
 /// anything else that is not an object on the way is an error.
-fn at_checked<'v>(v: &'v Value, path: &[&str]) -> std::result::Result<Option<&'v Value>, String> {
+fn at_checked<'v, N: Node>(v: &'v N, path: &[&str]) -> std::result::Result<Option<&'v N>, String> {
     let mut cur = v;
     for (i, k) in path.iter().enumerate() {
-        match cur {
-            Value::Object(o) => match o.get(*k) {
+        match cur.shape() {
+            Shape::Object => match cur.get(k) {
                 Some(x) => cur = x,
                 None => return Ok(None),
             },
-            Value::Null if i > 0 => return Ok(None),
-            other => {
+            Shape::Null if i > 0 => return Ok(None),
+            _ => {
                 let what = if i == 0 {
                     "the record".to_string()
                 } else {
@@ -402,7 +406,7 @@ fn at_checked<'v>(v: &'v Value, path: &[&str]) -> std::result::Result<Option<&'v
                 };
                 return Err(format!(
                     "{what}: expected an object, found {}",
-                    describe(other)
+                    describe(&cur.to_value())
                 ));
             }
         }
@@ -411,7 +415,11 @@ fn at_checked<'v>(v: &'v Value, path: &[&str]) -> std::result::Result<Option<&'v
 }
 
 /// The integer at `v[path...]` (see [`int_value`]).
-fn field_int(v: &Value, path: &[&str], range: Range) -> std::result::Result<Option<i64>, RecError> {
+fn field_int<N: Node>(
+    v: &N,
+    path: &[&str],
+    range: Range,
+) -> std::result::Result<Option<i64>, RecError> {
     match at_checked(v, path).map_err(bad)? {
         None => Ok(None),
         Some(x) => int_value(x, range).map_err(|m| bad(format!("field {}: {m}", path.join(".")))),
@@ -419,32 +427,36 @@ fn field_int(v: &Value, path: &[&str], range: Range) -> std::result::Result<Opti
 }
 
 /// An optional signed 64-bit field.
-fn opt(v: &Value, key: &str) -> std::result::Result<Option<i64>, RecError> {
+fn opt<N: Node>(v: &N, key: &str) -> std::result::Result<Option<i64>, RecError> {
     field_int(v, &[key], Range::I64)
 }
 
 /// An optional 64-bit pattern field (handle, address, hash).
-fn opt_bits(v: &Value, key: &str) -> std::result::Result<Option<i64>, RecError> {
+fn opt_bits<N: Node>(v: &N, key: &str) -> std::result::Result<Option<i64>, RecError> {
     field_int(v, &[key], Range::Bits)
 }
 
 /// An object field (`None` when absent or `null`); any other type is an error.
-fn opt_object<'v>(v: &'v Value, key: &str) -> std::result::Result<Option<&'v Value>, RecError> {
+fn opt_object<'v, N: Node>(v: &'v N, key: &str) -> std::result::Result<Option<&'v N>, RecError> {
     match v.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(o @ Value::Object(_)) => Ok(Some(o)),
-        Some(other) => Err(bad(format!(
-            "field {key}: expected an object, found {}",
-            describe(other)
-        ))),
+        None => Ok(None),
+        Some(o) => match o.shape() {
+            Shape::Null => Ok(None),
+            Shape::Object => Ok(Some(o)),
+            _ => Err(bad(format!(
+                "field {key}: expected an object, found {}",
+                describe(&o.to_value())
+            ))),
+        },
     }
 }
 
-fn text(v: Option<&Value>) -> Option<String> {
-    match v? {
-        Value::String(s) => Some(s.clone()),
-        Value::Null => None,
-        other => Some(other.to_string()),
+fn text<N: Node>(v: Option<&N>) -> Option<String> {
+    let v = v?;
+    match v.shape() {
+        Shape::Str(s) => Some(s.to_owned()),
+        Shape::Null => None,
+        _ => Some(v.to_json()),
     }
 }
 
@@ -639,7 +651,7 @@ fn bad(msg: impl Into<String>) -> RecError {
     RecError::Bad(msg.into())
 }
 
-fn req(v: &Value, path: &[&str]) -> std::result::Result<i64, RecError> {
+fn req<N: Node>(v: &N, path: &[&str]) -> std::result::Result<i64, RecError> {
     field_int(v, path, Range::I64)?.ok_or_else(|| bad(format!("missing field {}", path.join("."))))
 }
 
@@ -665,11 +677,11 @@ impl Json<'_, '_> {
     }
 
     /// Handles one array element of a section (or defers it).
-    fn element(&mut self, s: Section, v: Value) -> Result<()> {
+    fn element<N: Node>(&mut self, s: Section, v: &N) -> Result<()> {
         if !self.ready_for(s) {
-            return self.defer(s, &v);
+            return self.defer(s, v);
         }
-        match self.record(s, &v) {
+        match self.record(s, v) {
             Ok(()) => Ok(()),
             Err(RecError::Fatal(e)) => Err(e),
             Err(RecError::Bad(m)) => {
@@ -679,9 +691,9 @@ impl Json<'_, '_> {
         }
     }
 
-    fn defer(&mut self, s: Section, v: &Value) -> Result<()> {
+    fn defer<N: Node>(&mut self, s: Section, v: &N) -> Result<()> {
         let place = format!("{}[{}]", self.section, self.index);
-        self.out.defer(s.code(), &place, &v.to_string())
+        self.out.defer(s.code(), &place, &v.to_json())
     }
 
     /// Reads the records that came before the tables they need, in their order.
@@ -707,9 +719,12 @@ impl Json<'_, '_> {
         }
     }
 
-    fn record(&mut self, s: Section, v: &Value) -> RecResult {
+    fn record<N: Node>(&mut self, s: Section, v: &N) -> RecResult {
         if s != Section::Ignored && !v.is_object() {
-            return Err(bad(format!("expected an object, found {}", describe(v))));
+            return Err(bad(format!(
+                "expected an object, found {}",
+                describe(&v.to_value())
+            )));
         }
         match s {
             Section::Agents => self.agent(v),
@@ -731,9 +746,12 @@ impl Json<'_, '_> {
         }
     }
 
-    fn metadata(&mut self, v: &Value) -> RecResult {
+    fn metadata<N: Node>(&mut self, v: &N) -> RecResult {
         if !v.is_object() {
-            return Err(bad(format!("expected an object, found {}", describe(v))));
+            return Err(bad(format!(
+                "expected an object, found {}",
+                describe(&v.to_value())
+            )));
         }
         // Every value is checked before any is used.
         let ppid = opt(v, "ppid")?;
@@ -766,14 +784,14 @@ impl Json<'_, '_> {
         if let Some(pid) = pid {
             self.pid = pid;
         }
-        let command = match v.get("command") {
-            Some(Value::Array(a)) => Some(
+        let command = match v.get("command").map(|c| (c, c.shape())) {
+            Some((_, Shape::Array(a))) => Some(
                 a.iter()
                     .map(|x| text(Some(x)).unwrap_or_default())
                     .collect::<Vec<_>>()
                     .join(" "),
             ),
-            other => text(other),
+            other => text(other.map(|(c, _)| c)),
         };
         self.out.set_process(
             self.pid,
@@ -783,25 +801,25 @@ impl Json<'_, '_> {
                 fini,
                 command,
                 environment: None,
-                extdata: v.get("config").map(Value::to_string),
+                extdata: v.get("config").map(|c| c.to_json()),
             },
         );
         Ok(())
     }
 
-    fn agent(&mut self, v: &Value) -> RecResult {
+    fn agent<N: Node>(&mut self, v: &N) -> RecResult {
         let handle = opt_bits(v, "id")?;
         let id = opt(v, "node_id")?
             .or(handle)
             .ok_or_else(|| bad("agent without node_id or id"))?;
         // A number (1 = CPU, 2 = GPU) or a name; other values leave the type unknown.
-        let agent_type = match v.get("type") {
-            Some(Value::String(t)) => match t.trim() {
+        let agent_type = match v.get("type").map(|t| (t, t.shape())) {
+            Some((_, Shape::Str(t))) => match t.trim() {
                 "CPU" | "1" => Some("CPU"),
                 "GPU" | "2" => Some("GPU"),
                 _ => None,
             },
-            Some(t) => match int_value(t, Range::I64) {
+            Some((t, _)) => match int_value(t, Range::I64) {
                 Ok(Some(1)) => Some("CPU"),
                 Ok(Some(2)) => Some("GPU"),
                 _ => None,
@@ -822,7 +840,7 @@ impl Json<'_, '_> {
                 vendor_name: text(v.get("vendor_name")),
                 product_name: product.clone(),
                 user_name: product,
-                extdata: Some(v.to_string()),
+                extdata: Some(v.to_json()),
             },
             handle,
         );
@@ -830,16 +848,16 @@ impl Json<'_, '_> {
     }
 
     /// The agent of handle field `key` of `v`.
-    fn agent_of(
+    fn agent_of<N: Node>(
         &mut self,
-        v: &Value,
+        v: &N,
         key: &str,
         evidence: Option<&'static str>,
     ) -> std::result::Result<Option<i64>, RecError> {
         Ok(opt_bits(v, key)?.map(|h| self.out.agents().by_handle(h, evidence)))
     }
 
-    fn counter_info(&mut self, v: &Value) -> RecResult {
+    fn counter_info<N: Node>(&mut self, v: &N) -> RecResult {
         let id = req(v, &["id"])?;
         let agent_id = self.agent_of(v, "agent_id", None)?;
         let name = text(v.get("name")).unwrap_or_else(|| format!("counter {id}"));
@@ -856,13 +874,13 @@ impl Json<'_, '_> {
                 expression: text(v.get("expression")),
                 is_constant: opt(v, "is_constant")?,
                 is_derived: opt(v, "is_derived")?,
-                extdata: Some(v.to_string()),
+                extdata: Some(v.to_json()),
             },
         )?;
         Ok(())
     }
 
-    fn code_object(&mut self, v: &Value) -> RecResult {
+    fn code_object<N: Node>(&mut self, v: &N) -> RecResult {
         let id = req(v, &["code_object_id"])?;
         let agent_id = self.agent_of(v, "agent_id", None)?;
         let storage_type = match opt(v, "storage_type")? {
@@ -880,13 +898,13 @@ impl Json<'_, '_> {
                 load_size: opt(v, "load_size")?,
                 load_delta: opt_bits(v, "load_delta")?,
                 storage_type,
-                extdata: Some(v.to_string()),
+                extdata: Some(v.to_json()),
             },
         )?;
         Ok(())
     }
 
-    fn kernel_symbol(&mut self, v: &Value) -> RecResult {
+    fn kernel_symbol<N: Node>(&mut self, v: &N) -> RecResult {
         let id = req(v, &["kernel_id"])?;
         let kernel_name = text(v.get("kernel_name"));
         let display = text(v.get("formatted_kernel_name"))
@@ -908,14 +926,14 @@ impl Json<'_, '_> {
                 sgpr_count: opt(v, "sgpr_count")?,
                 arch_vgpr_count: opt(v, "arch_vgpr_count")?,
                 accum_vgpr_count: opt(v, "accum_vgpr_count")?,
-                extdata: Some(v.to_string()),
+                extdata: Some(v.to_json()),
             },
         )?;
         Ok(())
     }
 
     /// One `{"key": id, "value": text}` entry.
-    fn string_entry(&mut self, which: Texts, v: &Value) -> RecResult {
+    fn string_entry<N: Node>(&mut self, which: Texts, v: &N) -> RecResult {
         let id = req(v, &["key"])?;
         let t = text(v.get("value")).unwrap_or_default();
         self.out.put_text(which, id, &t)?;
@@ -925,10 +943,12 @@ impl Json<'_, '_> {
     /// Event ids of a record's `correlation_id` object (or number): (internal, external,
     /// ancestor).
     #[allow(clippy::type_complexity)]
-    fn corr(v: &Value) -> std::result::Result<(Option<i64>, Option<i64>, Option<i64>), RecError> {
+    fn corr<N: Node>(
+        v: &N,
+    ) -> std::result::Result<(Option<i64>, Option<i64>, Option<i64>), RecError> {
         let c = |k: &str| field_int(v, &["correlation_id", k], Range::I64);
         Ok(match v.get("correlation_id") {
-            Some(Value::Object(_)) => (
+            Some(x) if x.is_object() => (
                 c("internal")?.filter(|c| *c != 0),
                 c("external")?,
                 c("ancestor")?,
@@ -937,7 +957,7 @@ impl Json<'_, '_> {
         })
     }
 
-    fn api(&mut self, v: &Value) -> RecResult {
+    fn api<N: Node>(&mut self, v: &N) -> RecResult {
         let kind = req(v, &["kind"])?;
         let op = req(v, &["operation"])?;
         let start = req(v, &["start_timestamp"])?;
@@ -968,15 +988,15 @@ impl Json<'_, '_> {
 
     /// A dispatch row from a `dispatch_info` object and the record around it (all fields
     /// checked before anything is written; the kernel symbol is made if unknown).
-    fn dispatch_row(
+    fn dispatch_row<N: Node>(
         &mut self,
-        v: &Value,
-        info: &Value,
+        v: &N,
+        info: &N,
     ) -> std::result::Result<DispatchRow, RecError> {
         if !info.is_object() {
             return Err(bad(format!(
                 "dispatch_info: expected an object, found {}",
-                describe(info)
+                describe(&info.to_value())
             )));
         }
         let in_info = |r: RecError| match r {
@@ -1044,7 +1064,7 @@ impl Json<'_, '_> {
         }
     }
 
-    fn dispatch(&mut self, v: &Value) -> RecResult {
+    fn dispatch<N: Node>(&mut self, v: &N) -> RecResult {
         let info = v
             .get("dispatch_info")
             .ok_or_else(|| bad("missing dispatch_info"))?;
@@ -1078,7 +1098,7 @@ impl Json<'_, '_> {
         Ok(())
     }
 
-    fn copy(&mut self, v: &Value) -> RecResult {
+    fn copy<N: Node>(&mut self, v: &N) -> RecResult {
         let kind = req(v, &["kind"])?;
         let op = req(v, &["operation"])?;
         let start = req(v, &["start_timestamp"])?;
@@ -1134,7 +1154,7 @@ impl Json<'_, '_> {
         Ok(())
     }
 
-    fn alloc(&mut self, v: &Value, scratch: bool) -> RecResult {
+    fn alloc<N: Node>(&mut self, v: &N, scratch: bool) -> RecResult {
         let kind = req(v, &["kind"])?;
         let op = req(v, &["operation"])?;
         let start = req(v, &["start_timestamp"])?;
@@ -1160,7 +1180,7 @@ impl Json<'_, '_> {
             ext.insert("operation".into(), Value::from(op_name));
         }
         if let Some(f) = v.get("flags") {
-            ext.insert("flags".into(), f.clone());
+            ext.insert("flags".into(), f.to_value().into_owned());
         }
         let event_id = self.out.event(&EventRow {
             category: &category,
@@ -1189,14 +1209,14 @@ impl Json<'_, '_> {
         Ok(())
     }
 
-    fn counter(&mut self, v: &Value) -> RecResult {
+    fn counter<N: Node>(&mut self, v: &N) -> RecResult {
         let dd = v
             .get("dispatch_data")
             .ok_or_else(|| bad("missing dispatch_data"))?;
         if !dd.is_object() {
             return Err(bad(format!(
                 "dispatch_data: expected an object, found {}",
-                describe(dd)
+                describe(&dd.to_value())
             )));
         }
         let info = dd
@@ -1210,13 +1230,13 @@ impl Json<'_, '_> {
         let start = opt(dd, "start_timestamp").map_err(in_dd)?;
         let end = opt(dd, "end_timestamp").map_err(in_dd)?;
         // The values, all checked before anything is written.
-        let records = match v.get("records") {
-            None | Some(Value::Null) => &[][..],
-            Some(Value::Array(a)) => a.as_slice(),
-            Some(other) => {
+        let records = match v.get("records").map(|r| (r, r.shape())) {
+            None | Some((_, Shape::Null)) => &[][..],
+            Some((_, Shape::Array(a))) => a,
+            Some((other, _)) => {
                 return Err(bad(format!(
                     "field records: expected an array, found {}",
-                    describe(other)
+                    describe(&other.to_value())
                 )))
             }
         };
@@ -1229,11 +1249,11 @@ impl Json<'_, '_> {
             if !r.is_object() {
                 return Err(bad(format!(
                     "records[{i}]: expected an object, found {}",
-                    describe(r)
+                    describe(&r.to_value())
                 )));
             }
             let pmc_id = req(r, &["counter_id"]).map_err(in_rec)?;
-            let value = r.get("value").and_then(Value::as_f64).ok_or_else(|| {
+            let value = r.get("value").and_then(|x| x.as_f64()).ok_or_else(|| {
                 bad(format!(
                     "records[{i}]: counter record without a numeric value"
                 ))
@@ -1595,7 +1615,7 @@ impl<'de> Visitor<'de> for Elements<'_, '_, '_> {
             return Ok(());
         }
         while let Some(v) = seq.next_element::<Value>()? {
-            st.element(self.section, v).map_err(|e| stash(st, e))?;
+            st.element(self.section, &v).map_err(|e| stash(st, e))?;
             st.index += 1;
         }
         Ok(())
@@ -1605,7 +1625,7 @@ impl<'de> Visitor<'de> for Elements<'_, '_, '_> {
         let st = self.st;
         while let Some((k, v)) = map.next_entry::<String, Value>()? {
             let entry = serde_json::json!({ "key": k, "value": v });
-            st.element(self.section, entry).map_err(|e| stash(st, e))?;
+            st.element(self.section, &entry).map_err(|e| stash(st, e))?;
             st.index += 1;
         }
         Ok(())
@@ -1904,8 +1924,7 @@ fn scan_elements<R: Read>(
                     s.skip(st.strict)?;
                     *st.ignored.entry(st.section.clone()).or_insert(0) += 1;
                 } else {
-                    let v: Value = s.parse(raw)?;
-                    st.element(section, v)?;
+                    s.with_flat(|v| st.element(section, v))??;
                 }
                 st.index += 1;
                 if !s.more(b']')? {
@@ -1918,7 +1937,7 @@ fn scan_elements<R: Read>(
             loop {
                 let key = s.key()?;
                 let value: Value = s.parse(raw)?;
-                st.element(section, serde_json::json!({ "key": key, "value": value }))?;
+                st.element(section, &serde_json::json!({ "key": key, "value": value }))?;
                 st.index += 1;
                 if !s.more(b'}')? {
                     break;

@@ -12,6 +12,8 @@
 
 use std::io::Read;
 
+use crate::json_node::Flat;
+
 /// How much is read from the input at a time.
 const CHUNK: usize = 256 * 1024;
 
@@ -193,15 +195,74 @@ impl<R: Read> Scan<R> {
         Ok(())
     }
 
-    /// A value's bytes, parsed by serde_json.
-    pub fn parse<T: serde::de::DeserializeOwned>(&mut self, raw: &mut Vec<u8>) -> ScanResult<T> {
+    /// A value's bytes, copied into `raw` and parsed by serde_json (into a type that may
+    /// borrow from them).
+    pub fn parse<'r, T: serde::Deserialize<'r>>(&mut self, raw: &'r mut Vec<u8>) -> ScanResult<T> {
         raw.clear();
         let at = {
             self.peek()?;
             self.offset()
         };
         self.value(Some(raw))?;
+        let raw: &'r Vec<u8> = raw;
         serde_json::from_slice(raw).map_err(|e| ScanError::Syntax(at, e.to_string()))
+    }
+
+    /// Parses the next value where it lies in the buffer, with its strings borrowed from
+    /// it, and hands it to `f`. No copy and no separate scan for the value's end: serde
+    /// finds it. A value cut off by the buffer's end is parsed again once more of the
+    /// input is in (the buffer grows for a value longer than it, up to 256 MiB).
+    pub fn with_flat<T>(&mut self, f: impl FnOnce(&Flat<'_>) -> T) -> ScanResult<T> {
+        if self.peek()?.is_none() {
+            return self.syntax("expected a value, found the end");
+        }
+        let mut exhausted = false;
+        loop {
+            let at = self.offset();
+            let slice = &self.buf[self.pos..self.end];
+            let mut values = serde_json::Deserializer::from_slice(slice).into_iter::<Flat>();
+            match values.next() {
+                // A value that ends where the buffer does may go on (a number's digits).
+                Some(Ok(v)) if exhausted || values.byte_offset() < slice.len() => {
+                    let used = values.byte_offset();
+                    let out = f(&v);
+                    self.pos += used;
+                    return Ok(out);
+                }
+                Some(Err(e)) if !(e.is_eof() && !exhausted) => {
+                    return Err(ScanError::Syntax(at, e.to_string()));
+                }
+                None if exhausted => return self.syntax("expected a value, found the end"),
+                _ => exhausted = !self.refill()?,
+            }
+        }
+    }
+
+    /// Moves the unread bytes to the buffer's start and reads more after them (growing
+    /// the buffer when they fill it); `false` at the end of the input.
+    fn refill(&mut self) -> ScanResult<bool> {
+        if self.pos > 0 {
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.base += self.pos as u64;
+            self.end -= self.pos;
+            self.pos = 0;
+        }
+        if self.end == self.buf.len() {
+            if self.buf.len() >= MAX_VALUE {
+                return self.syntax("a value larger than 256 MiB");
+            }
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        loop {
+            match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(n > 0);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ScanError::Io(e)),
+            }
+        }
     }
 
     /// Consumes one value, copying its bytes into `out` if given.
@@ -367,5 +428,54 @@ mod tests {
         let mut s = Scan::new(&b"{\"a\" 1}"[..]);
         s.open(b'{', b'}').unwrap();
         assert!(matches!(s.key(), Err(ScanError::Syntax(5, _))));
+    }
+
+    /// Hands out at most `n` bytes per read, so values straddle every read.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.1.min(out.len()).min(self.0.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    fn flat_elements<R: Read>(s: &mut Scan<R>) -> ScanResult<Vec<serde_json::Value>> {
+        use crate::json_node::Node;
+        let mut out = Vec::new();
+        if s.open(b'[', b']')? {
+            loop {
+                out.push(s.with_flat(|v| v.to_value().into_owned())?);
+                if !s.more(b']')? {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn flat_values_in_place_across_reads() {
+        let text = br#"[12345, {"a": "x\"y", "b": [1, 2.5]}, -7, "s", true, null, 12]"#;
+        let whole: serde_json::Value = serde_json::from_slice(text).unwrap();
+        for n in [1, 2, 3, 7, 64, CHUNK] {
+            let got = flat_elements(&mut Scan::new(Trickle(text, n))).unwrap();
+            assert_eq!(serde_json::Value::Array(got), whole, "reads of {n} bytes");
+        }
+        // A value longer than the buffer grows it.
+        let long = format!("[{{\"k\": \"{}\"}}, 1]", "z".repeat(3 * CHUNK));
+        let got = flat_elements(&mut Scan::new(long.as_bytes())).unwrap();
+        assert_eq!(got[0]["k"].as_str().map(str::len), Some(3 * CHUNK));
+        // Cut off, or malformed: an error at the value's first byte.
+        for (text, at) in [(&b"[1, {\"a\": 1"[..], 4), (&b"[1, {\"a\": tru}]"[..], 4)] {
+            for n in [2, CHUNK] {
+                match flat_elements(&mut Scan::new(Trickle(text, n))) {
+                    Err(ScanError::Syntax(o, _)) => assert_eq!(o, at),
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
     }
 }

@@ -30,6 +30,7 @@ mod db;
 mod direct;
 mod guid;
 mod json_import;
+mod json_node;
 mod json_scan;
 mod reason;
 mod sink;
