@@ -229,7 +229,7 @@ impl<R: Read> Scan<R> {
                     self.pos += used;
                     return Ok(out);
                 }
-                Some(Err(e)) if !(e.is_eof() && !exhausted) => {
+                Some(Err(e)) if !e.is_eof() || exhausted => {
                     return Err(ScanError::Syntax(at, e.to_string()));
                 }
                 None if exhausted => return self.syntax("expected a value, found the end"),
