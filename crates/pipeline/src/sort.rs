@@ -6,7 +6,7 @@
 //! A reader pushes its batches in input order into a [`RunSorter`]. Each batch is sorted
 //! on its own, stably, unless it is in order already, and held in memory. When the held
 //! batches pass [`SortOptions::memory_bytes`], they are merged into one sorted run and
-//! written to an Arrow IPC stream file (zstd-compressed) in a private temporary
+//! written to an Arrow IPC stream file (LZ4-compressed) in a private temporary
 //! directory. A run that starts where the previous one ended is appended to its file, so
 //! input already in order stays in memory while it fits and otherwise becomes one file,
 //! with no merging at all.
@@ -235,9 +235,10 @@ impl RunWriter {
             Error::output(&path, format!("cannot write a sort run: {e}"))
         };
         let file = File::create(&path).map_err(|e| fail(&e))?;
-        // Fast compression: the runs are read once, and the disk they take counts.
+        // LZ4: the runs are read once, and the disk they take counts; zstd took a fifth
+        // of a direct JSON read to save 0.1x the input in disk (D95).
         let options = IpcWriteOptions::default()
-            .try_with_compression(Some(CompressionType::ZSTD))
+            .try_with_compression(Some(CompressionType::LZ4_FRAME))
             .map_err(|e| fail(&e))?;
         let writer = StreamWriter::try_new_with_options(
             BufWriter::with_capacity(1 << 16, file),
