@@ -20,6 +20,15 @@ const CHUNK: usize = 256 * 1024;
 /// A value may not grow past this while kept (a record is a few hundred bytes).
 const MAX_VALUE: usize = 256 << 20;
 
+/// What an in-place parse of the buffered bytes came to.
+enum Step<T> {
+    /// A value of this many bytes, and what was made of it.
+    Done(usize, T),
+    /// The value may go on past the buffer.
+    More,
+    Fail(String),
+}
+
 /// Why a scan stopped.
 #[derive(Debug)]
 pub(crate) enum ScanError {
@@ -163,6 +172,10 @@ impl<R: Read> Scan<R> {
     fn check(&mut self, depth: usize) -> ScanResult<()> {
         let mut raw = Vec::new();
         match self.peek()? {
+            // A value that fits the buffer (a record, a scalar) is checked whole by
+            // serde, where it lies; larger containers are walked, so the buffer does not
+            // grow to hold a section.
+            Some(_) if self.check_in_place()? => {}
             // As deep as serde_json goes: deeper values are its to refuse.
             Some(b'[' | b'{') if depth >= 100 => {
                 self.parse::<serde::de::IgnoredAny>(&mut raw)?;
@@ -213,27 +226,65 @@ impl<R: Read> Scan<R> {
     /// finds it. A value cut off by the buffer's end is parsed again once more of the
     /// input is in (the buffer grows for a value longer than it, up to 256 MiB).
     pub fn with_flat<T>(&mut self, f: impl FnOnce(&Flat<'_>) -> T) -> ScanResult<T> {
+        let mut f = Some(f);
+        self.in_place(true, |slice, exhausted| {
+            let mut values = serde_json::Deserializer::from_slice(slice).into_iter::<Flat>();
+            match values.next() {
+                // A value that ends where the buffer does may go on (a number's digits).
+                Some(Ok(v)) if exhausted || values.byte_offset() < slice.len() => {
+                    match f.take() {
+                        Some(f) => Step::Done(values.byte_offset(), f(&v)),
+                        None => Step::More,
+                    }
+                }
+                Some(Err(e)) if !e.is_eof() || exhausted => Step::Fail(e.to_string()),
+                None if exhausted => Step::Fail("expected a value, found the end".into()),
+                _ => Step::More,
+            }
+        })?
+        .map_or_else(|| self.syntax("a value larger than 256 MiB"), Ok)
+    }
+
+    /// Checks that the next value is well-formed JSON where it lies in the buffer;
+    /// `false` (and nothing consumed) when it does not fit the buffer as it is.
+    fn check_in_place(&mut self) -> ScanResult<bool> {
+        let checked = self.in_place(false, |slice, exhausted| {
+            let mut values =
+                serde_json::Deserializer::from_slice(slice).into_iter::<serde::de::IgnoredAny>();
+            match values.next() {
+                Some(Ok(_)) if exhausted || values.byte_offset() < slice.len() => {
+                    Step::Done(values.byte_offset(), ())
+                }
+                Some(Err(e)) if !e.is_eof() || exhausted => Step::Fail(e.to_string()),
+                None if exhausted => Step::Fail("expected a value, found the end".into()),
+                _ => Step::More,
+            }
+        })?;
+        Ok(checked.is_some())
+    }
+
+    /// Runs `step` on the buffered bytes from the next value on (and whether the input
+    /// is exhausted) until it has a value, refilling the buffer while it asks for more;
+    /// `None` when the value would need a larger buffer and `grow` is not set.
+    fn in_place<T>(
+        &mut self,
+        grow: bool,
+        mut step: impl FnMut(&[u8], bool) -> Step<T>,
+    ) -> ScanResult<Option<T>> {
         if self.peek()?.is_none() {
             return self.syntax("expected a value, found the end");
         }
         let mut exhausted = false;
         loop {
             let at = self.offset();
-            let slice = &self.buf[self.pos..self.end];
-            let mut values = serde_json::Deserializer::from_slice(slice).into_iter::<Flat>();
-            match values.next() {
-                // A value that ends where the buffer does may go on (a number's digits).
-                Some(Ok(v)) if exhausted || values.byte_offset() < slice.len() => {
-                    let used = values.byte_offset();
-                    let out = f(&v);
+            match step(&self.buf[self.pos..self.end], exhausted) {
+                Step::Done(used, out) => {
                     self.pos += used;
-                    return Ok(out);
+                    return Ok(Some(out));
                 }
-                Some(Err(e)) if !e.is_eof() || exhausted => {
-                    return Err(ScanError::Syntax(at, e.to_string()));
-                }
-                None if exhausted => return self.syntax("expected a value, found the end"),
-                _ => exhausted = !self.refill()?,
+                Step::Fail(m) => return Err(ScanError::Syntax(at, m)),
+                Step::More if !grow && self.end - self.pos >= self.buf.len() => return Ok(None),
+                Step::More => exhausted = !self.refill()?,
             }
         }
     }
