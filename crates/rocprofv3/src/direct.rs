@@ -214,6 +214,8 @@ fn tables_reading(kind: CsvKind) -> &'static [Table] {
 
 /// What the describing pass learned.
 struct Description {
+    /// Where a JSON object's large values lie in the file (see `json_import::scan_process`).
+    json_spans: Vec<(u64, u64)>,
     counts: BTreeMap<Table, u64>,
     span: Option<(i64, i64)>,
     pid_spans: BTreeMap<i64, (i64, i64)>,
@@ -661,6 +663,7 @@ impl Describe {
     fn new(files: usize) -> Self {
         Describe {
             d: Description {
+                json_spans: Vec::new(),
                 counts: BTreeMap::new(),
                 span: None,
                 pid_spans: BTreeMap::new(),
@@ -844,6 +847,8 @@ fn describe_json(
     let mut describe = Describe::new(0);
     describe.json = true;
     let mut report = ImportReport::default();
+    // The first read notes where the large values lie; the second jumps over them.
+    let mut spans = Vec::new();
     let reads = [
         Wanted {
             records: Some(JSON_TARGETS),
@@ -869,6 +874,7 @@ fn describe_json(
             index,
             wanted,
             strict,
+            &mut spans,
             &mut describe,
             opts,
             &mut report,
@@ -877,6 +883,7 @@ fn describe_json(
             return Ok(None);
         }
     }
+    describe.d.json_spans = spans;
     Ok(Some((describe, report)))
 }
 
@@ -1040,7 +1047,17 @@ impl DirectRunSource {
                     external_texts: matches!(table, Table::KernelDispatch | Table::MemoryCopy),
                 };
                 let opts = &self.opts;
-                json_import::scan_process(path, *index, &wanted, false, sink, opts, &mut report)
+                let mut spans = self.desc.json_spans.clone();
+                json_import::scan_process(
+                    path,
+                    *index,
+                    &wanted,
+                    false,
+                    &mut spans,
+                    sink,
+                    opts,
+                    &mut report,
+                )
             }
         }
     }

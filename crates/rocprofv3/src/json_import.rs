@@ -460,6 +460,10 @@ fn text<N: Node>(v: Option<&N>) -> Option<String> {
     }
 }
 
+/// The smallest value a later read jumps over instead of scanning it: below it, the
+/// reopened file would cost more than the scan.
+const JUMP_MIN: u64 = 1 << 20;
+
 /// Kind and operation names from `strings.buffer_records`.
 #[derive(Debug, Clone, serde::Deserialize)]
 struct KindNames {
@@ -623,6 +627,9 @@ struct Json<'o, 'r> {
     ordinal: usize,
     /// Whether the scanning walk checks the values it skips.
     strict: bool,
+    /// Where the large values of the object and the document lie, as (start, end) byte
+    /// offsets: a later read of the same plain file jumps over those it skips.
+    spans: Vec<(u64, u64)>,
     /// The real error behind a serde custom error.
     error: Option<Error>,
     /// Where the parser is, for error messages.
@@ -670,6 +677,13 @@ impl Json<'_, '_> {
             .and_then(|k| usize::try_from(op).ok().and_then(|o| k.operations.get(o)))
             .cloned()
             .unwrap_or_else(|| format!("{}_OPERATION_{op}", self.kind_name(kind)))
+    }
+
+    /// Notes where a value lay, if it is large enough to be worth a jump.
+    fn note(&mut self, start: u64, end: u64) {
+        if end.saturating_sub(start) >= JUMP_MIN {
+            self.spans.push((start, end));
+        }
     }
 
     fn ready_for(&self, s: Section) -> bool {
@@ -1684,11 +1698,13 @@ pub(crate) fn read_process(
 /// faster, with errors that name only a byte offset. With `strict`, every value it skips
 /// is checked to be well-formed JSON; without, skipped values are not looked into (for
 /// reads of a file a strict read has accepted already).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_process(
     path: &Path,
     index: usize,
     wanted: &Wanted,
     strict: bool,
+    spans: &mut Vec<(u64, u64)>,
     out: &mut dyn RowSink,
     opts: &ImportOptions,
     report: &mut ImportReport,
@@ -1697,6 +1713,19 @@ pub(crate) fn scan_process(
     let (gz, bom) = (input.gz, input.bom);
     // Lines are not counted: the scanner's places are byte offsets.
     let mut scan = Scan::new(input.reader.into_inner());
+    if !spans.is_empty() && !gz {
+        // The text starts after the byte-order mark.
+        let file = path.to_path_buf();
+        scan = scan.with_jumps(
+            spans.clone(),
+            Box::new(move |offset| {
+                use std::io::{Seek, SeekFrom};
+                let mut f = std::fs::File::open(&file)?;
+                f.seek(SeekFrom::Start(bom.saturating_add(offset)))?;
+                Ok(Box::new(f) as Box<dyn Read>)
+            }),
+        );
+    }
     let mut st = Json::new(out, path, opts, report, wanted);
     st.strict = strict;
     let found = match scan_top(&mut st, &mut scan, index) {
@@ -1719,6 +1748,11 @@ pub(crate) fn scan_process(
             });
         }
     };
+    if spans.is_empty() {
+        *spans = std::mem::take(&mut st.spans);
+        spans.sort_unstable();
+        spans.dedup_by_key(|(start, _)| *start);
+    }
     st.finish(found, index)
 }
 
@@ -1758,7 +1792,9 @@ fn scan_top<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, index: usize) -> Wa
                             scan_proc(st, s, &mut raw)?;
                             found = true;
                         } else {
+                            let at = s.start()?;
                             s.skip(st.strict)?;
+                            st.note(at, s.offset());
                         }
                         i += 1;
                         if !s.more(b']')? {
@@ -1767,7 +1803,9 @@ fn scan_top<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, index: usize) -> Wa
                     }
                 }
             } else {
+                let at = s.start()?;
                 s.skip(st.strict)?;
+                st.note(at, s.offset());
             }
             if !s.more(b'}')? {
                 break;
@@ -1793,6 +1831,7 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
         let key = s.key()?;
         st.section = format!("{base}.{key}");
         st.index = 0;
+        let at = s.start()?;
         match key.as_str() {
             "metadata" => {
                 let v: Value = s.parse(raw)?;
@@ -1833,12 +1872,14 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
                         let kind = section.kind();
                         let ordinal = st.ordinal;
                         st.ordinal += 1;
+                        let at = s.start()?;
                         if st.wanted.takes(kind) {
                             st.out.begin_file(Some(ordinal), kind);
                             scan_elements(st, s, raw, section)?;
                         } else {
                             s.skip(st.strict)?;
                         }
+                        st.note(at, s.offset());
                         if !s.more(b'}')? {
                             break;
                         }
@@ -1847,6 +1888,7 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
             }
             _ => s.skip(st.strict)?,
         }
+        st.note(at, s.offset());
         if !s.more(b'}')? {
             break;
         }
@@ -1865,6 +1907,7 @@ fn scan_strings<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u
         let key = s.key()?;
         st.section = format!("{base}.{key}");
         st.index = 0;
+        let at = s.start()?;
         match key.as_str() {
             "buffer_records" => st.kinds = s.parse(raw)?,
             "marker_api" if st.wanted.marker_texts => {
@@ -1897,6 +1940,7 @@ fn scan_strings<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u
             },
             _ => s.skip(st.strict)?,
         }
+        st.note(at, s.offset());
         if !s.more(b'}')? {
             break;
         }
@@ -1974,6 +2018,7 @@ impl<'o, 'r> Json<'o, 'r> {
             wanted: *wanted,
             ordinal: 0,
             strict: false,
+            spans: Vec::new(),
             error: None,
             section: String::new(),
             index: 0,

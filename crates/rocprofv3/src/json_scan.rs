@@ -47,7 +47,14 @@ pub(crate) struct Scan<R> {
     end: usize,
     /// Bytes before `buf[0]`.
     base: u64,
+    /// Values known to lie at (start, end) byte offsets, sorted by start, that
+    /// [`Scan::skip`] jumps over with `reopen` instead of scanning.
+    jumps: Vec<(u64, u64)>,
+    reopen: Option<Reopen<R>>,
 }
+
+/// Opens the input again at a byte offset of the text.
+pub(crate) type Reopen<R> = Box<dyn FnMut(u64) -> std::io::Result<R>>;
 
 impl<R: Read> Scan<R> {
     pub fn new(inner: R) -> Self {
@@ -57,7 +64,24 @@ impl<R: Read> Scan<R> {
             pos: 0,
             end: 0,
             base: 0,
+            jumps: Vec::new(),
+            reopen: None,
         }
+    }
+
+    /// The same scanner, jumping over the values at `jumps` (from an earlier read of
+    /// the same text) when it skips them, by opening the input again past them.
+    pub fn with_jumps(mut self, mut jumps: Vec<(u64, u64)>, reopen: Reopen<R>) -> Self {
+        jumps.sort_unstable();
+        self.jumps = jumps;
+        self.reopen = Some(reopen);
+        self
+    }
+
+    /// The offset where the next value starts.
+    pub fn start(&mut self) -> ScanResult<u64> {
+        self.peek()?;
+        Ok(self.offset())
     }
 
     /// The offset of the next byte.
@@ -158,10 +182,38 @@ impl<R: Read> Scan<R> {
     /// or member at a time (never more than one scalar's bytes held).
     pub fn skip(&mut self, strict: bool) -> ScanResult<()> {
         if strict {
-            self.check(0)
-        } else {
-            self.value(None)
+            return self.check(0);
         }
+        if !self.jumps.is_empty() {
+            let at = self.start()?;
+            if let Ok(i) = self.jumps.binary_search_by_key(&at, |&(start, _)| start) {
+                let end = self.jumps[i].1;
+                return self.jump(end);
+            }
+        }
+        self.value(None)
+    }
+
+    /// Goes on at byte offset `to` (past the current one): in the buffer if it is
+    /// there, else in the input opened again there.
+    fn jump(&mut self, to: u64) -> ScanResult<()> {
+        if let Some(pos) = to
+            .checked_sub(self.base)
+            .and_then(|d| usize::try_from(d).ok())
+        {
+            if pos <= self.end {
+                self.pos = pos;
+                return Ok(());
+            }
+        }
+        let Some(reopen) = self.reopen.as_mut() else {
+            return self.value(None);
+        };
+        self.inner = reopen(to).map_err(ScanError::Io)?;
+        self.base = to;
+        self.pos = 0;
+        self.end = 0;
+        Ok(())
     }
 
     /// Whether only whitespace is left.
@@ -231,12 +283,10 @@ impl<R: Read> Scan<R> {
             let mut values = serde_json::Deserializer::from_slice(slice).into_iter::<Flat>();
             match values.next() {
                 // A value that ends where the buffer does may go on (a number's digits).
-                Some(Ok(v)) if exhausted || values.byte_offset() < slice.len() => {
-                    match f.take() {
-                        Some(f) => Step::Done(values.byte_offset(), f(&v)),
-                        None => Step::More,
-                    }
-                }
+                Some(Ok(v)) if exhausted || values.byte_offset() < slice.len() => match f.take() {
+                    Some(f) => Step::Done(values.byte_offset(), f(&v)),
+                    None => Step::More,
+                },
                 Some(Err(e)) if !e.is_eof() || exhausted => Step::Fail(e.to_string()),
                 None if exhausted => Step::Fail("expected a value, found the end".into()),
                 _ => Step::More,
@@ -528,5 +578,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A skip of a value whose span an earlier read noted jumps: in the buffer when the
+    /// end is there, else through the input opened again at the end.
+    #[test]
+    fn skips_jump_over_noted_values() {
+        let big = format!("[{}1]", "1, ".repeat(CHUNK));
+        let text = format!("{{\"a\": {big}, \"b\": [2, 3], \"c\": 4}}");
+        let bytes = text.as_bytes().to_vec();
+        let a = text.find('[').unwrap() as u64;
+        let b = text.find("[2").unwrap() as u64;
+        let spans = vec![(a, a + big.len() as u64), (b, b + 6)];
+        let opened = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let seen = opened.clone();
+        let source = bytes.clone();
+        let reopen: Reopen<std::io::Cursor<Vec<u8>>> = Box::new(move |at| {
+            seen.borrow_mut().push(at);
+            let from = usize::try_from(at).unwrap();
+            Ok(std::io::Cursor::new(source[from..].to_vec()))
+        });
+        let mut s = Scan::new(std::io::Cursor::new(bytes)).with_jumps(spans, reopen);
+        assert!(s.open(b'{', b'}').unwrap());
+        assert_eq!(s.key().unwrap(), "a");
+        s.skip(false).unwrap();
+        assert!(s.more(b'}').unwrap());
+        assert_eq!(s.key().unwrap(), "b");
+        s.skip(false).unwrap();
+        assert!(s.more(b'}').unwrap());
+        assert_eq!(s.key().unwrap(), "c");
+        let mut raw = Vec::new();
+        assert_eq!(s.parse::<i64>(&mut raw).unwrap(), 4);
+        assert!(!s.more(b'}').unwrap());
+        assert!(s.at_end().unwrap());
+        // The large array's end was past the buffer; the small one's was in it.
+        assert_eq!(*opened.borrow(), vec![a + big.len() as u64]);
     }
 }

@@ -514,10 +514,14 @@ fn rows_of(source: &dyn Source) -> Vec<(i64, i64, f64)> {
 
 /// A generated single-process trace written as a rocprofv3 JSON file.
 fn generated_json(dir: &Path, seed: u64, odd_names: bool) -> PathBuf {
+    generated_json_of(dir, seed, odd_names, 15)
+}
+
+fn generated_json_of(dir: &Path, seed: u64, odd_names: bool, iterations: u32) -> PathBuf {
     let cfg = rocpd_gen::GenConfig {
         seed,
         processes: 1,
-        iterations: 15,
+        iterations,
         odd_names,
         ..Default::default()
     };
@@ -554,6 +558,26 @@ fn a_generated_json_trace_reads_as_its_imported_database() {
         );
         same_with_every_batch_spilled(&one_run(&json), tmp.path());
     }
+}
+
+/// Sections of a MiB and more are noted by the first read of a plain JSON file, and the
+/// later reads jump over those they skip by opening the file again past them: the rows
+/// are the same as the import's, which reads every byte.
+#[test]
+fn reads_that_jump_over_large_sections_read_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json_of(tmp.path(), 4, true, 500);
+    let size = std::fs::metadata(&json).unwrap().len();
+    assert!(
+        size > 8 << 20,
+        "sections of a MiB need a larger file: {size}"
+    );
+    let counts = read_directly_as_imported(&json);
+    let n = |t: Table| counts.iter().find(|(x, _)| *x == t).unwrap().1;
+    assert!(
+        n(Table::Region) > 5_000 && n(Table::KernelDispatch) > 1_000,
+        "{counts:?}"
+    );
 }
 
 /// rocprofv3 writes counter records (`callback_records`) before kernel records, so
