@@ -15,10 +15,12 @@
 //! direct reader's passes otherwise, which read only some sections ([`Wanted`]) and skip
 //! the rest unparsed.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rocpd_model::tracked::TrackedReader;
 use rocpd_model::{Error, Result};
@@ -618,7 +620,8 @@ struct Json<'o, 'r> {
     opts: &'r ImportOptions,
     report: &'r mut ImportReport,
     pid: i64,
-    kinds: Vec<KindNames>,
+    /// Shared, so a record's kind and operation names borrow from a handle of their own.
+    kinds: Arc<Vec<KindNames>>,
     have_strings: bool,
     have_agents: bool,
     /// What this read takes of the object.
@@ -662,23 +665,27 @@ fn req<N: Node>(v: &N, path: &[&str]) -> std::result::Result<i64, RecError> {
     field_int(v, path, Range::I64)?.ok_or_else(|| bad(format!("missing field {}", path.join("."))))
 }
 
+/// The name of record kind `kind` from `strings.buffer_records`, or `KIND_<n>`.
+fn kind_name(kinds: &[KindNames], kind: i64) -> Cow<'_, str> {
+    match usize::try_from(kind).ok().and_then(|k| kinds.get(k)) {
+        Some(k) => Cow::Borrowed(&k.kind),
+        None => Cow::Owned(format!("KIND_{kind}")),
+    }
+}
+
+/// The name of operation `op` of kind `kind`, or `<kind>_OPERATION_<n>`.
+fn op_name(kinds: &[KindNames], kind: i64, op: i64) -> Cow<'_, str> {
+    usize::try_from(kind)
+        .ok()
+        .and_then(|k| kinds.get(k))
+        .and_then(|k| usize::try_from(op).ok().and_then(|o| k.operations.get(o)))
+        .map_or_else(
+            || Cow::Owned(format!("{}_OPERATION_{op}", kind_name(kinds, kind))),
+            |o| Cow::Borrowed(o.as_str()),
+        )
+}
+
 impl Json<'_, '_> {
-    fn kind_name(&self, kind: i64) -> String {
-        usize::try_from(kind)
-            .ok()
-            .and_then(|k| self.kinds.get(k))
-            .map_or_else(|| format!("KIND_{kind}"), |k| k.kind.clone())
-    }
-
-    fn op_name(&self, kind: i64, op: i64) -> String {
-        usize::try_from(kind)
-            .ok()
-            .and_then(|k| self.kinds.get(k))
-            .and_then(|k| usize::try_from(op).ok().and_then(|o| k.operations.get(o)))
-            .cloned()
-            .unwrap_or_else(|| format!("{}_OPERATION_{op}", self.kind_name(kind)))
-    }
-
     /// Notes where a value lay, if it is large enough to be worth a jump.
     fn note(&mut self, start: u64, end: u64) {
         if end.saturating_sub(start) >= JUMP_MIN {
@@ -979,8 +986,9 @@ impl Json<'_, '_> {
         let tid = opt(v, "thread_id")?.unwrap_or(self.pid);
         let (internal, external, ancestor) = Self::corr(v)?;
         let internal = internal.ok_or_else(|| bad("missing correlation_id.internal"))?;
-        let category = self.kind_name(kind);
-        let name = self.op_name(kind, op);
+        let kinds = Arc::clone(&self.kinds);
+        let category = kind_name(&kinds, kind);
+        let name = op_name(&kinds, kind, op);
         let mut extdata = None;
         if category.starts_with("MARKER") {
             if let Some(msg) = self.out.text(Texts::Marker, internal)? {
@@ -1100,7 +1108,8 @@ impl Json<'_, '_> {
                 }
             }
         }
-        let category = kind.map_or_else(|| "KERNEL_DISPATCH".to_string(), |k| self.kind_name(k));
+        let kinds = Arc::clone(&self.kinds);
+        let category = kind.map_or(Cow::Borrowed("KERNEL_DISPATCH"), |k| kind_name(&kinds, k));
         let event_id = self.out.event(&EventRow {
             category: &category,
             stack_id: internal,
@@ -1123,8 +1132,9 @@ impl Json<'_, '_> {
         let src_address = opt_bits(v, "src_address")?;
         let size = opt(v, "bytes")?.unwrap_or(0);
         let stream_id = opt_bits(v, "stream_id")?;
-        let name = crate::csv_import::copy_name(&self.op_name(kind, op));
-        let category = self.kind_name(kind);
+        let kinds = Arc::clone(&self.kinds);
+        let name = crate::csv_import::copy_name(&op_name(&kinds, kind, op));
+        let category = kind_name(&kinds, kind);
         let (src_t, dst_t) = match name.trim_start_matches("MEMORY_COPY_") {
             "HOST_TO_DEVICE" => (Some("CPU"), Some("GPU")),
             "DEVICE_TO_HOST" => (Some("GPU"), Some("CPU")),
@@ -1180,8 +1190,9 @@ impl Json<'_, '_> {
         let queue_id = opt_bits(v, "queue_id")?;
         let stream_id = opt_bits(v, "stream_id")?;
         let handle = opt_bits(v, "agent_id")?;
-        let op_name = self.op_name(kind, op);
-        let category = self.kind_name(kind);
+        let kinds = Arc::clone(&self.kinds);
+        let op_name = op_name(&kinds, kind, op);
+        let category = kind_name(&kinds, kind);
         let (ty, level) = crate::csv_import::alloc_type(&op_name);
         let level = if scratch { "SCRATCH" } else { level };
         // Frees name no agent (handle 0 or absent).
@@ -1191,7 +1202,7 @@ impl Json<'_, '_> {
         };
         let mut ext = serde_json::Map::new();
         if ty.is_none() {
-            ext.insert("operation".into(), Value::from(op_name));
+            ext.insert("operation".into(), Value::from(op_name.as_ref()));
         }
         if let Some(f) = v.get("flags") {
             ext.insert("flags".into(), f.to_value().into_owned());
@@ -1501,7 +1512,7 @@ impl<'de> Visitor<'de> for Strings<'_, '_, '_> {
             st.index = 0;
             match key.as_str() {
                 "buffer_records" => {
-                    st.kinds = map.next_value::<Vec<KindNames>>()?;
+                    st.kinds = Arc::new(map.next_value::<Vec<KindNames>>()?);
                 }
                 "marker_api" if st.wanted.marker_texts => map.next_value_seed(Elements {
                     st: &mut *st,
@@ -1909,7 +1920,7 @@ fn scan_strings<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u
         st.index = 0;
         let at = s.start()?;
         match key.as_str() {
-            "buffer_records" => st.kinds = s.parse(raw)?,
+            "buffer_records" => st.kinds = Arc::new(s.parse(raw)?),
             "marker_api" if st.wanted.marker_texts => {
                 scan_elements(st, s, raw, Section::MarkerStrings)?
             }
@@ -2012,7 +2023,7 @@ impl<'o, 'r> Json<'o, 'r> {
             opts,
             report,
             pid: 0,
-            kinds: Vec::new(),
+            kinds: Arc::default(),
             have_strings: false,
             have_agents: false,
             wanted: *wanted,
