@@ -533,9 +533,20 @@ impl SetWriter {
     /// The `rocpd_arg` rows of one event from the model's `args` text (a JSON array of
     /// `{position, type, name, value}`, as the reader builds it).
     fn write_args(&mut self, conn: &Connection, event: i64, text: &str) -> rusqlite::Result<()> {
-        let Ok(serde_json::Value::Array(items)) = serde_json::from_str::<serde_json::Value>(text)
-        else {
-            return Ok(());
+        // Readers build the text; anything but an array of objects is a source's bug,
+        // refused rather than written as an event without its arguments.
+        let items = match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(serde_json::Value::Array(items)) if items.iter().all(|i| i.is_object()) => items,
+            _ => {
+                let shown: String = text.chars().take(60).collect();
+                return Err(rusqlite::Error::ToSqlConversionFailure(
+                    format!(
+                        "the args of event {event} are not a JSON array of argument objects: \
+                         {shown:?}"
+                    )
+                    .into(),
+                ));
+            }
         };
         let mut st = conn.prepare_cached(&self.arg_insert)?;
         for item in items {
@@ -674,5 +685,45 @@ mod tests {
         let (a, b) = (refs(&original), refs(&written));
         assert!(a.iter().any(|(p, _)| !catalog_pids(&original).contains(p)));
         assert_eq!(a, b);
+    }
+
+    /// Argument text that is not an array of argument objects is refused, naming the
+    /// event, instead of leaving the event without its arguments.
+    #[test]
+    fn args_text_that_is_not_an_array_of_objects_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = rocpd_gen::GenConfig {
+            seed: 2,
+            processes: 1,
+            iterations: 1,
+            ..Default::default()
+        };
+        let db = rocpd_gen::generate(&cfg, &tmp.path().join("gen"))
+            .unwrap()
+            .remove(0);
+        let catalog = Database::open(&db).unwrap().catalog(0).unwrap();
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        // As the output database is written: event 7 need not exist.
+        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        let (mut w, tables) = super::SetWriter::create(&conn, &catalog, 0).unwrap();
+        let arg = &tables.iter().find(|(b, _)| *b == "rocpd_arg").unwrap().1;
+        let count = || -> i64 {
+            conn.query_row(&format!("SELECT COUNT(*) FROM {arg}"), [], |r| r.get(0))
+                .unwrap()
+        };
+        for bad in [
+            r#"{"name": "x"}"#,
+            "[1, 2]",
+            "not json",
+            r#"[{"name": "x"}, 3]"#,
+        ] {
+            let e = w.write_args(&conn, 7, bad).unwrap_err().to_string();
+            assert!(e.contains("args of event 7"), "{bad}: {e}");
+        }
+        assert_eq!(count(), 0);
+        w.write_args(&conn, 7, "[]").unwrap();
+        let one = r#"[{"position": 0, "type": "int", "name": "n", "value": "3"}]"#;
+        w.write_args(&conn, 7, one).unwrap();
+        assert_eq!(count(), 1);
     }
 }
