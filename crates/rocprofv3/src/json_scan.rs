@@ -29,6 +29,27 @@ enum Step<T> {
     Fail(String),
 }
 
+/// One parse of a `T` at the start of `slice` (`exhausted`: nothing follows it in the
+/// input), made into an output by `make` once the value is whole.
+fn parse_step<'a, T: serde::Deserialize<'a>, O>(
+    slice: &'a [u8],
+    exhausted: bool,
+    make: &mut Option<impl FnOnce(T) -> O>,
+) -> Step<O> {
+    let mut values = serde_json::Deserializer::from_slice(slice).into_iter::<T>();
+    match values.next() {
+        // A value that ends where the buffer does may go on (a number's digits).
+        Some(Ok(v)) if exhausted || values.byte_offset() < slice.len() => match make.take() {
+            Some(make) => Step::Done(values.byte_offset(), make(v)),
+            // `in_place` stops at the first `Done`.
+            None => Step::Fail("internal: a value made twice".into()),
+        },
+        Some(Err(e)) if !e.is_eof() || exhausted => Step::Fail(e.to_string()),
+        None if exhausted => Step::Fail("expected a value, found the end".into()),
+        _ => Step::More,
+    }
+}
+
 /// Why a scan stopped.
 #[derive(Debug)]
 pub(crate) enum ScanError {
@@ -278,19 +299,9 @@ impl<R: Read> Scan<R> {
     /// finds it. A value cut off by the buffer's end is parsed again once more of the
     /// input is in (the buffer grows for a value longer than it, up to 256 MiB).
     pub fn with_flat<T>(&mut self, f: impl FnOnce(&Flat<'_>) -> T) -> ScanResult<T> {
-        let mut f = Some(f);
+        let mut make = Some(move |v: Flat<'_>| f(&v));
         self.in_place(true, |slice, exhausted| {
-            let mut values = serde_json::Deserializer::from_slice(slice).into_iter::<Flat>();
-            match values.next() {
-                // A value that ends where the buffer does may go on (a number's digits).
-                Some(Ok(v)) if exhausted || values.byte_offset() < slice.len() => match f.take() {
-                    Some(f) => Step::Done(values.byte_offset(), f(&v)),
-                    None => Step::More,
-                },
-                Some(Err(e)) if !e.is_eof() || exhausted => Step::Fail(e.to_string()),
-                None if exhausted => Step::Fail("expected a value, found the end".into()),
-                _ => Step::More,
-            }
+            parse_step(slice, exhausted, &mut make)
         })?
         .map_or_else(|| self.syntax("a value larger than 256 MiB"), Ok)
     }
@@ -298,17 +309,9 @@ impl<R: Read> Scan<R> {
     /// Checks that the next value is well-formed JSON where it lies in the buffer;
     /// `false` (and nothing consumed) when it does not fit the buffer as it is.
     fn check_in_place(&mut self) -> ScanResult<bool> {
+        let mut make = Some(|_: serde::de::IgnoredAny| ());
         let checked = self.in_place(false, |slice, exhausted| {
-            let mut values =
-                serde_json::Deserializer::from_slice(slice).into_iter::<serde::de::IgnoredAny>();
-            match values.next() {
-                Some(Ok(_)) if exhausted || values.byte_offset() < slice.len() => {
-                    Step::Done(values.byte_offset(), ())
-                }
-                Some(Err(e)) if !e.is_eof() || exhausted => Step::Fail(e.to_string()),
-                None if exhausted => Step::Fail("expected a value, found the end".into()),
-                _ => Step::More,
-            }
+            parse_step(slice, exhausted, &mut make)
         })?;
         Ok(checked.is_some())
     }
