@@ -850,8 +850,10 @@ fn describe_json(
     // The first read notes where the large values lie; the second jumps over them.
     let mut spans = Vec::new();
     let reads = [
+        // The API calls are checked by the second read, which parses them all.
         Wanted {
             records: Some(JSON_TARGETS),
+            parsed_later: &[CsvKind::Api],
             ..Wanted::ALL
         },
         Wanted {
@@ -859,6 +861,7 @@ fn describe_json(
             catalog: false,
             marker_texts: false,
             external_texts: false,
+            parsed_later: &[],
         },
     ];
     for (i, wanted) in reads.iter().enumerate() {
@@ -866,8 +869,9 @@ fn describe_json(
             describe.merge_groups();
         }
         describe.seen_event = false;
-        // The first read checks the whole file (any error leaves the object to the
-        // import, which reports it with its place); the later ones need not.
+        // Between them the reads check the whole file (any error leaves the object to
+        // the import, which reports it with its place): the first every value it skips
+        // but the API calls, which the second parses.
         let strict = i == 0;
         let read = json_import::scan_process(
             path,
@@ -1045,6 +1049,7 @@ impl DirectRunSource {
                     catalog: false,
                     marker_texts: matches!(table, Table::Region | Table::Marker),
                     external_texts: matches!(table, Table::KernelDispatch | Table::MemoryCopy),
+                    parsed_later: &[],
                 };
                 let opts = &self.opts;
                 let mut spans = self.desc.json_spans.clone();

@@ -597,6 +597,9 @@ pub(crate) struct Wanted {
     pub marker_texts: bool,
     /// `strings.correlation_id`: region names of kernels and copies.
     pub external_texts: bool,
+    /// Record sections of these kinds are parsed, and so checked, by a later read of the
+    /// same object: a strict read skips them without checking them.
+    pub parsed_later: &'static [CsvKind],
 }
 
 impl Wanted {
@@ -606,6 +609,7 @@ impl Wanted {
         catalog: true,
         marker_texts: true,
         external_texts: true,
+        parsed_later: &[],
     };
 
     fn takes(&self, kind: CsvKind) -> bool {
@@ -1884,11 +1888,13 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
                         let ordinal = st.ordinal;
                         st.ordinal += 1;
                         let at = s.start()?;
+                        let later =
+                            section != Section::Ignored && st.wanted.parsed_later.contains(&kind);
                         if st.wanted.takes(kind) {
                             st.out.begin_file(Some(ordinal), kind);
                             scan_elements(st, s, raw, section)?;
                         } else {
-                            s.skip(st.strict)?;
+                            s.skip(st.strict && !later)?;
                         }
                         st.note(at, s.offset());
                         if !s.more(b'}')? {

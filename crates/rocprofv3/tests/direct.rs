@@ -767,11 +767,13 @@ fn json_objects_that_need_the_database_are_left_to_the_import() {
         .is_none());
     rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default()).unwrap();
     std::fs::remove_file(tmp.path().join("x.db")).unwrap();
-    // Bad JSON in a section no table needs, and a region-name table of the wrong type
+    // Bad JSON in a section no table needs, in an API call (which the first describing
+    // read leaves to the second to check), and a region-name table of the wrong type
     // (found by the fuzzer): the import's error, not a direct read.
     let bad = tmp.path().join("bad_results.json");
     for (from, to, says) in [
         ("\"summary\":[]", "\"summary\":[1, 2x]", "invalid JSON"),
+        ("\"hip_api\":[{", "\"hip_api\":[{\"x\":tru,", "invalid JSON"),
         (
             "\"correlation_id\":{\"external\":[]}",
             "\"correlation_id\":[]",
