@@ -1713,6 +1713,10 @@ pub(crate) fn read_process(
 /// faster, with errors that name only a byte offset. With `strict`, every value it skips
 /// is checked to be well-formed JSON; without, skipped values are not looked into (for
 /// reads of a file a strict read has accepted already).
+///
+/// `spans` are where the large values of the file lie, from an earlier read: given (and
+/// the file not compressed), the values skipped there are jumped over; empty, they are
+/// filled with those this read passed (see [`JUMP_MIN`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_process(
     path: &Path,
@@ -1764,9 +1768,8 @@ pub(crate) fn scan_process(
         }
     };
     if spans.is_empty() {
+        // `Scan::with_jumps` sorts them where they are used.
         *spans = std::mem::take(&mut st.spans);
-        spans.sort_unstable();
-        spans.dedup_by_key(|(start, _)| *start);
     }
     st.finish(found, index)
 }

@@ -286,16 +286,11 @@ impl<R: Read> Scan<R> {
         Ok(())
     }
 
-    /// A value's bytes, copied into `raw` and parsed by serde_json (into a type that may
-    /// borrow from them).
-    pub fn parse<'r, T: serde::Deserialize<'r>>(&mut self, raw: &'r mut Vec<u8>) -> ScanResult<T> {
+    /// A value's bytes, parsed by serde_json.
+    pub fn parse<T: serde::de::DeserializeOwned>(&mut self, raw: &mut Vec<u8>) -> ScanResult<T> {
         raw.clear();
-        let at = {
-            self.peek()?;
-            self.offset()
-        };
+        let at = self.start()?;
         self.value(Some(raw))?;
-        let raw: &'r Vec<u8> = raw;
         serde_json::from_slice(raw).map_err(|e| ScanError::Syntax(at, e.to_string()))
     }
 
