@@ -153,7 +153,7 @@ pub(crate) struct ProcessRow {
 }
 
 /// One agent (written at the end).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct AgentRow {
     pub id: i64,
     pub agent_type: Option<&'static str>,
@@ -208,7 +208,7 @@ impl AgentRef {
 
 /// The agents of a run: from `agent_info.csv` / the JSON `agents` array, or synthesized
 /// from the ids seen.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct Agents {
     /// By agent id (node id).
     rows: BTreeMap<i64, AgentRow>,

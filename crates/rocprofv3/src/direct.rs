@@ -45,7 +45,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use arrow_array::RecordBatch;
 use rocpd_model::{
@@ -86,7 +86,7 @@ const MAX_ID_PAGES: usize = 1 << 14;
 
 /// A set of ids in pages of 4,096 bits: dense ids (correlation and dispatch ids count up)
 /// cost a bit each.
-#[derive(Default)]
+#[derive(Default, PartialEq)]
 struct IdSet {
     pages: HashMap<i64, Box<[u64; 64]>>,
 }
@@ -253,6 +253,10 @@ struct Description {
     /// Dispatches (with time) counter rows made: none, and the dispatch stream need not
     /// read the counter files.
     made_by_counters: u64,
+    /// The JSON kernel record sections (bit `n`: the object's `n`th record section) that
+    /// made no event: every record in them completed a dispatch a counter record made,
+    /// so the dispatch stream need not read them.
+    completing_sections: u64,
     /// The node (CSV: from the plan; JSON: from `metadata`).
     node: Option<NodeRow>,
     /// The pid of the run's rows.
@@ -306,6 +310,8 @@ struct Describe {
     kind: Option<CsvKind>,
     /// Events of each file of the plan.
     file_events: Vec<i64>,
+    /// The kind of each file (or JSON record section) read so far, by index.
+    file_kinds: Vec<Option<CsvKind>>,
     /// Why the run must be imported instead, once known.
     refused: Option<&'static str>,
     /// Whether a JSON object is read.
@@ -316,6 +322,78 @@ struct Describe {
     /// Whether this read has made an event (a JSON object's node and process must come
     /// first: the rows before them carry others).
     seen_event: bool,
+    /// Whether a counter record made an event (kernel records read later look for the
+    /// dispatches it made).
+    counter_events: bool,
+    /// Told of the first dispatch a counter record makes, for a speculating describer
+    /// on another thread (taken then).
+    counters_seen: Option<Arc<CounterSignal>>,
+    /// Set when this describer reads only the kernel records, beside another reading the
+    /// rest (see [`Speculation`]).
+    speculation: Option<Speculation>,
+    /// How a JSON object's first read went ([`describe_kernels_beside`]): "in order",
+    /// "beside" or "kernels again".
+    first_read: &'static str,
+}
+
+/// What the main describer of a JSON object tells the one reading its kernel records
+/// beside it: whether a counter record has made a dispatch, and whether its read ended.
+#[derive(Default)]
+struct CounterSignal {
+    /// (a counter record made a dispatch, the read ended)
+    state: Mutex<(bool, bool)>,
+    changed: Condvar,
+}
+
+impl CounterSignal {
+    fn set(&self, counted: bool) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if counted {
+            state.0 = true;
+        } else {
+            state.1 = true;
+        }
+        self.changed.notify_all();
+    }
+
+    /// Waits until a counter record made a dispatch (`true`) or the read ended without
+    /// one (`false`).
+    fn wait(&self) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while !state.0 && !state.1 {
+            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        state.0
+    }
+}
+
+/// Tells a [`CounterSignal`] that the read has ended when dropped, whatever way it ends.
+struct Ended(Arc<CounterSignal>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
+/// What a describer that reads a JSON object's kernel records beside the main describer
+/// (which reads the counter records) keeps. It takes every kernel record as completing a
+/// dispatch a counter record made, as rocprofv3's files with counter collection on
+/// every dispatch have it, and keeps each record's [`made_check`] for the main
+/// describer to compare; anything else makes the read be done again in order.
+struct Speculation {
+    /// The main describer's [`Describe::counters_seen`]. At its first kernel record this
+    /// reader waits until the main one has made a dispatch from a counter record or has
+    /// ended its read; in the second case there are no counter records to complete (most
+    /// files) and this read stops at once.
+    signal: Arc<CounterSignal>,
+    /// What the signal said, once waited for.
+    counted: Option<bool>,
+    /// (dispatch id, check) of every kernel record, in order.
+    completions: Vec<(i64, u64)>,
+    /// The agents and the number of kernel symbols when the first kernel section began:
+    /// a kernel record that adds either would have added it to the main describer's too.
+    before: Option<(Agents, usize)>,
 }
 
 impl Describe {
@@ -425,6 +503,12 @@ impl RowSink for Describe {
         self.stack = e.stack_id;
         self.external = e.correlation_id;
         self.marker = is_marker(e.category);
+        if self.kind == Some(CsvKind::CounterCollection) {
+            self.counter_events = true;
+        }
+        if self.speculation.is_some() {
+            self.refuse("a kernel record that does not complete a dispatch");
+        }
         Ok(0)
     }
     fn region(
@@ -471,6 +555,9 @@ impl RowSink for Describe {
         let from_trace = self.kind == Some(CsvKind::KernelTrace);
         if self.kind == Some(CsvKind::CounterCollection) {
             self.d.made_by_counters += 1;
+            if let Some(signal) = self.counters_seen.take() {
+                signal.set(true);
+            }
             if self.json && self.room() {
                 let check = made_check(d, self.stack, self.external);
                 self.made.insert(d.dispatch_id, check);
@@ -539,6 +626,18 @@ impl RowSink for Describe {
         Ok(())
     }
     fn find_dispatch(&mut self, dispatch_id: i64) -> Result<Option<FoundDispatch>> {
+        if let Some(sp) = self.speculation.as_mut() {
+            if !*sp.counted.get_or_insert_with(|| sp.signal.wait()) {
+                // Stops the read; the caller reads the kernel records again in order and
+                // never shows this.
+                return Err(Error::Usage("no counter records to complete".into()));
+            }
+            return Ok(Some(FoundDispatch {
+                event_id: Some(0),
+                stack_id: None,
+                tid: Some(0),
+            }));
+        }
         if self.made.contains_key(&dispatch_id) {
             // A second counter record of the dispatch joins it; a kernel record completes
             // it ([`RowSink::completes`]).
@@ -587,8 +686,12 @@ impl RowSink for Describe {
         (self.file, self.kind) = (index, Some(kind));
         self.current = None;
         // A JSON object's sections are counted as they come.
-        if let Some(i) = index.filter(|i| *i >= self.file_events.len()) {
-            self.file_events.resize(i + 1, 0);
+        if let Some(i) = index {
+            self.note_section(i, kind);
+        }
+        if let Some(sp) = self.speculation.as_mut() {
+            sp.before
+                .get_or_insert_with(|| (self.d.agents.clone(), self.d.symbols.len()));
         }
     }
     fn set_process(&mut self, pid: i64, row: ProcessRow) {
@@ -606,6 +709,9 @@ impl RowSink for Describe {
         Ok(())
     }
     fn completes(&mut self, dispatch_id: i64, _: &FoundDispatch, _: Option<i64>) -> bool {
+        if self.speculation.is_some() {
+            return true;
+        }
         // Any kernel record of such a dispatch: one the import would not let complete it
         // (another correlation id) fails the check below, and the object is imported.
         self.made.contains_key(&dispatch_id)
@@ -616,22 +722,10 @@ impl RowSink for Describe {
         internal: Option<i64>,
         external: Option<i64>,
     ) -> Result<()> {
-        // The import's row keeps the counter record's event and takes the kernel
-        // record's columns; the description and the streams took the counter record's.
-        let Some(check) = self.made.get(&d.dispatch_id).copied() else {
-            self.refuse("a kernel record completing an unknown dispatch");
-            return Ok(());
-        };
-        // Equal, its thread, queue and stream are the counter record's, described then.
-        if made_check(d, internal, external) != check {
-            self.refuse("a kernel record that moves the dispatch its counter record made");
-        }
-        match self.d.completed.insert(d.dispatch_id) {
-            Some(true) => {}
-            // The import updates its row again; the streams write it once, when first
-            // completed.
-            Some(false) => self.refuse("a dispatch completed by two kernel records"),
-            None => self.refuse("dispatch ids too scattered"),
+        let check = made_check(d, internal, external);
+        match self.speculation.as_mut() {
+            Some(sp) => sp.completions.push((d.dispatch_id, check)),
+            None => self.complete(d.dispatch_id, check),
         }
         Ok(())
     }
@@ -659,6 +753,39 @@ impl RowSink for Describe {
 }
 
 impl Describe {
+    /// A kernel record completes the dispatch `dispatch_id` a counter record made; its
+    /// columns give `check` ([`made_check`]).
+    fn complete(&mut self, dispatch_id: i64, check: u64) {
+        // The import's row keeps the counter record's event and takes the kernel
+        // record's columns; the description and the streams took the counter record's.
+        let Some(made) = self.made.get(&dispatch_id).copied() else {
+            self.refuse("a kernel record completing an unknown dispatch");
+            return;
+        };
+        // Equal, its thread, queue and stream are the counter record's, described then.
+        if check != made {
+            self.refuse("a kernel record that moves the dispatch its counter record made");
+        }
+        match self.d.completed.insert(dispatch_id) {
+            Some(true) => {}
+            // The import updates its row again; the streams write it once, when first
+            // completed.
+            Some(false) => self.refuse("a dispatch completed by two kernel records"),
+            None => self.refuse("dispatch ids too scattered"),
+        }
+    }
+
+    /// Notes that file (or JSON record section) `index` is of `kind`.
+    fn note_section(&mut self, index: usize, kind: CsvKind) {
+        if index >= self.file_events.len() {
+            self.file_events.resize(index + 1, 0);
+        }
+        if index >= self.file_kinds.len() {
+            self.file_kinds.resize(index + 1, None);
+        }
+        self.file_kinds[index] = Some(kind);
+    }
+
     /// A describer of `files` files (or sections, which add to the count as they come).
     fn new(files: usize) -> Self {
         Describe {
@@ -684,6 +811,7 @@ impl Describe {
                 counted_dispatches: 0,
                 untimed_pmc: 0,
                 made_by_counters: 0,
+                completing_sections: 0,
                 node: None,
                 pid: 0,
                 nid: 0,
@@ -704,10 +832,15 @@ impl Describe {
             file: None,
             kind: None,
             file_events: vec![0; files],
+            file_kinds: vec![None; files],
             refused: None,
             json: false,
             made: HashMap::new(),
             seen_event: false,
+            counter_events: false,
+            counters_seen: None,
+            speculation: None,
+            first_read: "in order",
         }
     }
 
@@ -838,57 +971,255 @@ const JSON_TARGETS: &[CsvKind] = &[
 
 /// The describing pass over process object `index` of a rocprofv3 JSON file, in two
 /// reads: every section but the API calls, then the API calls (the flow groups exist by
-/// then). `None` when the object must be imported.
+/// then). With `threads` of two or more, the first read's kernel records are read on a
+/// second thread beside the rest ([`Speculation`]). `None` when the object must be
+/// imported.
 fn describe_json(
     path: &Path,
     index: usize,
     opts: &ImportOptions,
+    threads: usize,
 ) -> Result<Option<(Describe, ImportReport)>> {
-    let mut describe = Describe::new(0);
-    describe.json = true;
+    let fresh = || {
+        let mut d = Describe::new(0);
+        d.json = true;
+        d
+    };
+    let mut describe = fresh();
     let mut report = ImportReport::default();
-    // The first read notes where the large values lie; the second jumps over them.
+    // The first read notes where the large values lie; the later ones jump over them.
     let mut spans = Vec::new();
-    let reads = [
-        // The API calls are checked by the second read, which parses them all.
-        Wanted {
-            records: Some(JSON_TARGETS),
-            parsed_later: &[CsvKind::Api],
-            ..Wanted::ALL
-        },
-        Wanted {
-            records: Some(&[CsvKind::Api]),
-            catalog: false,
-            marker_texts: false,
-            external_texts: false,
-            parsed_later: &[],
-        },
-    ];
-    for (i, wanted) in reads.iter().enumerate() {
-        if i == 1 {
-            describe.merge_groups();
+    let first = Wanted {
+        records: Some(JSON_TARGETS),
+        // The API calls are checked by the last read, which parses them all.
+        parsed_later: &[CsvKind::Api],
+        ..Wanted::ALL
+    };
+    let failed = |read: &Result<()>, d: &Describe, r: &ImportReport| {
+        read.is_err() || d.refused.is_some() || r.skipped_rows > 0
+    };
+    // Between them the reads check the whole file (any error leaves the object to the
+    // import, which reports it with its place): the first every value it skips but the
+    // sections a later read parses.
+    let mut in_order = threads < 2;
+    if !in_order {
+        let side_by_side = describe_kernels_beside(path, index, opts, &mut describe, &mut spans);
+        match side_by_side {
+            Beside::Failed => return Ok(None),
+            Beside::Done(r) => report = r,
+            Beside::InOrder => {
+                (describe, report, spans) = (fresh(), ImportReport::default(), Vec::new());
+                in_order = true;
+            }
         }
-        describe.seen_event = false;
-        // Between them the reads check the whole file (any error leaves the object to
-        // the import, which reports it with its place): the first every value it skips
-        // but the API calls, which the second parses.
-        let strict = i == 0;
+    }
+    if in_order {
         let read = json_import::scan_process(
             path,
             index,
-            wanted,
-            strict,
+            &first,
+            true,
             &mut spans,
             &mut describe,
             opts,
             &mut report,
         );
-        if read.is_err() || describe.refused.is_some() || report.skipped_rows > 0 {
+        if failed(&read, &describe, &report) {
             return Ok(None);
         }
     }
+    describe.merge_groups();
+    describe.seen_event = false;
+    let apis = Wanted {
+        records: Some(&[CsvKind::Api]),
+        catalog: false,
+        marker_texts: false,
+        external_texts: false,
+        ..Wanted::ALL
+    };
+    let read = json_import::scan_process(
+        path,
+        index,
+        &apis,
+        false,
+        &mut spans,
+        &mut describe,
+        opts,
+        &mut report,
+    );
+    if failed(&read, &describe, &report) {
+        return Ok(None);
+    }
     describe.d.json_spans = spans;
     Ok(Some((describe, report)))
+}
+
+/// How [`describe_kernels_beside`] ended.
+enum Beside {
+    /// The object must be imported.
+    Failed,
+    /// `describe` holds what the first read in order would have given.
+    Done(ImportReport),
+    /// Nothing is known: read in order.
+    InOrder,
+}
+
+/// The first describing read of a JSON object on two threads: `describe` reads every
+/// section but the API calls and the kernel records (strictly, noting `spans`), while a
+/// speculating describer reads the kernel records. When every kernel record completed
+/// a dispatch a counter record made, with the same columns, in a kernel section after
+/// every counter section, and added no agent or kernel symbol, what the speculation kept
+/// is taken in and the result is the read in order's. When the kernel records are
+/// something else (no counter records: the speculation stops at its first record), they
+/// are read again into `describe`, after the rest, which gives the same unless a kernel
+/// section comes before a counter section: then the whole read is done in order.
+fn describe_kernels_beside(
+    path: &Path,
+    index: usize,
+    opts: &ImportOptions,
+    describe: &mut Describe,
+    spans: &mut Vec<(u64, u64)>,
+) -> Beside {
+    const KERNELS: &[CsvKind] = &[CsvKind::KernelTrace];
+    // [`JSON_TARGETS`] but the kernel records.
+    const REST: &[CsvKind] = &[
+        CsvKind::MemoryCopy,
+        CsvKind::MemoryAllocation,
+        CsvKind::ScratchMemory,
+        CsvKind::CounterCollection,
+        CsvKind::Stats,
+    ];
+    let main = Wanted {
+        records: Some(REST),
+        parsed_later: &[CsvKind::Api, CsvKind::KernelTrace],
+        ..Wanted::ALL
+    };
+    let kernels = Wanted {
+        records: Some(KERNELS),
+        marker_texts: false,
+        external_texts: false,
+        counters_made: true,
+        ..Wanted::ALL
+    };
+    let signal = Arc::new(CounterSignal::default());
+    describe.counters_seen = Some(Arc::clone(&signal));
+    let mut side = Describe::new(0);
+    side.json = true;
+    side.speculation = Some(Speculation {
+        signal: Arc::clone(&signal),
+        counted: None,
+        completions: Vec::new(),
+        before: None,
+    });
+    let mut report = ImportReport::default();
+    let mut side_report = ImportReport::default();
+    let (read, side_read) = std::thread::scope(|scope| {
+        let helper = scope.spawn(|| {
+            let mut own_spans = Vec::new();
+            json_import::scan_process(
+                path,
+                index,
+                &kernels,
+                false,
+                &mut own_spans,
+                &mut side,
+                opts,
+                &mut side_report,
+            )
+        });
+        let ended = Ended(signal);
+        let read =
+            json_import::scan_process(path, index, &main, true, spans, describe, opts, &mut report);
+        drop(ended);
+        let side = helper
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (read, side)
+    });
+    describe.counters_seen = None;
+    if read.is_err() || describe.refused.is_some() || report.skipped_rows > 0 {
+        return Beside::Failed;
+    }
+    // The last counter section with records; a kernel section before it would have been
+    // read before them in order.
+    let last_counters = (0..describe.file_kinds.len()).rev().find(|&i| {
+        describe.file_kinds[i] == Some(CsvKind::CounterCollection)
+            && describe.file_events.get(i).is_some_and(|n| *n > 0)
+    });
+    let kernel_sections = |d: &Describe| -> Vec<usize> {
+        (0..d.file_kinds.len())
+            .filter(|&i| d.file_kinds[i] == Some(CsvKind::KernelTrace))
+            .collect()
+    };
+    let in_order_after = |sections: &[usize]| match last_counters {
+        Some(c) => sections.iter().all(|&k| k > c),
+        None => true,
+    };
+    if side_read.is_ok() && side_report.skipped_rows == 0 && side.refused.is_none() {
+        if let Some(sp) = side.speculation.take() {
+            let unchanged = sp.before.as_ref().is_none_or(|(agents, symbols)| {
+                *agents == side.d.agents && *symbols == side.d.symbols.len()
+            });
+            let sections = kernel_sections(&side);
+            let all_made = sp
+                .completions
+                .iter()
+                .all(|(id, _)| describe.made.contains_key(id));
+            if unchanged && all_made && in_order_after(&sections) {
+                for (id, check) in sp.completions {
+                    describe.complete(id, check);
+                }
+                for i in sections {
+                    describe.note_section(i, CsvKind::KernelTrace);
+                }
+                describe.first_read = "beside";
+                return Beside::Done(report);
+            }
+        }
+    }
+    // Read the kernel records again, now after the rest, as they would be in order.
+    describe.seen_event = false;
+    let again = Wanted {
+        records: Some(KERNELS),
+        catalog: false,
+        marker_texts: false,
+        external_texts: false,
+        counters_made: describe.counter_events,
+        ..Wanted::ALL
+    };
+    let read = json_import::scan_process(
+        path,
+        index,
+        &again,
+        false,
+        spans,
+        describe,
+        opts,
+        &mut report,
+    );
+    if read.is_err() || describe.refused.is_some() || report.skipped_rows > 0 {
+        return Beside::Failed;
+    }
+    if !in_order_after(&kernel_sections(describe)) {
+        return Beside::InOrder;
+    }
+    describe.first_read = "kernels again";
+    Beside::Done(report)
+}
+
+/// The kernel record sections among the first 64 (by index, `kinds` and `events` as
+/// the describing pass counted them) in which no record made an event: each completed a
+/// dispatch a counter record made, whose row the counter record gives. In rocprofv3's
+/// files with counter collection on every dispatch, that is the whole kernel section,
+/// which the dispatch stream would otherwise parse again only to skip every record.
+fn completing_sections(kinds: &[Option<CsvKind>], events: &[i64]) -> u64 {
+    let mut mask = 0u64;
+    for (i, (kind, n)) in kinds.iter().zip(events).enumerate().take(64) {
+        if *kind == Some(CsvKind::KernelTrace) && *n == 0 {
+            mask |= 1 << i;
+        }
+    }
+    mask
 }
 
 /// What a direct source reads.
@@ -955,7 +1286,7 @@ impl DirectRunSource {
                 let Some(path) = run.files.first() else {
                     return Ok(None);
                 };
-                let described = describe_json(path, *index, opts)?;
+                let described = describe_json(path, *index, opts, threads)?;
                 let (path, index) = (path.clone(), *index);
                 (Input::Json { path, index }, described)
             }
@@ -966,6 +1297,9 @@ impl DirectRunSource {
         let mut describe = describe;
         let events = std::mem::take(&mut describe.file_events);
         let mut d = describe.d;
+        if matches!(input, Input::Json { .. }) {
+            d.completing_sections = completing_sections(&describe.file_kinds, &events);
+        }
         let mut next = 1i64;
         for n in events {
             d.first_event.push(next);
@@ -1050,6 +1384,12 @@ impl DirectRunSource {
                     marker_texts: matches!(table, Table::Region | Table::Marker),
                     external_texts: matches!(table, Table::KernelDispatch | Table::MemoryCopy),
                     parsed_later: &[],
+                    passed: match table {
+                        Table::KernelDispatch => self.desc.completing_sections,
+                        _ => 0,
+                    },
+                    // The counter records it reads make the dispatches.
+                    counters_made: false,
                 };
                 let opts = &self.opts;
                 let mut spans = self.desc.json_spans.clone();
@@ -2390,6 +2730,86 @@ impl RowSink for Rows<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a JSON object's describing pass learned that the streams use, comparable.
+    fn learned(d: &Describe) -> String {
+        let x = &d.d;
+        format!(
+            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {} {} {:?} {:?}",
+            x.counts,
+            x.span,
+            x.threads,
+            x.groups,
+            x.fills,
+            x.counter_tids,
+            d.file_events,
+            d.file_kinds,
+            x.made_by_counters,
+            x.counted_dispatches,
+            x.queues,
+            x.symbols.keys().collect::<Vec<_>>(),
+        )
+    }
+
+    /// The first describing read on two threads takes each of its ways: the kernel
+    /// records beside the rest when counter records made their dispatches (rocprofv3's
+    /// order), again after the rest when there are no counter records, and the whole
+    /// read in order when the kernel records come first. Each learns what the read in
+    /// order on one thread learns.
+    #[test]
+    fn json_kernel_records_are_described_beside_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = rocpd_gen::GenConfig {
+            seed: 5,
+            processes: 1,
+            iterations: 15,
+            ..Default::default()
+        };
+        let dbs = rocpd_gen::generate(&cfg, &tmp.path().join("gen")).unwrap();
+        let (json, _) = rocpd_gen::export_json(&dbs[0], &tmp.path().join("json")).unwrap();
+        let text = std::fs::read_to_string(&json).unwrap();
+        // Without counter records: the section emptied.
+        let key = "\"counter_collection\":";
+        let at = text.find(&format!("{key}[{{")).unwrap() + key.len();
+        let mut values =
+            serde_json::Deserializer::from_str(&text[at..]).into_iter::<serde::de::IgnoredAny>();
+        values.next().unwrap().unwrap();
+        let end = at + values.byte_offset();
+        let uncounted = tmp.path().join("uncounted_results.json");
+        std::fs::write(&uncounted, format!("{}[]{}", &text[..at], &text[end..])).unwrap();
+        // Kernel records first: the two record objects swapped.
+        let callbacks = text.rfind("\"callback_records\":").unwrap();
+        let buffers = text.rfind(",\"buffer_records\":").unwrap();
+        let tail = text.len() - "}]}".len();
+        let kernels_first = tmp.path().join("kernels_first_results.json");
+        let swapped = format!(
+            "{}{},{}{}",
+            &text[..callbacks],
+            &text[buffers + 1..tail],
+            &text[callbacks..buffers],
+            &text[tail..]
+        );
+        std::fs::write(&kernels_first, swapped).unwrap();
+        let opts = ImportOptions::default();
+        for (path, way) in [
+            (&json, "beside"),
+            (&uncounted, "kernels again"),
+            (&kernels_first, "in order"),
+        ] {
+            let (two, _) = describe_json(path, 0, &opts, 2).unwrap().expect("direct");
+            let (one, _) = describe_json(path, 0, &opts, 1).unwrap().expect("direct");
+            assert_eq!((two.first_read, one.first_read), (way, "in order"));
+            assert_eq!(learned(&two), learned(&one), "{way}");
+            assert!(two.d.completed == one.d.completed, "{way}");
+            let completed = (0..10_000).filter(|&i| one.d.completed.contains(i)).count();
+            let kernels = one.d.counts.get(&Table::KernelDispatch).copied();
+            match way {
+                "beside" => assert_eq!(Some(completed as u64), kernels),
+                _ => assert_eq!(completed, 0),
+            }
+            assert!(kernels > Some(20), "{kernels:?}");
+        }
+    }
 
     fn fact(dispatch_id: i64) -> Fact {
         Fact {

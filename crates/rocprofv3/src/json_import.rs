@@ -600,6 +600,13 @@ pub(crate) struct Wanted {
     /// Record sections of these kinds are parsed, and so checked, by a later read of the
     /// same object: a strict read skips them without checking them.
     pub parsed_later: &'static [CsvKind],
+    /// Record sections (bit `n`: the object's `n`th, skipped ones counted) this read
+    /// passes over although their kind is wanted: a describing read found that they make
+    /// no rows for it. Sections from the 64th on are never passed over this way.
+    pub passed: u64,
+    /// Counter records this read does not take made dispatches: its kernel records look
+    /// for them, as they do after counter records read in the same read.
+    pub counters_made: bool,
 }
 
 impl Wanted {
@@ -610,10 +617,21 @@ impl Wanted {
         marker_texts: true,
         external_texts: true,
         parsed_later: &[],
+        passed: 0,
+        counters_made: false,
     };
 
     fn takes(&self, kind: CsvKind) -> bool {
         self.records.is_none_or(|kinds| kinds.contains(&kind))
+    }
+
+    /// Whether the record section at `ordinal` (of `kind`) is read.
+    fn reads(&self, kind: CsvKind, ordinal: usize) -> bool {
+        let passed = u32::try_from(ordinal)
+            .ok()
+            .and_then(|n| self.passed.checked_shr(n))
+            .is_some_and(|bits| bits & 1 == 1);
+        self.takes(kind) && !passed
     }
 }
 
@@ -1598,7 +1616,7 @@ impl<'de> Visitor<'de> for Sections<'_, '_, '_> {
             let kind = section.kind();
             let ordinal = st.ordinal;
             st.ordinal += 1;
-            if !st.wanted.takes(kind) {
+            if !st.wanted.reads(kind, ordinal) {
                 map.next_value::<IgnoredAny>()?;
                 continue;
             }
@@ -1893,7 +1911,7 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
                         let at = s.start()?;
                         let later =
                             section != Section::Ignored && st.wanted.parsed_later.contains(&kind);
-                        if st.wanted.takes(kind) {
+                        if st.wanted.reads(kind, ordinal) {
                             st.out.begin_file(Some(ordinal), kind);
                             scan_elements(st, s, raw, section)?;
                         } else {
@@ -2043,7 +2061,7 @@ impl<'o, 'r> Json<'o, 'r> {
             section: String::new(),
             index: 0,
             ignored: BTreeMap::new(),
-            counter_dispatches: false,
+            counter_dispatches: wanted.counters_made,
         }
     }
 
