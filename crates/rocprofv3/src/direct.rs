@@ -48,6 +48,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
 use arrow_array::RecordBatch;
+use rocpd_model::hash::FastMap;
 use rocpd_model::{
     Agent, BatchBuilder, Catalog, CodeObject, ColumnBuilder, Error, KernelSymbol, Node, Pmc,
     Process, Projection, Queue, Result, SourceInfo, Table, Thread,
@@ -88,7 +89,7 @@ const MAX_ID_PAGES: usize = 1 << 14;
 /// cost a bit each.
 #[derive(Default, PartialEq)]
 struct IdSet {
-    pages: HashMap<i64, Box<[u64; 64]>>,
+    pages: FastMap<i64, Box<[u64; 64]>>,
 }
 
 impl IdSet {
@@ -318,7 +319,7 @@ struct Describe {
     json: bool,
     /// The dispatches a JSON object's counter records made, by dispatch id: the
     /// [`made_check`] the kernel record that completes one must repeat.
-    made: HashMap<i64, u64>,
+    made: FastMap<i64, u64>,
     /// Whether this read has made an event (a JSON object's node and process must come
     /// first: the rows before them carry others).
     seen_event: bool,
@@ -835,7 +836,7 @@ impl Describe {
             file_kinds: vec![None; files],
             refused: None,
             json: false,
-            made: HashMap::new(),
+            made: FastMap::default(),
             seen_event: false,
             counter_events: false,
             counters_seen: None,
@@ -2044,7 +2045,7 @@ struct Facts {
     pids: Vec<i64>,
     categories: Vec<String>,
     correlations: Vec<i64>,
-    correlation_ids: HashMap<i64, u32>,
+    correlation_ids: FastMap<i64, u32>,
 }
 
 /// The position of `value` in `values`, added if new (the sets are small: agents, pids
@@ -2219,7 +2220,7 @@ struct Rows<'a> {
     first_source: u32,
     agents: Agents,
     names: Vec<String>,
-    name_ids: HashMap<String, i64>,
+    name_ids: FastMap<String, i64>,
     next_event: i64,
     next_copy: i64,
     next_alloc: i64,
@@ -2241,7 +2242,7 @@ struct Rows<'a> {
     /// A buffer for a counter value's event columns.
     pmc_event: Pending,
     /// The JSON `strings` texts this stream reads (bounded by [`MAX_TEXTS`]).
-    texts: HashMap<(Texts, i64), String>,
+    texts: FastMap<(Texts, i64), String>,
 }
 
 impl<'a> Rows<'a> {
@@ -2258,7 +2259,7 @@ impl<'a> Rows<'a> {
             first_source,
             agents: source.desc.agents.clone(),
             names: Vec::new(),
-            name_ids: HashMap::new(),
+            name_ids: FastMap::default(),
             next_event: 1,
             next_copy: 1,
             next_alloc: 1,
@@ -2284,7 +2285,7 @@ impl<'a> Rows<'a> {
                 ..Facts::default()
             }),
             pmc_event: Pending::default(),
-            texts: HashMap::new(),
+            texts: FastMap::default(),
         }
     }
 
