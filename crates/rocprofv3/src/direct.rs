@@ -254,6 +254,9 @@ struct Description {
     /// Dispatches (with time) counter rows made: none, and the dispatch stream need not
     /// read the counter files.
     made_by_counters: u64,
+    /// Whether a JSON counter record joined a dispatch an earlier one made: only then
+    /// does the PMC stream look up the facts of the dispatches counter records make.
+    made_joined: bool,
     /// The JSON kernel record sections (bit `n`: the object's `n`th record section) that
     /// made no event: every record in them completed a dispatch a counter record made,
     /// so the dispatch stream need not read them.
@@ -640,6 +643,9 @@ impl RowSink for Describe {
             }));
         }
         if self.made.contains_key(&dispatch_id) {
+            if self.kind == Some(CsvKind::CounterCollection) {
+                self.d.made_joined = true;
+            }
             // A second counter record of the dispatch joins it; a kernel record completes
             // it ([`RowSink::completes`]).
             self.current = Some((dispatch_id, true));
@@ -813,6 +819,7 @@ impl Describe {
                 untimed_pmc: 0,
                 made_by_counters: 0,
                 completing_sections: 0,
+                made_joined: false,
                 node: None,
                 pid: 0,
                 nid: 0,
@@ -1385,8 +1392,9 @@ impl DirectRunSource {
                     marker_texts: matches!(table, Table::Region | Table::Marker),
                     external_texts: matches!(table, Table::KernelDispatch | Table::MemoryCopy),
                     parsed_later: &[],
+                    // They give no row to either table that reads kernel records.
                     passed: match table {
-                        Table::KernelDispatch => self.desc.completing_sections,
+                        Table::KernelDispatch | Table::PmcValue => self.desc.completing_sections,
                         _ => 0,
                     },
                     // The counter records it reads make the dispatches.
@@ -2041,6 +2049,11 @@ struct Facts {
     traced: Vec<Fact>,
     sorted: bool,
     created: CreatedFacts,
+    /// Whether the facts of dispatches counter rows make are kept: always for CSV runs,
+    /// whose later counter rows join them; for JSON objects only when a counter record
+    /// joins a dispatch another made ([`Description::made_joined`]); otherwise nothing
+    /// looks them up again and they would take 64 bytes per counted dispatch.
+    keep_created: bool,
     agents: Vec<i64>,
     pids: Vec<i64>,
     categories: Vec<String>,
@@ -2090,7 +2103,9 @@ impl Facts {
                 + u8::from(f.correlation.is_some()) * Fact::HAS_CORRELATION,
         };
         if created {
-            self.created.insert(fact);
+            if self.keep_created {
+                self.created.insert(fact);
+            }
         } else {
             self.traced.push(fact);
             self.sorted = false;
@@ -2282,6 +2297,8 @@ impl<'a> Rows<'a> {
             facts: tables.contains(&Table::PmcValue).then(|| Facts {
                 // The counted dispatches of the kernel trace at most: no growth slack.
                 traced: Vec::with_capacity(source.desc.counted_dispatches),
+                keep_created: !matches!(source.input, Input::Json { .. })
+                    || source.desc.made_joined,
                 ..Facts::default()
             }),
             pmc_event: Pending::default(),

@@ -620,6 +620,37 @@ fn json_counter_records_read_before_or_after_their_kernel_records() {
     assert_eq!(pmc[0], pmc[1]);
 }
 
+/// A counter record that repeats an earlier one's dispatch joins the dispatch the first
+/// made (the import adds its values to it): the PMC stream then keeps the facts of the
+/// dispatches counter records make, which it otherwise drops as nothing looks them up.
+#[test]
+fn json_counter_records_joining_a_made_dispatch_read_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json(tmp.path(), 9, false);
+    let text = std::fs::read_to_string(&json).unwrap();
+    let key = "\"counter_collection\":[";
+    let at = text.find(&format!("{key}{{")).unwrap() + key.len();
+    let mut values = serde_json::Deserializer::from_str(&text[at..]).into_iter();
+    let first: serde_json::Value = values.next().unwrap().unwrap();
+    let end = at + values.byte_offset();
+    let again = serde_json::to_string(&first).unwrap();
+    let joined = tmp.path().join("joined_results.json");
+    std::fs::write(&joined, format!("{},{again}{}", &text[..end], &text[end..])).unwrap();
+    let plain = read_directly_as_imported(&json);
+    let counts = read_directly_as_imported(&joined);
+    let n = |c: &[(Table, u64)], t: Table| c.iter().find(|(x, _)| *x == t).unwrap().1;
+    let values = first["records"].as_array().unwrap().len() as u64;
+    assert!(values > 0);
+    assert_eq!(
+        n(&counts, Table::PmcValue),
+        n(&plain, Table::PmcValue) + values
+    );
+    assert_eq!(
+        n(&counts, Table::KernelDispatch),
+        n(&plain, Table::KernelDispatch)
+    );
+}
+
 /// Region names of kernels and copies come from `strings.correlation_id.external`.
 #[test]
 fn json_region_names_read_as_imported() {
