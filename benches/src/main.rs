@@ -338,7 +338,16 @@ const FLAGS: &[&str] = &[
     "--sort-only",
 ];
 
-fn main() -> Result<()> {
+fn main() {
+    // Printed with its causes but without the backtrace `Result` from `main` would add
+    // when `RUST_BACKTRACE` is set: these are the bench's own errors, usage ones included.
+    if let Err(e) = run() {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("--step-sqlite") => return step_sqlite(&args[1..]),

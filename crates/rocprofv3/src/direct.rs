@@ -1021,12 +1021,27 @@ fn describe_json(
             }
         }
     }
-    if in_order {
+    let apis = Wanted {
+        records: Some(&[CsvKind::Api]),
+        catalog: false,
+        marker_texts: false,
+        external_texts: false,
+        ..Wanted::ALL
+    };
+    // The first read in order if it was not done beside, then the API calls once the
+    // groups are merged.
+    let reads = [(in_order.then_some(first), true), (Some(apis), false)];
+    for (wanted, strict) in reads {
+        let Some(wanted) = wanted else { continue };
+        if !strict {
+            describe.merge_groups();
+            describe.seen_event = false;
+        }
         let read = json_import::scan_process(
             path,
             index,
-            &first,
-            true,
+            &wanted,
+            strict,
             &mut spans,
             &mut describe,
             opts,
@@ -1035,28 +1050,6 @@ fn describe_json(
         if failed(&read, &describe, &report) {
             return Ok(None);
         }
-    }
-    describe.merge_groups();
-    describe.seen_event = false;
-    let apis = Wanted {
-        records: Some(&[CsvKind::Api]),
-        catalog: false,
-        marker_texts: false,
-        external_texts: false,
-        ..Wanted::ALL
-    };
-    let read = json_import::scan_process(
-        path,
-        index,
-        &apis,
-        false,
-        &mut spans,
-        &mut describe,
-        opts,
-        &mut report,
-    );
-    if failed(&read, &describe, &report) {
-        return Ok(None);
     }
     describe.d.json_spans = spans;
     Ok(Some((describe, report)))
