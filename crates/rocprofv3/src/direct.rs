@@ -2742,6 +2742,25 @@ impl RowSink for Rows<'_> {
 mod tests {
     use super::*;
 
+    /// Kernel sections with no event are passed over; others, and other kinds, are not;
+    /// sections from the 64th on never are.
+    #[test]
+    fn only_eventless_kernel_sections_are_passed_over() {
+        let (k, c, a) = (
+            Some(CsvKind::KernelTrace),
+            Some(CsvKind::CounterCollection),
+            Some(CsvKind::Api),
+        );
+        assert_eq!(
+            completing_sections(&[c, a, k, None, k, a], &[5, 9, 0, 0, 3, 0]),
+            1 << 2
+        );
+        let mut kinds = vec![a; 70];
+        kinds[63] = k;
+        kinds[66] = k;
+        assert_eq!(completing_sections(&kinds, &[0; 70]), 1 << 63);
+    }
+
     /// What a JSON object's describing pass learned that the streams use, comparable.
     fn learned(d: &Describe) -> String {
         let x = &d.d;
@@ -2814,9 +2833,22 @@ mod tests {
             assert!(two.d.completed == one.d.completed, "{way}");
             let completed = (0..10_000).filter(|&i| one.d.completed.contains(i)).count();
             let kernels = one.d.counts.get(&Table::KernelDispatch).copied();
+            // Every kernel record completes a counter-made dispatch in rocprofv3's order,
+            // so the streams pass over the kernel section (D98); in the others it has rows.
+            let passed = completing_sections(&two.file_kinds, &two.file_events);
+            assert_eq!(
+                passed,
+                completing_sections(&one.file_kinds, &one.file_events)
+            );
             match way {
-                "beside" => assert_eq!(Some(completed as u64), kernels),
-                _ => assert_eq!(completed, 0),
+                "beside" => {
+                    assert_eq!(Some(completed as u64), kernels);
+                    assert_eq!(passed.count_ones(), 1);
+                }
+                _ => {
+                    assert_eq!(completed, 0);
+                    assert_eq!(passed, 0);
+                }
             }
             assert!(kernels > Some(20), "{kernels:?}");
         }
