@@ -63,7 +63,7 @@ use crate::db::{
     handle_name, Agents, AllocRow, CodeObjectRow, CopyRow, DispatchRow, EventRow, FoundDispatch,
     KernelSymbolRow, NodeRow, PmcRow, ProcessRow,
 };
-use crate::json_import::{self, Wanted};
+use crate::json_import::{self, Spans, Wanted};
 use crate::sink::{Deferred, RowSink, Texts};
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
 
@@ -793,6 +793,20 @@ impl Describe {
         self.file_kinds[index] = Some(kind);
     }
 
+    /// A describer of a JSON process object, whose sections add to the counts as they
+    /// come.
+    fn for_json() -> Self {
+        let mut d = Describe::new(0);
+        d.json = true;
+        d
+    }
+
+    /// Whether a read into this describer leaves the object to the import: it failed,
+    /// refused something or skipped a bad row.
+    fn failed(&self, read: &Result<()>, report: &ImportReport) -> bool {
+        read.is_err() || self.refused.is_some() || report.skipped_rows > 0
+    }
+
     /// A describer of `files` files (or sections, which add to the count as they come).
     fn new(files: usize) -> Self {
         Describe {
@@ -907,7 +921,6 @@ fn describe_run(
     opts: &ImportOptions,
     threads: usize,
 ) -> Result<Option<(Describe, ImportReport)>> {
-    let ok = |d: &Describe, r: &ImportReport| d.refused.is_none() && r.skipped_rows == 0;
     // API files last: the groups of their calls exist by then. No kind's rows depend on
     // the API files' (the import reads them second only by convention). The others keep
     // the import's order, in one read as the import does: counter rows find the kernel
@@ -928,7 +941,7 @@ fn describe_run(
         let mut describe = Describe::new(plan.files.len());
         let mut report = ImportReport::default();
         let read = csv_import::read_files(plan, &others, &mut describe, opts, &mut report);
-        if read.is_err() || !ok(&describe, &report) {
+        if describe.failed(&read, &report) {
             return Ok(None);
         }
         describe.merge_groups();
@@ -944,12 +957,13 @@ fn describe_run(
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (side, api)
         });
-        if side_read.is_err() || api_read.is_err() || !ok(&side, &side_report) {
+        if side.failed(&side_read, &side_report) || api_read.is_err() {
             return Ok(None);
         }
         if describe.absorb_counters(side) {
             report.ignored.extend(side_report.ignored);
-            return Ok(ok(&describe, &report).then_some((describe, report)));
+            let done = !describe.failed(&api_read, &report);
+            return Ok(done.then_some((describe, report)));
         }
     }
     let mut describe = Describe::new(plan.files.len());
@@ -959,7 +973,7 @@ fn describe_run(
             describe.merge_groups();
         }
         let read = csv_import::read_files(plan, files, &mut describe, opts, &mut report);
-        if read.is_err() || !ok(&describe, &report) {
+        if describe.failed(&read, &report) {
             return Ok(None);
         }
     }
@@ -988,23 +1002,14 @@ fn describe_json(
     opts: &ImportOptions,
     threads: usize,
 ) -> Result<Option<(Describe, ImportReport)>> {
-    let fresh = || {
-        let mut d = Describe::new(0);
-        d.json = true;
-        d
-    };
-    let mut describe = fresh();
+    let mut describe = Describe::for_json();
     let mut report = ImportReport::default();
-    // The first read notes where the large values lie; the later ones jump over them.
     let mut spans = Vec::new();
     let first = Wanted {
         records: Some(JSON_TARGETS),
         // The API calls are checked by the last read, which parses them all.
         parsed_later: &[CsvKind::Api],
         ..Wanted::ALL
-    };
-    let failed = |read: &Result<()>, d: &Describe, r: &ImportReport| {
-        read.is_err() || d.refused.is_some() || r.skipped_rows > 0
     };
     // Between them the reads check the whole file (any error leaves the object to the
     // import, which reports it with its place): the first every value it skips but the
@@ -1016,7 +1021,8 @@ fn describe_json(
             Beside::Failed => return Ok(None),
             Beside::Done(r) => report = r,
             Beside::InOrder => {
-                (describe, report, spans) = (fresh(), ImportReport::default(), Vec::new());
+                (describe, report, spans) =
+                    (Describe::for_json(), ImportReport::default(), Vec::new());
                 in_order = true;
             }
         }
@@ -1037,17 +1043,24 @@ fn describe_json(
             describe.merge_groups();
             describe.seen_event = false;
         }
+        // The first read notes where the large values lie; the API calls' read jumps over
+        // those it skips.
+        let places = if strict {
+            Spans::Note(&mut spans)
+        } else {
+            Spans::Jump(&spans)
+        };
         let read = json_import::scan_process(
             path,
             index,
             &wanted,
             strict,
-            &mut spans,
+            places,
             &mut describe,
             opts,
             &mut report,
         );
-        if failed(&read, &describe, &report) {
+        if describe.failed(&read, &report) {
             return Ok(None);
         }
     }
@@ -1104,8 +1117,7 @@ fn describe_kernels_beside(
     };
     let signal = Arc::new(CounterSignal::default());
     describe.counters_seen = Some(Arc::clone(&signal));
-    let mut side = Describe::new(0);
-    side.json = true;
+    let mut side = Describe::for_json();
     side.speculation = Some(Speculation {
         signal: Arc::clone(&signal),
         counted: None,
@@ -1116,21 +1128,30 @@ fn describe_kernels_beside(
     let mut side_report = ImportReport::default();
     let (read, side_read) = std::thread::scope(|scope| {
         let helper = scope.spawn(|| {
-            let mut own_spans = Vec::new();
+            let (side, report) = (&mut side, &mut side_report);
             json_import::scan_process(
                 path,
                 index,
                 &kernels,
                 false,
-                &mut own_spans,
-                &mut side,
+                Spans::Jump(&[]),
+                side,
                 opts,
-                &mut side_report,
+                report,
             )
         });
         let ended = Ended(signal);
-        let read =
-            json_import::scan_process(path, index, &main, true, spans, describe, opts, &mut report);
+        let places = Spans::Note(spans);
+        let read = json_import::scan_process(
+            path,
+            index,
+            &main,
+            true,
+            places,
+            describe,
+            opts,
+            &mut report,
+        );
         drop(ended);
         let side = helper
             .join()
@@ -1138,7 +1159,7 @@ fn describe_kernels_beside(
         (read, side)
     });
     describe.counters_seen = None;
-    if read.is_err() || describe.refused.is_some() || report.skipped_rows > 0 {
+    if describe.failed(&read, &report) {
         return Beside::Failed;
     }
     // The last counter section with records; a kernel section before it would have been
@@ -1156,7 +1177,7 @@ fn describe_kernels_beside(
         Some(c) => sections.iter().all(|&k| k > c),
         None => true,
     };
-    if side_read.is_ok() && side_report.skipped_rows == 0 && side.refused.is_none() {
+    if !side.failed(&side_read, &side_report) {
         if let Some(sp) = side.speculation.take() {
             let unchanged = sp.before.as_ref().is_none_or(|(agents, symbols)| {
                 *agents == side.d.agents && *symbols == side.d.symbols.len()
@@ -1188,17 +1209,18 @@ fn describe_kernels_beside(
         counters_made: describe.counter_events,
         ..Wanted::ALL
     };
+    let places = Spans::Jump(spans);
     let read = json_import::scan_process(
         path,
         index,
         &again,
         false,
-        spans,
+        places,
         describe,
         opts,
         &mut report,
     );
-    if read.is_err() || describe.refused.is_some() || report.skipped_rows > 0 {
+    if describe.failed(&read, &report) {
         return Beside::Failed;
     }
     if !in_order_after(&kernel_sections(describe)) {
@@ -1394,13 +1416,13 @@ impl DirectRunSource {
                     counters_made: false,
                 };
                 let opts = &self.opts;
-                let mut spans = self.desc.json_spans.clone();
+                let places = Spans::Jump(&self.desc.json_spans);
                 json_import::scan_process(
                     path,
                     *index,
                     &wanted,
                     false,
-                    &mut spans,
+                    places,
                     sink,
                     opts,
                     &mut report,

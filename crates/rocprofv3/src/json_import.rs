@@ -1732,16 +1732,14 @@ pub(crate) fn read_process(
 /// is checked to be well-formed JSON; without, skipped values are not looked into (for
 /// reads of a file a strict read has accepted already).
 ///
-/// `spans` are where the large values of the file lie, from an earlier read: given (and
-/// the file not compressed), the values skipped there are jumped over; empty, they are
-/// filled with those this read passed (see [`JUMP_MIN`]).
+/// `spans` says what the read does with the places of the file's large values.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_process(
     path: &Path,
     index: usize,
     wanted: &Wanted,
     strict: bool,
-    spans: &mut Vec<(u64, u64)>,
+    spans: Spans<'_>,
     out: &mut dyn RowSink,
     opts: &ImportOptions,
     report: &mut ImportReport,
@@ -1750,18 +1748,21 @@ pub(crate) fn scan_process(
     let (gz, bom) = (input.gz, input.bom);
     // Lines are not counted: the scanner's places are byte offsets.
     let mut scan = Scan::new(input.reader.into_inner());
-    if !spans.is_empty() && !gz {
-        // The text starts after the byte-order mark.
-        let file = path.to_path_buf();
-        scan = scan.with_jumps(
-            spans.clone(),
-            Box::new(move |offset| {
-                use std::io::{Seek, SeekFrom};
-                let mut f = std::fs::File::open(&file)?;
-                f.seek(SeekFrom::Start(bom.saturating_add(offset)))?;
-                Ok(Box::new(f) as Box<dyn Read>)
-            }),
-        );
+    match &spans {
+        Spans::Jump(list) if !list.is_empty() && !gz => {
+            // The text starts after the byte-order mark.
+            let file = path.to_path_buf();
+            scan = scan.with_jumps(
+                list.to_vec(),
+                Box::new(move |offset| {
+                    use std::io::{Seek, SeekFrom};
+                    let mut f = std::fs::File::open(&file)?;
+                    f.seek(SeekFrom::Start(bom.saturating_add(offset)))?;
+                    Ok(Box::new(f) as Box<dyn Read>)
+                }),
+            );
+        }
+        _ => {}
     }
     let mut st = Json::new(out, path, opts, report, wanted);
     st.strict = strict;
@@ -1785,11 +1786,22 @@ pub(crate) fn scan_process(
             });
         }
     };
-    if spans.is_empty() {
+    if let Spans::Note(noted) = spans {
         // `Scan::with_jumps` sorts them where they are used.
-        *spans = std::mem::take(&mut st.spans);
+        *noted = std::mem::take(&mut st.spans);
     }
     st.finish(found, index)
+}
+
+/// What a scanning read does with the places of the values of [`JUMP_MIN`] bytes and
+/// more that it passes (the document's other members and process objects, the process
+/// object's members, each record section and `strings` member).
+pub(crate) enum Spans<'a> {
+    /// Notes them here: the first read of a file.
+    Note(&'a mut Vec<(u64, u64)>),
+    /// Jumps over those of an earlier read that it skips, when the file is plain (a gzip
+    /// stream cannot seek, so it is scanned); an empty list is a read without jumps.
+    Jump(&'a [(u64, u64)]),
 }
 
 /// Why the scanning walk stopped.
