@@ -127,14 +127,17 @@ impl<R: Read> Scan<R> {
         self.base += self.end as u64;
         self.pos = 0;
         self.end = 0;
+        self.end = self.read_at(0)?;
+        Ok(self.end > 0)
+    }
+
+    /// Reads into the buffer from `from` on, again when interrupted; 0 at the end of the
+    /// input.
+    fn read_at(&mut self, from: usize) -> ScanResult<usize> {
         loop {
-            match self.inner.read(&mut self.buf) {
-                Ok(n) => {
-                    self.end = n;
-                    return Ok(n > 0);
-                }
+            match self.inner.read(&mut self.buf[from..]) {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(ScanError::Io(e)),
+                read => return read.map_err(ScanError::Io),
             }
         }
     }
@@ -366,15 +369,12 @@ impl<R: Read> Scan<R> {
         }
         let mut more = false;
         while self.end < self.buf.len() {
-            match self.inner.read(&mut self.buf[self.end..]) {
-                Ok(0) => break,
-                Ok(n) => {
-                    self.end += n;
-                    more = true;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(ScanError::Io(e)),
+            let n = self.read_at(self.end)?;
+            if n == 0 {
+                break;
             }
+            self.end += n;
+            more = true;
         }
         Ok(more)
     }
