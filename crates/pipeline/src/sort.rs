@@ -12,12 +12,13 @@
 //! with no merging at all.
 //!
 //! [`RunSorter::finish`] gives a [`SortedRuns`], a [`BatchStream`] that merges the run
-//! files and what is still in memory. Rows with the same key come out in input order
-//! (runs stay in input order and each keeps it), so a reader's output does not depend on
-//! the budget. More than [`MAX_MERGE`] files are first merged, consecutive files into
-//! one, until `MAX_MERGE` are left, so the files open at once are bounded; a run file is
-//! read back in batches of at most 1,024 rows and about 64 KiB, so the merge holds at
-//! most `MAX_MERGE` such batches beside the memory budget. The temporary directory is
+//! files, or, when nothing passed the budget, the batches in memory (once a run went to
+//! disk, the batches still held follow it there, D102). Rows with the same key come out
+//! in input order (runs stay in input order and each keeps it), so a reader's output
+//! does not depend on the budget. More than [`MAX_MERGE`] files are first merged,
+//! consecutive files into one, until `MAX_MERGE` are left, so the files open at once are
+//! bounded; a run file is read back in batches of at most 1,024 rows and about 64 KiB, so
+//! the merge of spilled runs holds at most `MAX_MERGE` such batches. The temporary directory is
 //! removed when the sorter or the stream is dropped, and is registered with
 //! [`crate::cleanup`] meanwhile so that a signal handler can remove it.
 
@@ -419,13 +420,13 @@ impl RunSorter {
 
     /// Every row pushed, in (`start`, `end` descending, `id`, input) order.
     pub fn finish(mut self) -> Result<SortedRuns> {
-        let pool_runs = if self.pool_in_order {
-            1
-        } else {
-            self.pool.len()
-        };
+        // Once anything went to disk, the batches still held go too: the merge then holds
+        // one small batch per file, not up to `memory_bytes` of them beside, while every
+        // other stream of the run is merged as well. Which share of the budget was held
+        // at the end depended on where the input's length fell, and so did the peak of
+        // the merge (D102). Input that never passed the budget stays in memory.
         let files = self.spilled.len() + usize::from(self.open.is_some());
-        if files > 0 && files + pool_runs > MAX_MERGE {
+        if files > 0 {
             self.spill_pool()?;
         }
         self.close_open()?;
@@ -494,6 +495,15 @@ pub struct SortedRuns {
 }
 
 impl SortedRuns {
+    /// How many of the runs being merged are held in memory (for tests).
+    #[cfg(test)]
+    fn runs_in_memory(&self) -> usize {
+        let cursors = self.merge.cursors.iter();
+        cursors
+            .filter(|c| matches!(c.batches, Batches::Memory(_)))
+            .count()
+    }
+
     /// What the sort did.
     pub fn stats(&self) -> SortStats {
         self.stats
@@ -849,6 +859,37 @@ mod tests {
         assert_eq!(entries(tmp.path()), 1);
         assert_eq!(drain(s, 100), expected(&rows));
         assert_eq!(entries(tmp.path()), 0);
+    }
+
+    /// Once a run went to disk, the rows still held at the end follow it: the merge holds
+    /// no run in memory. Input that never passed the budget stays in memory.
+    #[test]
+    fn the_rows_held_at_the_end_follow_a_spilled_run_to_disk() {
+        let tmp = tempfile::tempdir().unwrap();
+        // Out of order, so that every spill is a run of its own.
+        let rows: Vec<_> = (0..2_800).map(|i| ((i * 7919) % 2_800, 5_000, i)).collect();
+        let one = batch(&rows[..100]).get_array_memory_size();
+        let mut sorter = RunSorter::new(Table::Region, options(one * 5 / 2, tmp.path()));
+        for c in rows.chunks(100) {
+            sorter.push(batch(c)).unwrap();
+        }
+        let spills = sorter.stats.spills;
+        assert!(
+            spills >= 2 && sorter.pool_bytes > 0,
+            "{spills} spills, a tail held"
+        );
+        let s = sorter.finish().unwrap();
+        assert_eq!(s.stats().spills, spills + 1);
+        assert_eq!(s.runs_in_memory(), 0);
+        assert_eq!(drain(s, 100), expected(&rows));
+        // Nothing spilled: the batches stay in memory.
+        let mut sorter = RunSorter::new(Table::Region, options(usize::MAX, tmp.path()));
+        for c in rows.chunks(100) {
+            sorter.push(batch(c)).unwrap();
+        }
+        let s = sorter.finish().unwrap();
+        assert_eq!((s.stats().spills, s.runs_in_memory()), (0, 28));
+        assert_eq!(drain(s, 100), expected(&rows));
     }
 
     #[test]
