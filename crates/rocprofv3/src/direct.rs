@@ -45,6 +45,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use arrow_array::RecordBatch;
@@ -64,6 +65,7 @@ use crate::db::{
     KernelSymbolRow, NodeRow, PmcRow, ProcessRow,
 };
 use crate::json_import::{self, Spans, Wanted};
+use crate::paged::{PageCache, PageLimits, PagedMap, Slot};
 use crate::sink::{Deferred, RowSink, Texts};
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
 
@@ -122,7 +124,7 @@ impl IdSet {
 }
 
 /// What the database's joins give the rows of one internal correlation id.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Group {
     /// Kernels and copies carrying it.
     targets: u32,
@@ -135,14 +137,6 @@ struct Group {
 }
 
 impl Group {
-    /// Adds the other entry of the same correlation id (targets only carry times).
-    fn merge(&mut self, o: &Group) {
-        if o.targets > 0 {
-            self.widen([o.first_start, o.last_start, o.first_end, o.last_end]);
-        }
-        self.targets = self.targets.saturating_add(o.targets);
-    }
-
     /// Adds a row's times (call before counting the row).
     fn add(&mut self, start: i64, end: i64) {
         self.widen([start, start, end, end]);
@@ -174,6 +168,95 @@ impl Group {
             self.first_end,
             self.last_end,
         ])
+    }
+}
+
+impl Slot for Group {
+    const BYTES: usize = 40;
+    fn put(&self, out: &mut [u8]) {
+        out[..4].copy_from_slice(&self.targets.to_le_bytes());
+        out[4..8].copy_from_slice(&self.sources.to_le_bytes());
+        let times = [
+            self.first_start,
+            self.last_start,
+            self.first_end,
+            self.last_end,
+        ];
+        for (t, o) in times.iter().zip(out[8..40].chunks_exact_mut(8)) {
+            o.copy_from_slice(&t.to_le_bytes());
+        }
+    }
+    fn take(b: &[u8]) -> Self {
+        let u = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        let t = |i: usize| i64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        Group {
+            targets: u(0),
+            sources: u(4),
+            first_start: t(8),
+            last_start: t(16),
+            first_end: t(24),
+            last_end: t(32),
+        }
+    }
+}
+
+/// Pages of paged maps kept in memory instead of the defaults below; 0 for the defaults.
+static PAGES_IN_MEMORY: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets how many pages each paged map (flow groups, PMC facts) keeps in memory; 0 for
+/// the defaults. Tests: 1 writes nearly every page out and reads it back.
+#[doc(hidden)]
+pub fn set_pages_in_memory(pages: usize) {
+    PAGES_IN_MEMORY.store(pages, Ordering::Relaxed);
+}
+
+/// `default` pages in memory, or the test's setting; at most 2^15 pages in all (16M ids).
+fn page_limits(default: usize) -> PageLimits {
+    let set = PAGES_IN_MEMORY.load(Ordering::Relaxed);
+    PageLimits {
+        resident: if set == 0 { default } else { set },
+        total: 1 << 15,
+    }
+}
+
+/// Flow-group pages (20 KiB each) the describing pass keeps in memory: 4 MiB, about
+/// 100,000 correlation ids; the rest wait in a temporary file (D101).
+const GROUP_PAGES_IN_MEMORY: usize = 200;
+
+/// Pages of dispatch checks (4.5 KiB each) a JSON object's describing pass keeps in
+/// memory, for the dispatches counter records made and, at two threads, the kernel
+/// records read beside: 1 MiB each, 114,688 dispatch ids (D101).
+const CHECK_PAGES_IN_MEMORY: usize = 224;
+
+/// Pages of PMC facts (32 KiB each) a PMC stream keeps in memory: 4 MiB, 65,536
+/// dispatch ids (D101).
+const FACT_PAGES_IN_MEMORY: usize = 128;
+
+/// What the kernel record completing a dispatch a JSON counter record made must repeat:
+/// [`made_check`], in a page of a [`PagedMap`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Check {
+    check: u64,
+    made: bool,
+}
+
+impl Check {
+    fn of(check: u64) -> Self {
+        Check { check, made: true }
+    }
+}
+
+impl Slot for Check {
+    const BYTES: usize = 9;
+    fn put(&self, out: &mut [u8]) {
+        out[..8].copy_from_slice(&self.check.to_le_bytes());
+        out[8] = u8::from(self.made);
+    }
+    fn take(b: &[u8]) -> Self {
+        Check {
+            check: u64::from_le_bytes(b[..8].try_into().expect("8 bytes")),
+            made: b[8] != 0,
+        }
     }
 }
 
@@ -229,9 +312,8 @@ struct Description {
     symbols: BTreeMap<i64, (i64, KernelSymbolRow)>,
     /// The first event id of each file of the plan (import order).
     first_event: Vec<i64>,
-    /// Flow groups of kernels and copies by correlation id, sorted, one entry each (once
-    /// the target files are read).
-    groups: Vec<(i64, Group)>,
+    /// Flow groups of kernels and copies by correlation id (sealed once described).
+    groups: PagedMap<Group>,
     /// The correlation ids of rows without a thread (copies, allocations, old dispatches),
     /// sorted, with the thread of the API call whose region id each is (the import's
     /// `fill_threads`).
@@ -322,7 +404,7 @@ struct Describe {
     json: bool,
     /// The dispatches a JSON object's counter records made, by dispatch id: the
     /// [`made_check`] the kernel record that completes one must repeat.
-    made: FastMap<i64, u64>,
+    made: PagedMap<Check>,
     /// Whether this read has made an event (a JSON object's node and process must come
     /// first: the rows before them carry others).
     seen_event: bool,
@@ -393,8 +475,10 @@ struct Speculation {
     signal: Arc<CounterSignal>,
     /// What the signal said, once waited for.
     counted: Option<bool>,
-    /// (dispatch id, check) of every kernel record, in order.
-    completions: Vec<(i64, u64)>,
+    /// The check of every kernel record, by dispatch id.
+    completions: PagedMap<Check>,
+    /// Whether two kernel records named one dispatch.
+    twice: bool,
     /// The agents and the number of kernel symbols when the first kernel section began:
     /// a kernel record that adds either would have added it to the main describer's too.
     before: Option<(Agents, usize)>,
@@ -403,6 +487,18 @@ struct Speculation {
 impl Describe {
     fn refuse(&mut self, why: &'static str) {
         self.refused.get_or_insert(why);
+    }
+
+    /// The check of the dispatch a JSON counter record made, if one did. A temporary
+    /// file that fails leaves the object to the import.
+    fn made(&mut self, dispatch_id: i64) -> Option<u64> {
+        match self.made.get_mut(dispatch_id) {
+            Ok(found) => found.map(|c| c.check),
+            Err(_) => {
+                self.refuse("a temporary file failed");
+                None
+            }
+        }
     }
 
     fn timed(&mut self, table: Table, pid: i64, start: i64, end: i64) {
@@ -420,28 +516,30 @@ impl Describe {
     /// Whether another group, fill or counter thread entry fits [`MAX_GROUPS`].
     fn room(&mut self) -> bool {
         let d = &self.d;
-        let fits = d.groups.len() + d.fills.len() + d.counter_tids.len() < MAX_GROUPS;
+        let fits = d.fills.len() + d.counter_tids.len() < MAX_GROUPS;
         if !fits {
             self.refuse("more flow groups than the direct reader keeps");
         }
         fits
     }
 
-    /// A kernel or copy: a group entry for its correlation id (entries of one id are
-    /// merged by [`Describe::merge_groups`]), and a fill entry when it has no thread.
-    fn target(&mut self, start: i64, end: i64, threadless: bool) {
+    /// A kernel or copy: counted in the flow group of its correlation id, and a fill
+    /// entry when it has no thread.
+    fn target(&mut self, start: i64, end: i64, threadless: bool) -> Result<()> {
         let Some(s) = self.stack else {
-            return;
+            return Ok(());
         };
-        if self.room() {
-            let mut g = Group::default();
-            g.add(start, end);
-            g.targets = 1;
-            self.d.groups.push((s, g));
+        match self.d.groups.entry(s)? {
+            Some(g) => {
+                g.add(start, end);
+                g.targets = g.targets.saturating_add(1);
+            }
+            None => self.refuse("correlation ids too scattered"),
         }
         if threadless {
             self.fill(s);
         }
+        Ok(())
     }
 
     /// A row without a thread that takes its API call's: a fill entry for its id.
@@ -451,21 +549,9 @@ impl Describe {
         }
     }
 
-    /// Sorts the group entries by correlation id and merges those of one id: after the
-    /// target files, before the API files look their calls up.
+    /// Sorts the fill entries by correlation id, one each: after the target files,
+    /// before the API files look their calls up.
     fn merge_groups(&mut self) {
-        let groups = &mut self.d.groups;
-        // Unstable: entries of one id merge the same in any order, and a stable sort
-        // would take a buffer of half the entries.
-        groups.sort_unstable_by_key(|(s, _)| *s);
-        groups.dedup_by(|later, kept| {
-            let same = later.0 == kept.0;
-            if same {
-                kept.1.merge(&later.1);
-            }
-            same
-        });
-        groups.shrink_to_fit();
         let fills = &mut self.d.fills;
         fills.sort_unstable_by_key(|(s, _)| *s);
         fills.dedup_by_key(|(s, _)| *s);
@@ -537,9 +623,11 @@ impl RowSink for Describe {
             Table::Region
         };
         self.timed(table, pid, start, end);
-        if let Some(g) = self.stack.and_then(|s| find(&mut self.d.groups, s)) {
-            g.add(start, end);
-            g.sources += 1;
+        if let Some(s) = self.stack {
+            if let Some(g) = self.d.groups.get_mut(s)? {
+                g.add(start, end);
+                g.sources = g.sources.saturating_add(1);
+            }
         }
         if self.stack == Some(id) {
             if let Some(t) = find(&mut self.d.fills, id).filter(|t| t.is_none()) {
@@ -562,12 +650,11 @@ impl RowSink for Describe {
             if let Some(signal) = self.counters_seen.take() {
                 signal.set(true);
             }
-            if self.json && self.room() {
+            if self.json {
                 let check = made_check(d, self.stack, self.external);
-                self.made.insert(d.dispatch_id, check);
-                // Eight bytes per such dispatch, bounded as counted dispatches are.
-                if self.made.len() > MAX_COUNTED {
-                    self.refuse("more counter-made dispatches than the direct reader keeps");
+                match self.made.entry(d.dispatch_id)? {
+                    Some(slot) => *slot = Check::of(check),
+                    None => self.refuse("dispatch ids too scattered"),
                 }
             }
         }
@@ -579,15 +666,13 @@ impl RowSink for Describe {
         }
         self.current = Some((d.dispatch_id, true));
         self.timed(Table::KernelDispatch, d.pid, d.start, d.end);
-        self.target(d.start, d.end, d.tid.is_none());
-        Ok(())
+        self.target(d.start, d.end, d.tid.is_none())
     }
     fn copy(&mut self, c: &CopyRow, _event_id: i64) -> Result<()> {
         self.thread(c.pid, c.tid);
         self.queue_stream(c.queue_id, c.stream_id);
         self.timed(Table::MemoryCopy, c.pid, c.start, c.end);
-        self.target(c.start, c.end, c.tid.is_none());
-        Ok(())
+        self.target(c.start, c.end, c.tid.is_none())
     }
     fn alloc(&mut self, a: &AllocRow, _event_id: i64) -> Result<()> {
         self.thread(a.pid, a.tid);
@@ -642,7 +727,7 @@ impl RowSink for Describe {
                 tid: Some(0),
             }));
         }
-        if self.made.contains_key(&dispatch_id) {
+        if self.made(dispatch_id).is_some() {
             if self.kind == Some(CsvKind::CounterCollection) {
                 self.d.made_joined = true;
             }
@@ -721,7 +806,7 @@ impl RowSink for Describe {
         }
         // Any kernel record of such a dispatch: one the import would not let complete it
         // (another correlation id) fails the check below, and the object is imported.
-        self.made.contains_key(&dispatch_id)
+        self.made(dispatch_id).is_some()
     }
     fn update_dispatch(
         &mut self,
@@ -731,7 +816,13 @@ impl RowSink for Describe {
     ) -> Result<()> {
         let check = made_check(d, internal, external);
         match self.speculation.as_mut() {
-            Some(sp) => sp.completions.push((d.dispatch_id, check)),
+            Some(sp) => match sp.completions.entry(d.dispatch_id)? {
+                Some(slot) => {
+                    sp.twice |= slot.made;
+                    *slot = Check::of(check);
+                }
+                None => self.refuse("dispatch ids too scattered"),
+            },
             None => self.complete(d.dispatch_id, check),
         }
         Ok(())
@@ -765,7 +856,7 @@ impl Describe {
     fn complete(&mut self, dispatch_id: i64, check: u64) {
         // The import's row keeps the counter record's event and takes the kernel
         // record's columns; the description and the streams took the counter record's.
-        let Some(made) = self.made.get(&dispatch_id).copied() else {
+        let Some(made) = self.made(dispatch_id) else {
             self.refuse("a kernel record completing an unknown dispatch");
             return;
         };
@@ -822,7 +913,7 @@ impl Describe {
                 agents: Agents::default(),
                 symbols: BTreeMap::new(),
                 first_event: Vec::new(),
-                groups: Vec::new(),
+                groups: PagedMap::new(page_limits(GROUP_PAGES_IN_MEMORY), "flow groups"),
                 fills: Vec::new(),
                 ignored: Vec::new(),
                 pmcs: BTreeMap::new(),
@@ -857,7 +948,10 @@ impl Describe {
             file_kinds: vec![None; files],
             refused: None,
             json: false,
-            made: FastMap::default(),
+            made: PagedMap::new(
+                page_limits(CHECK_PAGES_IN_MEMORY),
+                "counter-made dispatches",
+            ),
             seen_event: false,
             counter_events: false,
             counters_seen: None,
@@ -1121,7 +1215,8 @@ fn describe_kernels_beside(
     side.speculation = Some(Speculation {
         signal: Arc::clone(&signal),
         counted: None,
-        completions: Vec::new(),
+        completions: PagedMap::new(page_limits(CHECK_PAGES_IN_MEMORY), "kernel records"),
+        twice: false,
         before: None,
     });
     let mut report = ImportReport::default();
@@ -1183,13 +1278,18 @@ fn describe_kernels_beside(
                 *agents == side.d.agents && *symbols == side.d.symbols.len()
             });
             let sections = kernel_sections(&side);
-            let all_made = sp
-                .completions
-                .iter()
-                .all(|(id, _)| describe.made.contains_key(id));
-            if unchanged && all_made && in_order_after(&sections) {
-                for (id, check) in sp.completions {
-                    describe.complete(id, check);
+            let mut completions = sp.completions;
+            let mut all_made = true;
+            let listed = completions.for_each(|id, _| {
+                all_made &= describe.made(id).is_some();
+            });
+            if listed.is_ok() && unchanged && all_made && in_order_after(&sections) {
+                let completed = completions.for_each(|id, c| describe.complete(id, c.check));
+                if completed.is_err() {
+                    return Beside::Failed;
+                }
+                if sp.twice {
+                    describe.refuse("a dispatch completed by two kernel records");
                 }
                 for i in sections {
                     describe.note_section(i, CsvKind::KernelTrace);
@@ -1341,6 +1441,7 @@ impl DirectRunSource {
             .as_ref()
             .map_or_else(|| NodeRow::from_hostname(None).id, |n| n.id);
         d.counter_tids.sort_unstable_by_key(|(id, _)| *id);
+        d.groups.seal()?;
         Ok(Some(DirectRunSource {
             run: run.clone(),
             input,
@@ -2006,7 +2107,7 @@ struct Values<'a> {
 /// What a counter value takes from the dispatch it belongs to, as the RocPD reader joins
 /// it in: 64 bytes, the small sets of agents, pids and categories and the external
 /// correlation ids kept once.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Fact {
     dispatch_id: i64,
     event_id: i64,
@@ -2032,6 +2133,8 @@ impl Fact {
     const HAS_TID: u8 = 1;
     const HAS_STACK: u8 = 2;
     const HAS_CORRELATION: u8 = 4;
+    /// Set on every fact: a page's empty slots have no flags.
+    const PRESENT: u8 = 8;
 
     fn tid(&self) -> Option<i64> {
         (self.flags & Fact::HAS_TID != 0).then_some(self.tid)
@@ -2039,6 +2142,45 @@ impl Fact {
 
     fn stack(&self) -> Option<i64> {
         (self.flags & Fact::HAS_STACK != 0).then_some(self.stack)
+    }
+}
+
+impl Slot for Fact {
+    const BYTES: usize = 64;
+    fn put(&self, out: &mut [u8]) {
+        let wide = [
+            self.dispatch_id,
+            self.event_id,
+            self.start,
+            self.end,
+            self.tid,
+            self.stack,
+        ];
+        for (v, o) in wide.iter().zip(out[..48].chunks_exact_mut(8)) {
+            o.copy_from_slice(&v.to_le_bytes());
+        }
+        out[48..52].copy_from_slice(&self.correlation.to_le_bytes());
+        out[52..54].copy_from_slice(&self.agent.to_le_bytes());
+        out[54..56].copy_from_slice(&self.pid.to_le_bytes());
+        out[56..58].copy_from_slice(&self.category.to_le_bytes());
+        out[58] = self.flags;
+    }
+    fn take(b: &[u8]) -> Self {
+        let w = |i: usize| i64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let h = |i: usize| u16::from_le_bytes(b[i..i + 2].try_into().expect("2 bytes"));
+        Fact {
+            dispatch_id: w(0),
+            event_id: w(8),
+            start: w(16),
+            end: w(24),
+            tid: w(32),
+            stack: w(40),
+            correlation: u32::from_le_bytes(b[48..52].try_into().expect("4 bytes")),
+            agent: h(52),
+            pid: h(54),
+            category: h(56),
+            flags: b[58],
+        }
     }
 }
 
@@ -2056,14 +2198,11 @@ struct NewFact<'a> {
     category: &'a str,
 }
 
-/// The facts of the dispatches with counter values, for the PMC stream: those of the
-/// kernel trace (sorted by dispatch id once the counter files begin) and those the
-/// counter rows make.
-#[derive(Default)]
+/// The facts of the dispatches with counter values, for the PMC stream, by dispatch id:
+/// those of the kernel trace and those the counter rows make (a kernel trace's fact wins
+/// over a counter row's of the same dispatch), a few pages in memory (D101).
 struct Facts {
-    traced: Vec<Fact>,
-    sorted: bool,
-    created: CreatedFacts,
+    by_dispatch: PagedMap<Fact>,
     /// Whether the facts of dispatches counter rows make are kept: always for CSV runs,
     /// whose later counter rows join them; for JSON objects only when a counter record
     /// joins a dispatch another made ([`Description::made_joined`]); otherwise nothing
@@ -2115,33 +2254,26 @@ impl Facts {
             category: intern(&mut self.categories, f.category, || f.category.to_string())?,
             flags: u8::from(f.tid.is_some()) * Fact::HAS_TID
                 + u8::from(f.stack.is_some()) * Fact::HAS_STACK
-                + u8::from(f.correlation.is_some()) * Fact::HAS_CORRELATION,
+                + u8::from(f.correlation.is_some()) * Fact::HAS_CORRELATION
+                + Fact::PRESENT,
         };
-        if created {
-            if self.keep_created {
-                self.created.insert(fact);
-            }
-        } else {
-            self.traced.push(fact);
-            self.sorted = false;
+        if created && !self.keep_created {
+            return Ok(fact);
+        }
+        let Some(slot) = self.by_dispatch.entry(f.dispatch_id)? else {
+            // The describing pass bounds the dispatch ids to fewer pages than this.
+            return Err(Error::Usage(
+                "internal: dispatch ids scatter too much for the PMC facts".into(),
+            ));
+        };
+        if !created || *slot == Fact::default() {
+            *slot = fact;
         }
         Ok(fact)
     }
 
-    fn get(&mut self, dispatch_id: i64) -> Option<Fact> {
-        if !self.sorted {
-            // Unstable: a stable sort takes a buffer as large as the facts. Dispatch ids
-            // are distinct (the describing pass refuses a run where they are not).
-            self.traced.sort_unstable_by_key(|f| f.dispatch_id);
-            self.sorted = true;
-        }
-        match self
-            .traced
-            .binary_search_by_key(&dispatch_id, |f| f.dispatch_id)
-        {
-            Ok(i) => Some(self.traced[i]),
-            Err(_) => self.created.get(dispatch_id),
-        }
+    fn get(&mut self, dispatch_id: i64) -> Result<Option<Fact>> {
+        Ok(self.by_dispatch.get_mut(dispatch_id)?.map(|f| *f))
     }
 
     /// The index of external correlation id `c`, added if new.
@@ -2179,59 +2311,83 @@ impl Facts {
     }
 }
 
-/// The facts of dispatches counter rows or records made, by dispatch id, in 64 bytes
-/// each: a vector in id order, where rocprofv3 makes them, and a small map of those
-/// that come out of order, merged into the vector when it grows past [`Self::SPILL`]
-/// (a `BTreeMap` of all of them took more than twice the memory).
-#[derive(Default)]
-struct CreatedFacts {
-    sorted: Vec<Fact>,
-    late: BTreeMap<i64, Fact>,
+/// A text of a [`TextTable`]: its index among the distinct texts, plus one (0: none).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct TextRef(u32);
+
+impl Slot for TextRef {
+    const BYTES: usize = 4;
+    fn put(&self, out: &mut [u8]) {
+        out.copy_from_slice(&self.0.to_le_bytes());
+    }
+    fn take(b: &[u8]) -> Self {
+        TextRef(u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    }
 }
 
-impl CreatedFacts {
-    const SPILL: usize = 4096;
+/// Pages of text references (2 KiB each) a stream keeps in memory per text table.
+const TEXT_PAGES_IN_MEMORY: usize = 128;
 
-    fn insert(&mut self, fact: Fact) {
-        let id = fact.dispatch_id;
-        match self.sorted.last() {
-            Some(last) if last.dispatch_id >= id => {
-                // A dispatch id is made once (the describing pass refuses two).
-                self.late.insert(id, fact);
-                if self.late.len() > Self::SPILL {
-                    self.merge();
-                }
-            }
-            _ => self.sorted.push(fact),
+/// A JSON object's `strings` texts by (table, id), as a stream keeps them: each distinct
+/// text once, and by id its index in a paged map (D101). rocprofv3 writes a marker's
+/// message once per call, so the same few texts come back for every iteration of a
+/// loop; by id they took 90 bytes each, a fifth of a 3M-event file's peak. Ids that
+/// scatter past what a page map takes go to a small map.
+struct TextTable {
+    distinct: Vec<String>,
+    index: FastMap<String, u32>,
+    marker: PagedMap<TextRef>,
+    external: PagedMap<TextRef>,
+    scattered: FastMap<(Texts, i64), TextRef>,
+}
+
+impl TextTable {
+    fn new() -> Self {
+        let limits = page_limits(TEXT_PAGES_IN_MEMORY);
+        TextTable {
+            distinct: Vec::new(),
+            index: FastMap::default(),
+            marker: PagedMap::new(limits, "marker texts"),
+            external: PagedMap::new(limits, "region names"),
+            scattered: FastMap::default(),
         }
     }
 
-    /// Merges the map into the vector in place, from the back (no second vector).
-    fn merge(&mut self) {
-        let late: Vec<Fact> = std::mem::take(&mut self.late).into_values().collect();
-        let (mut i, mut j) = (self.sorted.len(), late.len());
-        self.sorted.extend_from_slice(&late);
-        let mut k = self.sorted.len();
-        while j > 0 {
-            k -= 1;
-            if i > 0 && self.sorted[i - 1].dispatch_id > late[j - 1].dispatch_id {
-                self.sorted[k] = self.sorted[i - 1];
-                i -= 1;
-            } else {
-                self.sorted[k] = late[j - 1];
-                j -= 1;
-            }
+    fn map(&mut self, which: Texts) -> &mut PagedMap<TextRef> {
+        match which {
+            Texts::Marker => &mut self.marker,
+            Texts::External => &mut self.external,
         }
     }
 
-    fn get(&self, dispatch_id: i64) -> Option<Fact> {
-        match self
-            .sorted
-            .binary_search_by_key(&dispatch_id, |f| f.dispatch_id)
-        {
-            Ok(i) => Some(self.sorted[i]),
-            Err(_) => self.late.get(&dispatch_id).copied(),
+    fn put(&mut self, which: Texts, id: i64, text: &str) -> Result<()> {
+        let at = match self.index.get(text) {
+            Some(&at) => at,
+            None => {
+                let at = u32::try_from(self.distinct.len() + 1)
+                    .map_err(|_| Error::Usage("internal: too many texts".into()))?;
+                self.distinct.push(text.to_string());
+                self.index.insert(text.to_string(), at);
+                at
+            }
+        };
+        match self.map(which).entry(id)? {
+            Some(slot) => *slot = TextRef(at),
+            None => {
+                self.scattered.insert((which, id), TextRef(at));
+            }
         }
+        Ok(())
+    }
+
+    fn get(&mut self, which: Texts, id: i64) -> Result<Option<String>> {
+        let found = match self.map(which).get_mut(id)? {
+            Some(r) => Some(*r),
+            None => self.scattered.get(&(which, id)).copied(),
+        };
+        Ok(found
+            .and_then(|TextRef(at)| self.distinct.get((at as usize).checked_sub(1)?))
+            .cloned())
     }
 }
 
@@ -2272,7 +2428,9 @@ struct Rows<'a> {
     /// A buffer for a counter value's event columns.
     pmc_event: Pending,
     /// The JSON `strings` texts this stream reads (bounded by [`MAX_TEXTS`]).
-    texts: FastMap<(Texts, i64), String>,
+    texts: TextTable,
+    /// The pages of flow groups this stream read last.
+    group_pages: PageCache<Group>,
 }
 
 impl<'a> Rows<'a> {
@@ -2310,14 +2468,18 @@ impl<'a> Rows<'a> {
             current: None,
             next_pmc: 1,
             facts: tables.contains(&Table::PmcValue).then(|| Facts {
-                // The counted dispatches of the kernel trace at most: no growth slack.
-                traced: Vec::with_capacity(source.desc.counted_dispatches),
+                by_dispatch: PagedMap::new(page_limits(FACT_PAGES_IN_MEMORY), "PMC facts"),
                 keep_created: !matches!(source.input, Input::Json { .. })
                     || source.desc.made_joined,
-                ..Facts::default()
+                agents: Vec::new(),
+                pids: Vec::new(),
+                categories: Vec::new(),
+                correlations: Vec::new(),
+                correlation_ids: FastMap::default(),
             }),
             pmc_event: Pending::default(),
-            texts: FastMap::default(),
+            texts: TextTable::new(),
+            group_pages: PageCache::default(),
         }
     }
 
@@ -2354,8 +2516,11 @@ impl<'a> Rows<'a> {
         })
     }
 
-    fn group(&self) -> Option<&Group> {
-        find_in(&self.source.desc.groups, self.pending.stack_id?)
+    fn group(&mut self) -> Result<Option<Group>> {
+        let Some(s) = self.pending.stack_id else {
+            return Ok(None);
+        };
+        self.source.desc.groups.lookup(s, &mut self.group_pages)
     }
 
     /// `message` as the database's `json_extract(extdata, '$.message')` gives it.
@@ -2406,12 +2571,13 @@ impl<'a> Rows<'a> {
     fn push(&mut self, k: usize, v: &Values<'_>) -> Result<()> {
         // Only groups with both ends are in the links the database joins.
         let table = self.outs[k].table;
-        let linked = table
-            .has_flows()
-            .then(|| self.group())
-            .flatten()
-            .filter(|g| g.flows().is_some());
-        let flows = linked.and_then(Group::flows);
+        let group = if table.has_flows() {
+            self.group()?
+        } else {
+            None
+        };
+        let linked = group.filter(|g| g.flows().is_some());
+        let flows = linked.as_ref().and_then(Group::flows);
         let launched = linked.map_or(0, |g| i64::from(g.targets));
         let message = if self.outs[k].fills.contains(&Fill::Message) {
             self.message()
@@ -2698,7 +2864,10 @@ impl RowSink for Rows<'_> {
             self.current = None;
             return Ok(None);
         }
-        self.current = self.facts.as_mut().and_then(|f| f.get(dispatch_id));
+        self.current = match self.facts.as_mut() {
+            Some(f) => f.get(dispatch_id)?,
+            None => None,
+        };
         // A thread: the ones counter rows give are in the description already.
         Ok(Some(FoundDispatch {
             event_id: Some(0),
@@ -2739,11 +2908,10 @@ impl RowSink for Rows<'_> {
         self.source.desc.pmcs.contains_key(&id)
     }
     fn put_text(&mut self, which: Texts, id: i64, text: &str) -> Result<()> {
-        self.texts.insert((which, id), text.to_string());
-        Ok(())
+        self.texts.put(which, id, text)
     }
     fn text(&mut self, which: Texts, id: i64) -> Result<Option<String>> {
-        Ok(self.texts.get(&(which, id)).cloned())
+        self.texts.get(which, id)
     }
     fn defer(&mut self, _section: &str, _place: &str, _json: &str) -> Result<()> {
         // Objects whose records come before their tables are imported.
@@ -2791,7 +2959,7 @@ mod tests {
             x.counts,
             x.span,
             x.threads,
-            x.groups,
+            x.groups.records(),
             x.fills,
             x.counter_tids,
             d.file_events,
@@ -2814,7 +2982,8 @@ mod tests {
         let cfg = rocpd_gen::GenConfig {
             seed: 5,
             processes: 1,
-            iterations: 15,
+            // Over 2,048 dispatch ids: several pages of them.
+            iterations: 250,
             ..Default::default()
         };
         let dbs = rocpd_gen::generate(&cfg, &tmp.path().join("gen")).unwrap();
@@ -2843,11 +3012,17 @@ mod tests {
         );
         std::fs::write(&kernels_first, swapped).unwrap();
         let opts = ImportOptions::default();
-        for (path, way) in [
+        // With every paged map in memory, then with one page of each in memory (the
+        // setting is the process's: other tests meanwhile read through the file too,
+        // which must not change what they read).
+        let ways = [
             (&json, "beside"),
             (&uncounted, "kernels again"),
             (&kernels_first, "in order"),
-        ] {
+        ];
+        for (pages, (path, way)) in [0, 1].into_iter().flat_map(|p| ways.map(|w| (p, w))) {
+            set_pages_in_memory(pages);
+            let written = crate::paged::pages_written();
             let (two, _) = describe_json(path, 0, &opts, 2).unwrap().expect("direct");
             let (one, _) = describe_json(path, 0, &opts, 1).unwrap().expect("direct");
             assert_eq!((two.first_read, one.first_read), (way, "in order"));
@@ -2873,51 +3048,77 @@ mod tests {
                 }
             }
             assert!(kernels > Some(20), "{kernels:?}");
+            if pages == 1 && way == "beside" {
+                // Counter-made dispatches and the kernel records read beside, over pages.
+                assert!(crate::paged::pages_written() > written + 4);
+            }
+        }
+        set_pages_in_memory(0);
+    }
+
+    fn facts(keep_created: bool) -> Facts {
+        Facts {
+            by_dispatch: PagedMap::new(
+                PageLimits {
+                    resident: 1,
+                    total: 64,
+                },
+                "PMC facts",
+            ),
+            keep_created,
+            agents: Vec::new(),
+            pids: Vec::new(),
+            categories: Vec::new(),
+            correlations: Vec::new(),
+            correlation_ids: FastMap::default(),
         }
     }
 
-    fn fact(dispatch_id: i64) -> Fact {
-        Fact {
+    fn new_fact(dispatch_id: i64, event_id: i64) -> NewFact<'static> {
+        NewFact {
             dispatch_id,
-            event_id: dispatch_id * 3,
+            event_id,
             start: 0,
             end: 0,
-            tid: 0,
-            stack: 0,
-            correlation: 0,
-            agent: 0,
-            pid: 0,
-            category: 0,
-            flags: 0,
+            tid: None,
+            stack: None,
+            correlation: Some(dispatch_id * 5),
+            agent_id: dispatch_id % 4,
+            pid: 7,
+            category: "KERNEL_DISPATCH",
         }
     }
 
-    /// Ids in order, out of order past the merge threshold, and both: every fact found,
-    /// no other.
+    /// Facts are found by dispatch id over pages written out and read back, with their
+    /// interned columns; a kernel trace's fact wins over a counter row's of the same
+    /// dispatch, whichever comes first; counter rows' facts are kept only when asked.
     #[test]
-    fn created_facts_are_found_in_any_order() {
-        let n = 3 * CreatedFacts::SPILL as i64;
-        let orders: [Vec<i64>; 3] = [
-            (0..n).collect(),
-            (0..n).rev().collect(),
-            // A fixed shuffle: a multiplicative permutation of 0..n (n = 3 * 2^12, and
-            // 7919 is a prime other than 2 and 3).
-            (0..n).map(|i| (i * 7919) % n).collect(),
-        ];
-        for ids in orders {
-            let mut facts = CreatedFacts::default();
-            for &id in &ids {
-                facts.insert(fact(id * 2));
-            }
-            assert!(facts.late.len() <= CreatedFacts::SPILL);
-            for id in 0..n {
-                assert_eq!(facts.get(id * 2).map(|f| f.event_id), Some(id * 6));
-                assert!(facts.get(id * 2 + 1).is_none());
-            }
-            assert!(facts
-                .sorted
-                .windows(2)
-                .all(|w| w[0].dispatch_id < w[1].dispatch_id));
+    fn facts_are_found_by_dispatch_and_the_kernel_trace_wins() {
+        let mut f = facts(true);
+        // Dispatch ids 1..3000 over six pages, made by counter rows when divisible by 3
+        // (an odd event id), the others by the kernel trace.
+        for id in (1..3000).rev() {
+            f.add(new_fact(id, id * 2 + i64::from(id % 3 == 0)), id % 3 == 0)
+                .unwrap();
         }
+        // Both for dispatch 10: the trace's, before and after the counter row's.
+        f.add(new_fact(10, -1), true).unwrap();
+        f.add(new_fact(12, -2), false).unwrap();
+        for id in 1..3000 {
+            let got = f.get(id).unwrap().unwrap();
+            let want = match id {
+                12 => -2,
+                _ => id * 2 + i64::from(id % 3 == 0),
+            };
+            assert_eq!((got.dispatch_id, got.event_id), (id, want));
+            assert_eq!(f.correlation_of(got), Some(id * 5));
+            assert_eq!((f.agent(got), f.pid(got)), (id % 4, 7));
+        }
+        assert!(f.get(3000).unwrap().is_none() && f.get(0).unwrap().is_none());
+        let mut f = facts(false);
+        f.add(new_fact(4, 8), true).unwrap();
+        f.add(new_fact(5, 10), false).unwrap();
+        assert!(f.get(4).unwrap().is_none());
+        assert_eq!(f.get(5).unwrap().map(|x| x.event_id), Some(10));
     }
 }

@@ -32,6 +32,7 @@ mod guid;
 mod json_import;
 mod json_node;
 mod json_scan;
+mod paged;
 mod reason;
 mod sink;
 mod walk;
@@ -42,7 +43,9 @@ use std::path::{Path, PathBuf};
 use rocpd_model::{Error, Result};
 
 pub use csv_import::CsvKind;
-pub use direct::{DirectRunSource, MAX_GROUPS};
+pub use direct::{set_pages_in_memory, DirectRunSource, MAX_GROUPS};
+#[doc(hidden)]
+pub use paged::pages_written;
 pub use reason::unrecognised_reason;
 
 /// What a file is, judged by its content.

@@ -1,0 +1,463 @@
+//! Fixed-size records keyed by dense integer ids (correlation ids count up from 1), kept
+//! in pages of [`SLOTS`] ids of which only a bounded number stay in memory: the others
+//! wait in an anonymous temporary file (gone when the map is dropped, by a signal too).
+//!
+//! The describing pass of a direct rocprofv3 source keeps its flow groups here, and its
+//! PMC stream the facts of the dispatches with counter values (D101). They used to be
+//! sorted vectors of 48 and 64 bytes an entry, the parts of a direct source's memory that
+//! grew with the trace. Reads and updates go by id, in the order the files give them,
+//! which is close to id order: a page is loaded, used for a while and written back once.
+//!
+//! While the describing pass runs, one thread owns the map and updates it. Then
+//! [`PagedMap::seal`] writes every page out (when any was written out before) and the
+//! map is shared by the streams, each looking records up through its own small
+//! [`PageCache`].
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use rocpd_model::hash::FastMap;
+use rocpd_model::{Error, Result};
+
+/// Pages written to a file by every map of the process so far (tests check that a
+/// small memory limit did send pages out).
+static PAGES_WRITTEN: AtomicU64 = AtomicU64::new(0);
+
+/// See [`PAGES_WRITTEN`].
+pub fn pages_written() -> u64 {
+    PAGES_WRITTEN.load(Ordering::Relaxed)
+}
+
+/// Ids per page.
+pub(crate) const SLOTS: usize = 512;
+
+/// A record of fixed size. The default value is an empty slot: [`PagedMap::get_mut`]
+/// and [`PagedMap::lookup`] give none for it.
+pub(crate) trait Slot: Copy + Default + PartialEq {
+    /// Bytes a record takes in the file.
+    const BYTES: usize;
+    /// Writes the record into `out` (`BYTES` long).
+    fn put(&self, out: &mut [u8]);
+    /// Reads a record [`Slot::put`] wrote.
+    fn take(bytes: &[u8]) -> Self;
+}
+
+/// A page in memory.
+struct Resident<V> {
+    slots: Box<[V]>,
+    /// When it was last used (the map's clock).
+    used: u64,
+    /// Whether the file's copy (if any) is older.
+    dirty: bool,
+}
+
+/// How much of the map may stay in memory and how far ids may scatter.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PageLimits {
+    /// Pages kept in memory while the map is built.
+    pub resident: usize,
+    /// Pages in all; past it the caller refuses.
+    pub total: usize,
+}
+
+/// Pages past which ids must be dense: each page at least [`MIN_PER_PAGE`] records on
+/// average (an entry made per record), so that the file stays smaller than the input
+/// that named the ids.
+const DENSE_AFTER: usize = 256;
+const MIN_PER_PAGE: usize = 16;
+
+/// Records by id; see the module documentation.
+pub(crate) struct PagedMap<V: Slot> {
+    resident: FastMap<i64, Resident<V>>,
+    /// Where each page written out lies in the file (always at the same place).
+    written: FastMap<i64, u64>,
+    file: Option<Mutex<File>>,
+    file_end: u64,
+    limits: PageLimits,
+    clock: u64,
+    /// Calls of [`PagedMap::entry`].
+    entries: usize,
+    /// Where the file goes (the system's temporary directory).
+    dir: PathBuf,
+    /// What the records are, for errors.
+    what: &'static str,
+}
+
+impl<V: Slot> PagedMap<V> {
+    pub(crate) fn new(limits: PageLimits, what: &'static str) -> Self {
+        PagedMap {
+            resident: FastMap::default(),
+            written: FastMap::default(),
+            file: None,
+            file_end: 0,
+            limits: PageLimits {
+                resident: limits.resident.max(1),
+                total: limits.total,
+            },
+            clock: 0,
+            entries: 0,
+            dir: std::env::temp_dir(),
+            what,
+        }
+    }
+
+    /// Whether no record was ever added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.resident.is_empty() && self.written.is_empty()
+    }
+
+    /// Pages in all, in memory or written out.
+    pub(crate) fn pages(&self) -> usize {
+        self.written.len()
+            + self
+                .resident
+                .keys()
+                .filter(|p| !self.written.contains_key(p))
+                .count()
+    }
+
+    /// Whether anything went to the file.
+    #[cfg(test)]
+    pub(crate) fn spilled(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// The record of `id`, created empty when its page is new: `None` when a new page
+    /// would pass [`PageLimits::total`] or the ids scatter (more than [`DENSE_AFTER`]
+    /// pages, fewer than [`MIN_PER_PAGE`] calls a page).
+    pub(crate) fn entry(&mut self, id: i64) -> Result<Option<&mut V>> {
+        let (page, slot) = split(id);
+        self.entries = self.entries.saturating_add(1);
+        if !self.resident.contains_key(&page) && !self.written.contains_key(&page) {
+            let pages = self.pages();
+            let sparse = pages >= DENSE_AFTER && pages.saturating_mul(MIN_PER_PAGE) > self.entries;
+            if pages >= self.limits.total || sparse {
+                return Ok(None);
+            }
+        }
+        let p = self.load(page, true)?.expect("a new page is created");
+        p.dirty = true;
+        Ok(Some(&mut p.slots[slot]))
+    }
+
+    /// The record of `id` to change, if it is not empty.
+    pub(crate) fn get_mut(&mut self, id: i64) -> Result<Option<&mut V>> {
+        let (page, slot) = split(id);
+        let Some(p) = self.load(page, false)? else {
+            return Ok(None);
+        };
+        if p.slots[slot] == V::default() {
+            return Ok(None);
+        }
+        p.dirty = true;
+        Ok(Some(&mut p.slots[slot]))
+    }
+
+    /// Page `page` in memory: read back from the file, or (with `create`) new.
+    fn load(&mut self, page: i64, create: bool) -> Result<Option<&mut Resident<V>>> {
+        self.clock += 1;
+        let clock = self.clock;
+        if !self.resident.contains_key(&page) {
+            let slots = match self.written.get(&page) {
+                Some(&at) => self.read_page(at)?,
+                None if create => vec![V::default(); SLOTS].into_boxed_slice(),
+                None => return Ok(None),
+            };
+            if self.resident.len() >= self.limits.resident {
+                self.evict()?;
+            }
+            self.resident.insert(
+                page,
+                Resident {
+                    slots,
+                    used: clock,
+                    dirty: false,
+                },
+            );
+        }
+        let p = self.resident.get_mut(&page).expect("just loaded");
+        p.used = clock;
+        Ok(Some(p))
+    }
+
+    /// Writes the least recently used page out (if changed) and drops it from memory.
+    fn evict(&mut self) -> Result<()> {
+        let Some((&page, _)) = self.resident.iter().min_by_key(|(_, p)| p.used) else {
+            return Ok(());
+        };
+        let p = self.resident.remove(&page).expect("found");
+        if p.dirty || !self.written.contains_key(&page) {
+            self.write_page(page, &p.slots)?;
+        }
+        Ok(())
+    }
+
+    fn write_page(&mut self, page: i64, slots: &[V]) -> Result<()> {
+        let mut bytes = vec![0u8; SLOTS * V::BYTES];
+        for (v, out) in slots.iter().zip(bytes.chunks_exact_mut(V::BYTES)) {
+            v.put(out);
+        }
+        if self.file.is_none() {
+            let file = tempfile::tempfile_in(&self.dir).map_err(|e| self.fail(e))?;
+            self.file = Some(Mutex::new(file));
+        }
+        let at = match self.written.get(&page) {
+            Some(&at) => at,
+            None => {
+                let at = self.file_end;
+                self.file_end += bytes.len() as u64;
+                self.written.insert(page, at);
+                at
+            }
+        };
+        PAGES_WRITTEN.fetch_add(1, Ordering::Relaxed);
+        let file = self.file.as_ref().expect("created above");
+        let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
+        f.seek(SeekFrom::Start(at))
+            .and_then(|_| f.write_all(&bytes))
+            .map_err(|e| self.fail(e))
+    }
+
+    fn read_page(&self, at: u64) -> Result<Box<[V]>> {
+        read_page(self.file.as_ref(), at).map_err(|e| self.fail(e))
+    }
+
+    fn fail(&self, e: std::io::Error) -> Error {
+        Error::output(
+            &self.dir,
+            format!("cannot keep {} in a temporary file: {e}", self.what),
+        )
+    }
+
+    /// Ends the building: when any page was written out, every page changed since is
+    /// written too and the memory given back, so that lookups share one file; else the
+    /// pages stay in memory, shared as they are.
+    pub(crate) fn seal(&mut self) -> Result<()> {
+        if self.file.is_none() {
+            return Ok(());
+        }
+        let pages: Vec<i64> = self.resident.keys().copied().collect();
+        for page in pages {
+            let p = self.resident.remove(&page).expect("listed");
+            if p.dirty || !self.written.contains_key(&page) {
+                self.write_page(page, &p.slots)?;
+            }
+        }
+        self.resident.shrink_to_fit();
+        Ok(())
+    }
+
+    /// The record of `id`, if not empty, without changing the map: from the pages in
+    /// memory, else through `cache`.
+    pub(crate) fn lookup(&self, id: i64, cache: &mut PageCache<V>) -> Result<Option<V>> {
+        let (page, slot) = split(id);
+        let found = |v: V| (v != V::default()).then_some(v);
+        if let Some(p) = self.resident.get(&page) {
+            return Ok(found(p.slots[slot]));
+        }
+        let Some(&at) = self.written.get(&page) else {
+            return Ok(None);
+        };
+        cache.clock += 1;
+        if let Some((_, used, slots)) = cache.pages.iter_mut().find(|(p, _, _)| *p == page) {
+            *used = cache.clock;
+            return Ok(found(slots[slot]));
+        }
+        let slots = self.read_page(at)?;
+        let v = slots[slot];
+        if cache.pages.len() >= CACHED_PAGES {
+            let oldest = (0..cache.pages.len())
+                .min_by_key(|&i| cache.pages[i].1)
+                .expect("full");
+            cache.pages.swap_remove(oldest);
+        }
+        cache.pages.push((page, cache.clock, slots));
+        Ok(found(v))
+    }
+
+    /// Calls `f` with every record that is not empty, in id order.
+    pub(crate) fn for_each(&mut self, mut f: impl FnMut(i64, V)) -> Result<()> {
+        let mut pages: Vec<i64> = self
+            .resident
+            .keys()
+            .chain(self.written.keys())
+            .copied()
+            .collect();
+        pages.sort_unstable();
+        pages.dedup();
+        for page in pages {
+            let slots = match (self.resident.get(&page), self.written.get(&page)) {
+                (Some(p), _) => p.slots.clone(),
+                (None, Some(&at)) => self.read_page(at)?,
+                (None, None) => continue,
+            };
+            for (i, v) in slots.iter().enumerate() {
+                if *v != V::default() {
+                    f(page * SLOTS as i64 + i as i64, *v);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every record that is not empty, in id order (for tests).
+    #[cfg(test)]
+    pub(crate) fn records(&self) -> Vec<(i64, V)> {
+        let mut pages: Vec<i64> = self
+            .resident
+            .keys()
+            .chain(self.written.keys())
+            .copied()
+            .collect();
+        pages.sort_unstable();
+        pages.dedup();
+        let mut cache = PageCache::default();
+        let mut out = Vec::new();
+        for page in pages {
+            for slot in 0..SLOTS as i64 {
+                let id = page * SLOTS as i64 + slot;
+                if let Some(v) = self.lookup(id, &mut cache).expect("readable") {
+                    out.push((id, v));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Pages a [`PageCache`] keeps.
+const CACHED_PAGES: usize = 4;
+
+/// A reader's few pages of a sealed [`PagedMap`] that went to a file.
+pub(crate) struct PageCache<V> {
+    pages: Vec<(i64, u64, Box<[V]>)>,
+    clock: u64,
+}
+
+impl<V> Default for PageCache<V> {
+    fn default() -> Self {
+        PageCache {
+            pages: Vec::new(),
+            clock: 0,
+        }
+    }
+}
+
+/// The page of `id` and its slot in it.
+fn split(id: i64) -> (i64, usize) {
+    let n = SLOTS as i64;
+    (id.div_euclid(n), id.rem_euclid(n) as usize)
+}
+
+fn read_page<V: Slot>(file: Option<&Mutex<File>>, at: u64) -> std::io::Result<Box<[V]>> {
+    let file = file.ok_or_else(|| std::io::Error::other("no file"))?;
+    let mut bytes = vec![0u8; SLOTS * V::BYTES];
+    {
+        let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
+        f.seek(SeekFrom::Start(at))?;
+        f.read_exact(&mut bytes)?;
+    }
+    Ok(bytes.chunks_exact(V::BYTES).map(V::take).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Clone, Copy, Default, PartialEq)]
+    struct Pair(u32, i64);
+
+    impl Slot for Pair {
+        const BYTES: usize = 12;
+        fn put(&self, out: &mut [u8]) {
+            out[..4].copy_from_slice(&self.0.to_le_bytes());
+            out[4..12].copy_from_slice(&self.1.to_le_bytes());
+        }
+        fn take(b: &[u8]) -> Self {
+            Pair(
+                u32::from_le_bytes(b[..4].try_into().unwrap()),
+                i64::from_le_bytes(b[4..12].try_into().unwrap()),
+            )
+        }
+    }
+
+    /// Updates that go back and forth over more pages than stay in memory give what a
+    /// map in memory gives, before and after sealing, through several caches.
+    #[test]
+    fn pages_written_out_read_back_as_they_were() {
+        let mut map = PagedMap::<Pair>::new(
+            PageLimits {
+                resident: 2,
+                total: 64,
+            },
+            "pairs",
+        );
+        let mut want = std::collections::BTreeMap::new();
+        // Ids up and down over 10 pages, negative ones too, each touched several times.
+        let ids: Vec<i64> = (0..4000)
+            .map(|i: i64| ((i * 7919) % 5000) - 200)
+            .chain((0..300).rev())
+            .collect();
+        for (n, &id) in ids.iter().enumerate() {
+            let v = map.entry(id).unwrap().unwrap();
+            v.0 += 1;
+            v.1 = v.1.max(n as i64);
+            let w = want.entry(id).or_insert(Pair::default());
+            w.0 += 1;
+            w.1 = w.1.max(n as i64);
+        }
+        assert!(map.spilled(), "10 pages with 2 in memory");
+        // get_mut changes only records that are there.
+        assert!(map.get_mut(10_000).unwrap().is_none());
+        assert!(map.get_mut(4_801).unwrap().is_none(), "an empty slot");
+        map.get_mut(5).unwrap().unwrap().1 = -1;
+        want.get_mut(&5).unwrap().1 = -1;
+        let got: Vec<(i64, Pair)> = map.records();
+        assert_eq!(got, want.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>());
+        map.seal().unwrap();
+        assert_eq!(map.resident.len(), 0);
+        let (mut a, mut b) = (PageCache::default(), PageCache::default());
+        for &id in ids.iter().rev() {
+            let cache = if id % 2 == 0 { &mut a } else { &mut b };
+            assert_eq!(map.lookup(id, cache).unwrap(), want.get(&id).copied());
+        }
+        assert_eq!(map.lookup(9_999, &mut a).unwrap(), None);
+    }
+
+    /// A map that never passed its memory stays there, and a new page past the total is
+    /// refused.
+    #[test]
+    fn a_small_map_stays_in_memory_and_the_total_is_kept() {
+        let mut map = PagedMap::<Pair>::new(
+            PageLimits {
+                resident: 4,
+                total: 3,
+            },
+            "pairs",
+        );
+        for id in [1, 600, 1100] {
+            map.entry(id).unwrap().unwrap().0 = 1;
+        }
+        assert!(map.entry(2000).unwrap().is_none());
+        // Past DENSE_AFTER pages, ids one a page are refused.
+        let mut sparse = PagedMap::<Pair>::new(
+            PageLimits {
+                resident: 4,
+                total: 1 << 20,
+            },
+            "pairs",
+        );
+        let refused = (0..1000).find(|&i| sparse.entry(i * SLOTS as i64).unwrap().is_none());
+        assert_eq!(refused, Some(DENSE_AFTER as i64));
+        assert!(map.entry(1101).unwrap().is_some(), "an existing page");
+        map.seal().unwrap();
+        assert!(!map.spilled());
+        assert_eq!(map.pages(), 3);
+        let mut cache = PageCache::default();
+        assert_eq!(map.lookup(600, &mut cache).unwrap(), Some(Pair(1, 0)));
+        assert_eq!(map.lookup(601, &mut cache).unwrap(), None);
+    }
+}
