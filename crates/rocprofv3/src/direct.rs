@@ -27,10 +27,16 @@
 //!    kernel trace first, keeping the facts of each dispatch with values ([`Fact`]), then
 //!    joins each counter value to its dispatch's facts as the RocPD reader's query does.
 //!
+//! What is kept by id (flow groups by correlation id, PMC facts by dispatch id, the
+//! checks of dispatches JSON counter records make, JSON texts) lies in a
+//! [`PagedMap`]: pages of 512 ids, a few megabytes of them in memory and the rest in an
+//! anonymous temporary file, so that memory does not grow with the trace (D101).
+//!
 //! Some runs are imported after all, because what the import does to them needs the
 //! database: an id two rows claim (the import gives the second the next free id), rows
-//! skipped as bad (their report must keep the import's order), a run whose flow groups
-//! pass [`MAX_GROUPS`] or whose dispatches with values pass [`MAX_COUNTED`], or any error
+//! skipped as bad (their report must keep the import's order), a run whose rows without a
+//! thread pass [`MAX_GROUPS`], whose dispatches with values pass [`MAX_COUNTED`] or whose
+//! correlation ids scatter (fewer than 16 kernels or copies per 512 ids), or any error
 //! (the import then reports it, in its order). JSON objects also when records come before
 //! the strings or agents they need, when a kernel record completing a dispatch a counter
 //! record made gives it any other column than the counter record did,
@@ -69,13 +75,13 @@ use crate::paged::{PageCache, PageLimits, PagedMap, Slot};
 use crate::sink::{Deferred, RowSink, Texts};
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
 
-/// The most entries the describing pass keeps: one per kernel or copy with an internal
-/// correlation id (48 bytes until the groups are merged), and one per row without a
-/// thread (24 bytes); a run with more is imported.
+/// The most entries the describing pass keeps in memory: one per row without a thread
+/// (24 bytes) and one per thread a counter row gives a dispatch (16 bytes); a run with
+/// more is imported. (Flow groups are paged, D101.)
 pub const MAX_GROUPS: usize = 1 << 20;
 
 /// The most dispatches with counter values the PMC stream keeps the facts of (64 bytes
-/// each, while the stream is sorted); a run with more is imported.
+/// each, in pages mostly on disk since D101); a run with more is imported.
 pub const MAX_COUNTED: usize = 1 << 19;
 
 /// The most texts of a JSON object's `strings` tables (marker messages, region names)
@@ -2203,6 +2209,9 @@ struct NewFact<'a> {
 /// over a counter row's of the same dispatch), a few pages in memory (D101).
 struct Facts {
     by_dispatch: PagedMap<Fact>,
+    /// Facts of dispatch ids that scatter past what the pages take (few: their number
+    /// is bounded by [`MAX_COUNTED`]).
+    scattered: FastMap<i64, Fact>,
     /// Whether the facts of dispatches counter rows make are kept: always for CSV runs,
     /// whose later counter rows join them; for JSON objects only when a counter record
     /// joins a dispatch another made ([`Description::made_joined`]); otherwise nothing
@@ -2260,11 +2269,15 @@ impl Facts {
         if created && !self.keep_created {
             return Ok(fact);
         }
-        let Some(slot) = self.by_dispatch.entry(f.dispatch_id)? else {
-            // The describing pass bounds the dispatch ids to fewer pages than this.
-            return Err(Error::Usage(
-                "internal: dispatch ids scatter too much for the PMC facts".into(),
-            ));
+        // An id kept aside stays there, so that the kernel trace's fact still wins.
+        let id = f.dispatch_id;
+        let slot = if self.scattered.contains_key(&id) {
+            self.scattered.entry(id).or_default()
+        } else {
+            match self.by_dispatch.entry(id)? {
+                Some(slot) => slot,
+                None => self.scattered.entry(id).or_default(),
+            }
         };
         if !created || *slot == Fact::default() {
             *slot = fact;
@@ -2273,7 +2286,10 @@ impl Facts {
     }
 
     fn get(&mut self, dispatch_id: i64) -> Result<Option<Fact>> {
-        Ok(self.by_dispatch.get_mut(dispatch_id)?.map(|f| *f))
+        Ok(match self.by_dispatch.get_mut(dispatch_id)? {
+            Some(f) => Some(*f),
+            None => self.scattered.get(&dispatch_id).copied(),
+        })
     }
 
     /// The index of external correlation id `c`, added if new.
@@ -2469,6 +2485,7 @@ impl<'a> Rows<'a> {
             next_pmc: 1,
             facts: tables.contains(&Table::PmcValue).then(|| Facts {
                 by_dispatch: PagedMap::new(page_limits(FACT_PAGES_IN_MEMORY), "PMC facts"),
+                scattered: FastMap::default(),
                 keep_created: !matches!(source.input, Input::Json { .. })
                     || source.desc.made_joined,
                 agents: Vec::new(),
@@ -3056,15 +3073,46 @@ mod tests {
         set_pages_in_memory(0);
     }
 
-    fn facts(keep_created: bool) -> Facts {
+    /// Texts come back by table and id, each distinct text kept once, also for ids that
+    /// scatter one a page (past 256 pages they are kept aside).
+    #[test]
+    fn texts_are_found_by_table_and_id_and_kept_once() {
+        let mut t = TextTable::new();
+        for i in 0..300i64 {
+            let text = if i % 2 == 0 { "even" } else { "odd" };
+            t.put(Texts::Marker, i * 512, text).unwrap();
+            t.put(Texts::External, i, "name").unwrap();
+        }
+        // A later text of an id replaces the earlier.
+        t.put(Texts::Marker, 512, "again").unwrap();
+        assert!(!t.scattered.is_empty());
+        assert_eq!(t.distinct, ["even", "name", "odd", "again"]);
+        for i in 0..300i64 {
+            let want = match i {
+                1 => "again",
+                _ if i % 2 == 0 => "even",
+                _ => "odd",
+            };
+            assert_eq!(
+                t.get(Texts::Marker, i * 512).unwrap().as_deref(),
+                Some(want)
+            );
+            assert_eq!(t.get(Texts::External, i).unwrap().as_deref(), Some("name"));
+            assert_eq!(t.get(Texts::Marker, i * 512 + 1).unwrap(), None);
+        }
+        assert_eq!(t.get(Texts::External, 300).unwrap(), None);
+    }
+
+    fn facts(keep_created: bool, pages: usize) -> Facts {
         Facts {
             by_dispatch: PagedMap::new(
                 PageLimits {
                     resident: 1,
-                    total: 64,
+                    total: pages,
                 },
                 "PMC facts",
             ),
+            scattered: FastMap::default(),
             keep_created,
             agents: Vec::new(),
             pids: Vec::new(),
@@ -3094,28 +3142,35 @@ mod tests {
     /// dispatch, whichever comes first; counter rows' facts are kept only when asked.
     #[test]
     fn facts_are_found_by_dispatch_and_the_kernel_trace_wins() {
-        let mut f = facts(true);
-        // Dispatch ids 1..3000 over six pages, made by counter rows when divisible by 3
-        // (an odd event id), the others by the kernel trace.
-        for id in (1..3000).rev() {
-            f.add(new_fact(id, id * 2 + i64::from(id % 3 == 0)), id % 3 == 0)
-                .unwrap();
+        // Six pages of ids, or two (the ids past them kept aside).
+        for pages in [64, 2] {
+            let mut f = facts(true, pages);
+            // Dispatch ids 1..3000, made by counter rows when divisible by 3 (an odd
+            // event id), the others by the kernel trace.
+            for id in (1..3000).rev() {
+                f.add(new_fact(id, id * 2 + i64::from(id % 3 == 0)), id % 3 == 0)
+                    .unwrap();
+            }
+            // Both for dispatches 10 and 2010: the trace's, before and after the counter
+            // row's.
+            for (traced, made) in [(10, 12), (2010, 2012)] {
+                f.add(new_fact(traced, -1), true).unwrap();
+                f.add(new_fact(made, -made), false).unwrap();
+            }
+            assert_eq!(f.scattered.is_empty(), pages == 64);
+            for id in 1..3000 {
+                let got = f.get(id).unwrap().unwrap();
+                let want = match id {
+                    12 | 2012 => -id,
+                    _ => id * 2 + i64::from(id % 3 == 0),
+                };
+                assert_eq!((got.dispatch_id, got.event_id), (id, want));
+                assert_eq!(f.correlation_of(got), Some(id * 5));
+                assert_eq!((f.agent(got), f.pid(got)), (id % 4, 7));
+            }
+            assert!(f.get(3000).unwrap().is_none() && f.get(0).unwrap().is_none());
         }
-        // Both for dispatch 10: the trace's, before and after the counter row's.
-        f.add(new_fact(10, -1), true).unwrap();
-        f.add(new_fact(12, -2), false).unwrap();
-        for id in 1..3000 {
-            let got = f.get(id).unwrap().unwrap();
-            let want = match id {
-                12 => -2,
-                _ => id * 2 + i64::from(id % 3 == 0),
-            };
-            assert_eq!((got.dispatch_id, got.event_id), (id, want));
-            assert_eq!(f.correlation_of(got), Some(id * 5));
-            assert_eq!((f.agent(got), f.pid(got)), (id % 4, 7));
-        }
-        assert!(f.get(3000).unwrap().is_none() && f.get(0).unwrap().is_none());
-        let mut f = facts(false);
+        let mut f = facts(false, 64);
         f.add(new_fact(4, 8), true).unwrap();
         f.add(new_fact(5, 10), false).unwrap();
         assert!(f.get(4).unwrap().is_none());
