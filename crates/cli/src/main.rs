@@ -647,26 +647,7 @@ fn handle_signals() {
     });
 }
 
-/// glibc gives each thread that allocates at the same time as another an arena of its
-/// own, up to eight per core, and memory freed in one arena serves only that arena's
-/// threads: the decode, read and write threads of a run then kept a fifth of the peak
-/// at `--threads 2` in freed memory (D102). Four arenas were as fast. Set before any
-/// thread starts; `MALLOC_ARENA_MAX` in the environment still wins, as glibc reads it
-/// first.
-#[allow(unsafe_code)]
-fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        // SAFETY: `mallopt` only sets a tuning parameter of the allocator; no thread of
-        // ours has started yet.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, 4);
-        }
-    }
-}
-
 fn main() -> ExitCode {
-    limit_malloc_arenas();
     let cli = Cli::parse();
     handle_signals();
     let result = match cli.command {
