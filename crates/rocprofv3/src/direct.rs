@@ -71,7 +71,7 @@ use crate::db::{
     KernelSymbolRow, NodeRow, PmcRow, ProcessRow,
 };
 use crate::json_import::{self, Spans, Wanted};
-use crate::paged::{PageCache, PageLimits, PagedMap, Slot};
+use crate::paged::{bytes_at, put_i64s, PageCache, PageLimits, PagedMap, Slot};
 use crate::sink::{Deferred, RowSink, Texts};
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
 
@@ -188,13 +188,11 @@ impl Slot for Group {
             self.first_end,
             self.last_end,
         ];
-        for (t, o) in times.iter().zip(out[8..40].chunks_exact_mut(8)) {
-            o.copy_from_slice(&t.to_le_bytes());
-        }
+        put_i64s(&mut out[8..], &times);
     }
     fn take(b: &[u8]) -> Self {
-        let u = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
-        let t = |i: usize| i64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let u = |i| u32::from_le_bytes(bytes_at(b, i));
+        let t = |i| i64::from_le_bytes(bytes_at(b, i));
         Group {
             targets: u(0),
             sources: u(4),
@@ -260,7 +258,7 @@ impl Slot for Check {
     }
     fn take(b: &[u8]) -> Self {
         Check {
-            check: u64::from_le_bytes(b[..8].try_into().expect("8 bytes")),
+            check: u64::from_le_bytes(bytes_at(b, 0)),
             made: b[8] != 0,
         }
     }
@@ -1284,7 +1282,7 @@ fn describe_kernels_beside(
                 *agents == side.d.agents && *symbols == side.d.symbols.len()
             });
             let sections = kernel_sections(&side);
-            let mut completions = sp.completions;
+            let completions = sp.completions;
             let mut all_made = true;
             let listed = completions.for_each(|id, _| {
                 all_made &= describe.made(id).is_some();
@@ -2162,9 +2160,7 @@ impl Slot for Fact {
             self.tid,
             self.stack,
         ];
-        for (v, o) in wide.iter().zip(out[..48].chunks_exact_mut(8)) {
-            o.copy_from_slice(&v.to_le_bytes());
-        }
+        put_i64s(out, &wide);
         out[48..52].copy_from_slice(&self.correlation.to_le_bytes());
         out[52..54].copy_from_slice(&self.agent.to_le_bytes());
         out[54..56].copy_from_slice(&self.pid.to_le_bytes());
@@ -2172,8 +2168,8 @@ impl Slot for Fact {
         out[58] = self.flags;
     }
     fn take(b: &[u8]) -> Self {
-        let w = |i: usize| i64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
-        let h = |i: usize| u16::from_le_bytes(b[i..i + 2].try_into().expect("2 bytes"));
+        let w = |i| i64::from_le_bytes(bytes_at(b, i));
+        let h = |i| u16::from_le_bytes(bytes_at(b, i));
         Fact {
             dispatch_id: w(0),
             event_id: w(8),
@@ -2181,7 +2177,7 @@ impl Slot for Fact {
             end: w(24),
             tid: w(32),
             stack: w(40),
-            correlation: u32::from_le_bytes(b[48..52].try_into().expect("4 bytes")),
+            correlation: u32::from_le_bytes(bytes_at(b, 48)),
             agent: h(52),
             pid: h(54),
             category: h(56),
@@ -2337,7 +2333,7 @@ impl Slot for TextRef {
         out.copy_from_slice(&self.0.to_le_bytes());
     }
     fn take(b: &[u8]) -> Self {
-        TextRef(u32::from_le_bytes(b.try_into().expect("4 bytes")))
+        TextRef(u32::from_le_bytes(bytes_at(b, 0)))
     }
 }
 

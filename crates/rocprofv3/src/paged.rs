@@ -45,6 +45,21 @@ pub(crate) trait Slot: Copy + Default + PartialEq {
     fn take(bytes: &[u8]) -> Self;
 }
 
+/// Writes `values` from the start of `out`, 8 little-endian bytes each (for
+/// [`Slot::put`]).
+pub(crate) fn put_i64s(out: &mut [u8], values: &[i64]) {
+    for (v, o) in values.iter().zip(out.chunks_exact_mut(8)) {
+        o.copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// The `N` bytes of a record at `at` (for [`Slot::take`]).
+pub(crate) fn bytes_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+    let mut out = [0; N];
+    out.copy_from_slice(&b[at..at + N]);
+    out
+}
+
 /// A page in memory.
 struct Resident<V> {
     slots: Box<[V]>,
@@ -279,7 +294,7 @@ impl<V: Slot> PagedMap<V> {
     }
 
     /// Calls `f` with every record that is not empty, in id order.
-    pub(crate) fn for_each(&mut self, mut f: impl FnMut(i64, V)) -> Result<()> {
+    pub(crate) fn for_each(&self, mut f: impl FnMut(i64, V)) -> Result<()> {
         let mut pages: Vec<i64> = self
             .resident
             .keys()
@@ -306,24 +321,8 @@ impl<V: Slot> PagedMap<V> {
     /// Every record that is not empty, in id order (for tests).
     #[cfg(test)]
     pub(crate) fn records(&self) -> Vec<(i64, V)> {
-        let mut pages: Vec<i64> = self
-            .resident
-            .keys()
-            .chain(self.written.keys())
-            .copied()
-            .collect();
-        pages.sort_unstable();
-        pages.dedup();
-        let mut cache = PageCache::default();
         let mut out = Vec::new();
-        for page in pages {
-            for slot in 0..SLOTS as i64 {
-                let id = page * SLOTS as i64 + slot;
-                if let Some(v) = self.lookup(id, &mut cache).expect("readable") {
-                    out.push((id, v));
-                }
-            }
-        }
+        self.for_each(|id, v| out.push((id, v))).expect("readable");
         out
     }
 }
