@@ -304,6 +304,12 @@ impl<R: Read> Scan<R> {
     pub fn with_flat<T>(&mut self, f: impl FnOnce(&Flat<'_>) -> T) -> ScanResult<T> {
         let mut make = Some(move |v: Flat<'_>| f(&v));
         self.in_place(true, |slice, exhausted| {
+            // Plain JSON first (D103); serde_json takes the rest and speaks for errors.
+            if let Some((end, v)) = crate::flat_parse::parse(slice, exhausted) {
+                if let Some(make) = make.take() {
+                    return Step::Done(end, make(v));
+                }
+            }
             parse_step(slice, exhausted, &mut make)
         })?
         .map_or_else(|| self.syntax("a value larger than 256 MiB"), Ok)

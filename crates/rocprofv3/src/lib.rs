@@ -28,6 +28,7 @@ mod csv_import;
 mod csv_read;
 mod db;
 mod direct;
+mod flat_parse;
 mod guid;
 mod json_import;
 mod json_node;
