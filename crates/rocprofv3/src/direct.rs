@@ -34,9 +34,10 @@
 //!
 //! Some runs are imported after all, because what the import does to them needs the
 //! database: an id two rows claim (the import gives the second the next free id), rows
-//! skipped as bad (their report must keep the import's order), a run whose rows without a
-//! thread pass [`MAX_GROUPS`], whose dispatches with values pass [`MAX_COUNTED`] or whose
-//! correlation ids scatter (fewer than 16 kernels or copies per 512 ids), or any error
+//! skipped as bad (their report must keep the import's order), a run whose threads given
+//! by counter rows pass [`MAX_GROUPS`], whose dispatches with values pass [`MAX_COUNTED`]
+//! or whose correlation ids scatter (fewer than 16 kernels or copies per 512 ids), or any
+//! error
 //! (the import then reports it, in its order). JSON objects also when records come before
 //! the strings or agents they need, when a kernel record completing a dispatch a counter
 //! record made gives it any other column than the counter record did,
@@ -75,9 +76,9 @@ use crate::paged::{bytes_at, put_i64s, PageCache, PageLimits, PagedMap, Slot};
 use crate::sink::{Deferred, RowSink, Texts};
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
 
-/// The most entries the describing pass keeps in memory: one per row without a thread
-/// (24 bytes) and one per thread a counter row gives a dispatch (16 bytes); a run with
-/// more is imported. (Flow groups are paged, D101.)
+/// The most entries the describing pass keeps in memory, one per thread a counter row
+/// gives a dispatch (16 bytes); a run with more is imported. (Flow groups and fill
+/// entries are paged, D101.)
 pub const MAX_GROUPS: usize = 1 << 20;
 
 /// The most dispatches with counter values the PMC stream keeps the facts of (64 bytes
@@ -227,6 +228,32 @@ fn page_limits(default: usize) -> PageLimits {
 /// 100,000 correlation ids; the rest wait in a temporary file (D101).
 const GROUP_PAGES_IN_MEMORY: usize = 200;
 
+/// Pages of fill entries (4.5 KiB each) the describing pass keeps in memory: 1 MiB.
+const FILL_PAGES_IN_MEMORY: usize = 224;
+
+/// A row without a thread takes the thread of the API call whose region id is its
+/// correlation id (the import's `fill_threads`): by correlation id, whether such a row
+/// exists and, once the API call is read, its thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct FillEntry {
+    wanted: bool,
+    tid: Option<i64>,
+}
+
+impl Slot for FillEntry {
+    const BYTES: usize = 9;
+    fn put(&self, out: &mut [u8]) {
+        out[0] = u8::from(self.wanted) | (u8::from(self.tid.is_some()) << 1);
+        put_i64s(&mut out[1..], &[self.tid.unwrap_or(0)]);
+    }
+    fn take(b: &[u8]) -> Self {
+        FillEntry {
+            wanted: b[0] & 1 != 0,
+            tid: (b[0] & 2 != 0).then(|| i64::from_le_bytes(bytes_at(b, 1))),
+        }
+    }
+}
+
 /// Pages of dispatch checks (4.5 KiB each) a JSON object's describing pass keeps in
 /// memory, for the dispatches counter records made and, at two threads, the kernel
 /// records read beside: 1 MiB each, 114,688 dispatch ids (D101).
@@ -268,11 +295,6 @@ impl Slot for Check {
 fn find_in<T>(entries: &[(i64, T)], s: i64) -> Option<&T> {
     let i = entries.binary_search_by_key(&s, |(k, _)| *k).ok()?;
     Some(&entries[i].1)
-}
-
-fn find<T>(entries: &mut [(i64, T)], s: i64) -> Option<&mut T> {
-    let i = entries.binary_search_by_key(&s, |(k, _)| *k).ok()?;
-    Some(&mut entries[i].1)
 }
 
 /// Whether a category names a marker table row (SQLite's `LIKE 'MARKER\_%'`, which
@@ -321,7 +343,7 @@ struct Description {
     /// The correlation ids of rows without a thread (copies, allocations, old dispatches),
     /// sorted, with the thread of the API call whose region id each is (the import's
     /// `fill_threads`).
-    fills: Vec<(i64, Option<i64>)>,
+    fills: PagedMap<FillEntry>,
     /// Input left out on purpose (stats, PC sampling), as the import reports it.
     ignored: Vec<String>,
     /// The counters by id, with the pid they were written with.
@@ -517,10 +539,10 @@ impl Describe {
         }
     }
 
-    /// Whether another group, fill or counter thread entry fits [`MAX_GROUPS`].
+    /// Whether another counter thread entry fits [`MAX_GROUPS`].
     fn room(&mut self) -> bool {
         let d = &self.d;
-        let fits = d.fills.len() + d.counter_tids.len() < MAX_GROUPS;
+        let fits = d.counter_tids.len() < MAX_GROUPS;
         if !fits {
             self.refuse("more flow groups than the direct reader keeps");
         }
@@ -541,25 +563,18 @@ impl Describe {
             None => self.refuse("correlation ids too scattered"),
         }
         if threadless {
-            self.fill(s);
+            self.fill(s)?;
         }
         Ok(())
     }
 
     /// A row without a thread that takes its API call's: a fill entry for its id.
-    fn fill(&mut self, s: i64) {
-        if self.room() {
-            self.d.fills.push((s, None));
+    fn fill(&mut self, s: i64) -> Result<()> {
+        match self.d.fills.entry(s)? {
+            Some(f) => f.wanted = true,
+            None => self.refuse("correlation ids too scattered"),
         }
-    }
-
-    /// Sorts the fill entries by correlation id, one each: after the target files,
-    /// before the API files look their calls up.
-    fn merge_groups(&mut self) {
-        let fills = &mut self.d.fills;
-        fills.sort_unstable_by_key(|(s, _)| *s);
-        fills.dedup_by_key(|(s, _)| *s);
-        fills.shrink_to_fit();
+        Ok(())
     }
 
     fn queue_stream(&mut self, queue: Option<i64>, stream: Option<i64>) {
@@ -634,8 +649,8 @@ impl RowSink for Describe {
             }
         }
         if self.stack == Some(id) {
-            if let Some(t) = find(&mut self.d.fills, id).filter(|t| t.is_none()) {
-                *t = Some(tid);
+            if let Some(f) = self.d.fills.get_mut(id)? {
+                f.tid.get_or_insert(tid);
             }
         }
         Ok(())
@@ -683,7 +698,7 @@ impl RowSink for Describe {
         self.queue_stream(a.queue_id, a.stream_id);
         self.timed(Table::MemoryAllocation, a.pid, a.start, a.end);
         if let (None, Some(s)) = (a.tid, self.stack) {
-            self.fill(s);
+            self.fill(s)?;
         }
         Ok(())
     }
@@ -918,7 +933,7 @@ impl Describe {
                 symbols: BTreeMap::new(),
                 first_event: Vec::new(),
                 groups: PagedMap::new(page_limits(GROUP_PAGES_IN_MEMORY), "flow groups"),
-                fills: Vec::new(),
+                fills: PagedMap::new(page_limits(FILL_PAGES_IN_MEMORY), "fill entries"),
                 ignored: Vec::new(),
                 pmcs: BTreeMap::new(),
                 traced: IdSet::default(),
@@ -1042,7 +1057,6 @@ fn describe_run(
         if describe.failed(&read, &report) {
             return Ok(None);
         }
-        describe.merge_groups();
         let mut side = describe.for_counters(plan);
         let mut side_report = ImportReport::default();
         let (side_read, api_read) = std::thread::scope(|scope| {
@@ -1066,11 +1080,8 @@ fn describe_run(
     }
     let mut describe = Describe::new(plan.files.len());
     let mut report = ImportReport::default();
-    for (i, files) in [targets, apis].iter().enumerate() {
-        if i == 1 {
-            describe.merge_groups();
-        }
-        let read = csv_import::read_files(plan, files, &mut describe, opts, &mut report);
+    for files in [targets, apis] {
+        let read = csv_import::read_files(plan, &files, &mut describe, opts, &mut report);
         if describe.failed(&read, &report) {
             return Ok(None);
         }
@@ -1138,7 +1149,6 @@ fn describe_json(
     for (wanted, strict) in reads {
         let Some(wanted) = wanted else { continue };
         if !strict {
-            describe.merge_groups();
             describe.seen_event = false;
         }
         // The first read notes where the large values lie; the API calls' read jumps over
@@ -1437,8 +1447,11 @@ impl DirectRunSource {
             Input::Csv(plan) => plan.pid,
             Input::Json { .. } => d.pid,
         };
-        let filled = d.fills.iter().filter_map(|(_, t)| t.map(|t| (pid, t)));
+        let mut filled = Vec::new();
+        d.fills
+            .for_each(|_, f| filled.extend(f.tid.map(|t| (pid, t))))?;
         d.threads.extend(filled);
+        d.fills.seal()?;
         d.ignored = report.ignored;
         d.nid = d
             .node
@@ -2441,8 +2454,9 @@ struct Rows<'a> {
     pmc_event: Pending,
     /// The JSON `strings` texts this stream reads (bounded by [`MAX_TEXTS`]).
     texts: TextTable,
-    /// The pages of flow groups this stream read last.
+    /// The pages of flow groups and fill entries this stream read last.
     group_pages: PageCache<Group>,
+    fill_pages: PageCache<FillEntry>,
 }
 
 impl<'a> Rows<'a> {
@@ -2493,6 +2507,7 @@ impl<'a> Rows<'a> {
             pmc_event: Pending::default(),
             texts: TextTable::new(),
             group_pages: PageCache::default(),
+            fill_pages: PageCache::default(),
         }
     }
 
@@ -2522,11 +2537,15 @@ impl<'a> Rows<'a> {
     }
 
     /// The thread a row without one gets from the API call of its correlation id.
-    fn filled(&self, tid: Option<i64>) -> Option<i64> {
-        tid.or_else(|| {
-            let s = self.pending.stack_id?;
-            *find_in(&self.source.desc.fills, s)?
-        })
+    fn filled(&mut self, tid: Option<i64>) -> Result<Option<i64>> {
+        if tid.is_some() {
+            return Ok(tid);
+        }
+        let Some(s) = self.pending.stack_id else {
+            return Ok(None);
+        };
+        let found = self.source.desc.fills.lookup(s, &mut self.fill_pages)?;
+        Ok(found.and_then(|f| f.tid))
     }
 
     fn group(&mut self) -> Result<Option<Group>> {
@@ -2738,7 +2757,7 @@ impl RowSink for Rows<'_> {
         }
         // A thread a counter row gave, else the API call's (the import's order).
         let counter_tid = || find_in(&desc.counter_tids, d.dispatch_id).copied();
-        let tid = self.filled(d.tid.or_else(counter_tid));
+        let tid = self.filled(d.tid.or_else(counter_tid))?;
         if let Some(facts) = &mut self.facts {
             if desc.counted.contains(d.dispatch_id) {
                 let p = &self.pending;
@@ -2770,12 +2789,13 @@ impl RowSink for Rows<'_> {
         self.next_copy += 1;
         let name = self.name(c.name_id).to_string();
         let region_name = c.region_name_id.map(|id| self.name(id).to_string());
+        let tid = self.filled(c.tid)?;
         self.push(
             0,
             &Values {
                 id,
                 pid: c.pid,
-                tid: self.filled(c.tid),
+                tid,
                 start: c.start,
                 end: c.end,
                 name: &name,
@@ -2796,12 +2816,13 @@ impl RowSink for Rows<'_> {
     fn alloc(&mut self, a: &AllocRow, event_id: i64) -> Result<()> {
         let id = self.next_alloc;
         self.next_alloc += 1;
+        let tid = self.filled(a.tid)?;
         self.push(
             0,
             &Values {
                 id,
                 pid: a.pid,
-                tid: self.filled(a.tid),
+                tid,
                 start: a.start,
                 end: a.end,
                 agent_id: a.agent_id,
@@ -2973,7 +2994,7 @@ mod tests {
             x.span,
             x.threads,
             x.groups.records(),
-            x.fills,
+            x.fills.records(),
             x.counter_tids,
             d.file_events,
             d.file_kinds,
