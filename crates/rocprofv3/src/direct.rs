@@ -37,11 +37,10 @@
 //! skipped as bad (their report must keep the import's order), a run whose threads given
 //! by counter rows pass [`MAX_GROUPS`], whose dispatches with values pass [`MAX_COUNTED`]
 //! or whose correlation ids scatter (fewer than 16 kernels or copies per 512 ids), or any
-//! error
-//! (the import then reports it, in its order). JSON objects also when records come before
-//! the strings or agents they need, when a kernel record completing a dispatch a counter
-//! record made gives it any other column than the counter record did,
-//! or completes it twice (the import overwrites the row; the streams wrote what was
+//! error (the import then reports it, in its order). JSON objects also when records come
+//! before the strings or agents they need, when a kernel record completing a dispatch a
+//! counter record made gives it any other column than the counter record did, or
+//! completes it twice (the import overwrites the row; the streams wrote what was
 //! described), when `metadata` comes after records, or when the `strings` texts pass
 //! [`MAX_TEXTS`]. [`DirectRunSource::open`] says `None` for those.
 //!
