@@ -442,9 +442,19 @@ struct Describe {
     /// Set when this describer reads only the kernel records, beside another reading the
     /// rest (see [`Speculation`]).
     speculation: Option<Speculation>,
-    /// How a JSON object's first read went ([`describe_kernels_beside`]): "in order",
-    /// "beside" or "kernels again".
-    first_read: &'static str,
+    /// How a JSON object's first read went ([`describe_kernels_beside`]).
+    first_read: FirstRead,
+}
+
+/// The ways a JSON object's first describing read can go (D99).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FirstRead {
+    /// One thread, every section in the file's order.
+    InOrder,
+    /// The kernel records on a second thread, taken in as they were read.
+    Beside,
+    /// The kernel records read again after the rest.
+    KernelsAgain,
 }
 
 /// What the main describer of a JSON object tells the one reading its kernel records
@@ -974,7 +984,7 @@ impl Describe {
             counter_events: false,
             counters_seen: None,
             speculation: None,
-            first_read: "in order",
+            first_read: FirstRead::InOrder,
         }
     }
 
@@ -1307,7 +1317,7 @@ fn describe_kernels_beside(
                 for i in sections {
                     describe.note_section(i, CsvKind::KernelTrace);
                 }
-                describe.first_read = "beside";
+                describe.first_read = FirstRead::Beside;
                 return Beside::Done(report);
             }
         }
@@ -1339,7 +1349,7 @@ fn describe_kernels_beside(
     if !in_order_after(&kernel_sections(describe)) {
         return Beside::InOrder;
     }
-    describe.first_read = "kernels again";
+    describe.first_read = FirstRead::KernelsAgain;
     Beside::Done(report)
 }
 
@@ -3049,18 +3059,18 @@ mod tests {
         // setting is the process's: other tests meanwhile read through the file too,
         // which must not change what they read).
         let ways = [
-            (&json, "beside"),
-            (&uncounted, "kernels again"),
-            (&kernels_first, "in order"),
+            (&json, FirstRead::Beside),
+            (&uncounted, FirstRead::KernelsAgain),
+            (&kernels_first, FirstRead::InOrder),
         ];
         for (pages, (path, way)) in [0, 1].into_iter().flat_map(|p| ways.map(|w| (p, w))) {
             set_pages_in_memory(pages);
             let written = crate::paged::pages_written();
             let (two, _) = describe_json(path, 0, &opts, 2).unwrap().expect("direct");
             let (one, _) = describe_json(path, 0, &opts, 1).unwrap().expect("direct");
-            assert_eq!((two.first_read, one.first_read), (way, "in order"));
-            assert_eq!(learned(&two), learned(&one), "{way}");
-            assert!(two.d.completed == one.d.completed, "{way}");
+            assert_eq!((two.first_read, one.first_read), (way, FirstRead::InOrder));
+            assert_eq!(learned(&two), learned(&one), "{way:?}");
+            assert!(two.d.completed == one.d.completed, "{way:?}");
             let completed = (0..10_000).filter(|&i| one.d.completed.contains(i)).count();
             let kernels = one.d.counts.get(&Table::KernelDispatch).copied();
             // Every kernel record completes a counter-made dispatch in rocprofv3's order,
@@ -3071,7 +3081,7 @@ mod tests {
                 completing_sections(&one.file_kinds, &one.file_events)
             );
             match way {
-                "beside" => {
+                FirstRead::Beside => {
                     assert_eq!(Some(completed as u64), kernels);
                     assert_eq!(passed.count_ones(), 1);
                 }
@@ -3081,7 +3091,7 @@ mod tests {
                 }
             }
             assert!(kernels > Some(20), "{kernels:?}");
-            if pages == 1 && way == "beside" {
+            if pages == 1 && way == FirstRead::Beside {
                 // Counter-made dispatches and the kernel records read beside, over pages.
                 assert!(crate::paged::pages_written() > written + 4);
             }
