@@ -527,7 +527,7 @@ impl Describe {
     /// The check of the dispatch a JSON counter record made, if one did. A temporary
     /// file that fails leaves the object to the import.
     fn made(&mut self, dispatch_id: i64) -> Option<u64> {
-        match self.made.get_mut(dispatch_id) {
+        match self.made.get(dispatch_id) {
             Ok(found) => found.map(|c| c.check),
             Err(_) => {
                 self.refuse("a temporary file failed");
@@ -2304,8 +2304,8 @@ impl Facts {
     }
 
     fn get(&mut self, dispatch_id: i64) -> Result<Option<Fact>> {
-        Ok(match self.by_dispatch.get_mut(dispatch_id)? {
-            Some(f) => Some(*f),
+        Ok(match self.by_dispatch.get(dispatch_id)? {
+            Some(f) => Some(f),
             None => self.scattered.get(&dispatch_id).copied(),
         })
     }
@@ -2415,8 +2415,8 @@ impl TextTable {
     }
 
     fn get(&mut self, which: Texts, id: i64) -> Result<Option<String>> {
-        let found = match self.map(which).get_mut(id)? {
-            Some(r) => Some(*r),
+        let found = match self.map(which).get(id)? {
+            Some(r) => Some(r),
             None => self.scattered.get(&(which, id)).copied(),
         };
         Ok(found

@@ -2,11 +2,13 @@
 //! in pages of [`SLOTS`] ids of which only a bounded number stay in memory: the others
 //! wait in an anonymous temporary file (gone when the map is dropped, by a signal too).
 //!
-//! The describing pass of a direct rocprofv3 source keeps its flow groups here, and its
-//! PMC stream the facts of the dispatches with counter values (D101). They used to be
-//! sorted vectors of 48 and 64 bytes an entry, the parts of a direct source's memory that
-//! grew with the trace. Reads and updates go by id, in the order the files give them,
-//! which is close to id order: a page is loaded, used for a while and written back once.
+//! A direct rocprofv3 source keeps here what it knows by id (D101): the describing pass
+//! its flow groups and fill entries by correlation id and a JSON object's dispatch checks
+//! by dispatch id; the PMC stream the facts of the dispatches with counter values; a JSON
+//! stream the references of its `strings` texts. They used to be vectors and hash maps,
+//! the parts of a direct source's memory that grew with the trace. Reads and updates go
+//! by id, in the order the files give them, which is close to id order: a page is
+//! loaded, used for a while and written back once if it changed.
 //!
 //! While the describing pass runs, one thread owns the map and updates it. Then
 //! [`PagedMap::seal`] writes every page out (when any was written out before) and the
@@ -160,6 +162,17 @@ impl<V: Slot> PagedMap<V> {
 
     /// The record of `id` to change, if it is not empty.
     pub(crate) fn get_mut(&mut self, id: i64) -> Result<Option<&mut V>> {
+        self.existing(id, true)
+    }
+
+    /// The record of `id`, if it is not empty, leaving its page unchanged (a page only
+    /// read is not written out again).
+    pub(crate) fn get(&mut self, id: i64) -> Result<Option<V>> {
+        Ok(self.existing(id, false)?.map(|v| *v))
+    }
+
+    /// The record of `id` if not empty, its page marked changed when `change` is set.
+    fn existing(&mut self, id: i64, change: bool) -> Result<Option<&mut V>> {
         let (page, slot) = split(id);
         let Some(p) = self.load(page, false)? else {
             return Ok(None);
@@ -167,7 +180,7 @@ impl<V: Slot> PagedMap<V> {
         if p.slots[slot] == V::default() {
             return Ok(None);
         }
-        p.dirty = true;
+        p.dirty |= change;
         Ok(Some(&mut p.slots[slot]))
     }
 
@@ -200,10 +213,18 @@ impl<V: Slot> PagedMap<V> {
 
     /// Writes the least recently used page out (if changed) and drops it from memory.
     fn evict(&mut self) -> Result<()> {
-        let Some((&page, _)) = self.resident.iter().min_by_key(|(_, p)| p.used) else {
+        match self.resident.iter().min_by_key(|(_, p)| p.used) {
+            Some((&page, _)) => self.retire(page),
+            None => Ok(()),
+        }
+    }
+
+    /// Drops page `page` from memory, writing it out first unless the file holds it as
+    /// it is.
+    fn retire(&mut self, page: i64) -> Result<()> {
+        let Some(p) = self.resident.remove(&page) else {
             return Ok(());
         };
-        let p = self.resident.remove(&page).expect("found");
         if p.dirty || !self.written.contains_key(&page) {
             self.write_page(page, &p.slots)?;
         }
@@ -256,10 +277,7 @@ impl<V: Slot> PagedMap<V> {
         }
         let pages: Vec<i64> = self.resident.keys().copied().collect();
         for page in pages {
-            let p = self.resident.remove(&page).expect("listed");
-            if p.dirty || !self.written.contains_key(&page) {
-                self.write_page(page, &p.slots)?;
-            }
+            self.retire(page)?;
         }
         self.resident.shrink_to_fit();
         Ok(())
@@ -414,6 +432,13 @@ mod tests {
         assert!(map.get_mut(4_801).unwrap().is_none(), "an empty slot");
         map.get_mut(5).unwrap().unwrap().1 = -1;
         want.get_mut(&5).unwrap().1 = -1;
+        // Reading a record leaves its page as the file has it.
+        let page_of = |id: i64| split(id).0;
+        for id in [4_700, 4_200, 3_700] {
+            assert_eq!(map.get(id).unwrap(), want.get(&id).copied());
+            assert!(!map.resident[&page_of(id)].dirty, "{id}");
+        }
+        assert_eq!(map.get(4_801).unwrap(), None);
         let got: Vec<(i64, Pair)> = map.records();
         assert_eq!(got, want.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>());
         map.seal().unwrap();
