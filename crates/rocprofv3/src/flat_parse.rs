@@ -71,58 +71,56 @@ impl<'a> Parser<'a> {
     }
 
     fn object(&mut self, depth: usize) -> Option<Flat<'a>> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        self.at += 1;
         // Records have a dozen members or fewer: one allocation for most.
         let mut out = Vec::with_capacity(12);
-        self.space();
-        if self.eat(b'}').is_some() {
-            return Some(Flat::Object(out));
-        }
-        loop {
-            self.space();
-            if self.b.get(self.at) != Some(&b'"') {
+        self.items(depth, b'}', |p| {
+            if p.b.get(p.at) != Some(&b'"') {
                 return None;
             }
-            let key = self.string()?;
-            self.space();
-            self.eat(b':')?;
-            self.space();
-            let v = self.value(depth)?;
-            out.push((key, v));
-            self.space();
-            match *self.b.get(self.at)? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    return Some(Flat::Object(out));
-                }
-                _ => return None,
-            }
-        }
+            let key = p.string()?;
+            p.space();
+            p.eat(b':')?;
+            p.space();
+            out.push((key, p.value(depth)?));
+            Some(())
+        })?;
+        Some(Flat::Object(out))
     }
 
     fn array(&mut self, depth: usize) -> Option<Flat<'a>> {
+        let mut out = Vec::new();
+        self.items(depth, b']', |p| {
+            out.push(p.value(depth)?);
+            Some(())
+        })?;
+        Some(Flat::Array(out))
+    }
+
+    /// The items of the object or array opening at the cursor, each read by `item`, up to
+    /// `close`, separated by commas.
+    fn items(
+        &mut self,
+        depth: usize,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
         }
         self.at += 1;
-        let mut out = Vec::new();
         self.space();
-        if self.eat(b']').is_some() {
-            return Some(Flat::Array(out));
+        if self.eat(close).is_some() {
+            return Some(());
         }
         loop {
             self.space();
-            out.push(self.value(depth)?);
+            item(self)?;
             self.space();
             match *self.b.get(self.at)? {
                 b',' => self.at += 1,
-                b']' => {
+                c if c == close => {
                     self.at += 1;
-                    return Some(Flat::Array(out));
+                    return Some(());
                 }
                 _ => return None,
             }
