@@ -553,7 +553,7 @@ impl Describe {
         let d = &self.d;
         let fits = d.counter_tids.len() < MAX_GROUPS;
         if !fits {
-            self.refuse("more flow groups than the direct reader keeps");
+            self.refuse("more threads given by counter rows than the direct reader keeps");
         }
         fits
     }
