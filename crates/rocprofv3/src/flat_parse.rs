@@ -129,21 +129,13 @@ impl<'a> Parser<'a> {
 
     /// A string without control characters: borrowed without escapes, else decoded.
     fn string(&mut self) -> Option<Cow<'a, str>> {
-        let start = self.at + 1;
-        let len = memchr::memchr2(b'"', b'\\', self.b.get(start..)?)?;
-        let end = start + len;
-        let raw = &self.b[start..end];
-        if raw.iter().any(|&c| c < 0x20) {
-            return None;
+        self.at += 1;
+        let (first, closed) = self.run()?;
+        if closed {
+            return Some(Cow::Borrowed(first));
         }
-        let s = std::str::from_utf8(raw).ok()?;
-        if self.b[end] == b'"' {
-            self.at = end + 1;
-            return Some(Cow::Borrowed(s));
-        }
-        let mut out = String::with_capacity(len + 16);
-        out.push_str(s);
-        self.at = end;
+        let mut out = String::with_capacity(first.len() + 16);
+        out.push_str(first);
         loop {
             // At a backslash.
             let esc = *self.b.get(self.at + 1)?;
@@ -168,19 +160,30 @@ impl<'a> Parser<'a> {
                 }
                 _ => return None,
             }
-            let rest = self.b.get(self.at..)?;
-            let len = memchr::memchr2(b'"', b'\\', rest)?;
-            let raw = &rest[..len];
-            if raw.iter().any(|&c| c < 0x20) {
-                return None;
-            }
-            out.push_str(std::str::from_utf8(raw).ok()?);
-            self.at += len;
-            if self.b[self.at] == b'"' {
-                self.at += 1;
+            let (more, closed) = self.run()?;
+            out.push_str(more);
+            if closed {
                 return Some(Cow::Owned(out));
             }
         }
+    }
+
+    /// The text of a string from the cursor to its next quote or backslash, without
+    /// control characters and in UTF-8, and whether a quote ended it (then consumed; a
+    /// backslash stays under the cursor).
+    fn run(&mut self) -> Option<(&'a str, bool)> {
+        let b = self.b;
+        let rest = b.get(self.at..)?;
+        let len = memchr::memchr2(b'"', b'\\', rest)?;
+        let raw = &rest[..len];
+        if raw.iter().any(|&c| c < 0x20) {
+            return None;
+        }
+        let text = std::str::from_utf8(raw).ok()?;
+        self.at += len;
+        let closed = b[self.at] == b'"';
+        self.at += usize::from(closed);
+        Some((text, closed))
     }
 
     /// A number as serde_json reads it: an integer unsigned when not negative (kept as
