@@ -18,11 +18,22 @@ pub const JSON_TEXT_COLUMNS: [&str; 5] = [
     "args",
 ];
 
-/// Which nullable columns a stream fills. Non-nullable columns are always filled.
+/// Which nullable columns a stream fills, table by table. Non-nullable columns are always
+/// filled.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Projection {
-    /// Column names left null (in every table that has them).
-    skipped: BTreeSet<&'static str>,
+    /// (table, column) pairs left null. A name with no pair for a table is filled there.
+    skipped: BTreeSet<(Table, &'static str)>,
+}
+
+/// The nullable columns named `column`, one pair per table that has it.
+fn nullable_in(column: &str) -> impl Iterator<Item = (Table, &'static str)> + '_ {
+    Table::ALL.iter().filter_map(move |t| {
+        t.columns()
+            .iter()
+            .find(|c| c.name == column && c.nullable)
+            .map(|c| (*t, c.name))
+    })
 }
 
 impl Projection {
@@ -33,9 +44,9 @@ impl Projection {
 
     /// Every column but the JSON text columns ([`JSON_TEXT_COLUMNS`]).
     pub fn without_json_text() -> Self {
-        Projection {
-            skipped: JSON_TEXT_COLUMNS.into_iter().collect(),
-        }
+        JSON_TEXT_COLUMNS
+            .into_iter()
+            .fold(Projection::all(), |p, c| p.without(c))
     }
 
     /// Only the columns of `table` named in `columns` (and the non-nullable ones, which
@@ -44,29 +55,33 @@ impl Projection {
         for c in columns {
             table.find_column(c.as_ref())?;
         }
-        let specs = table.columns();
-        let skipped = specs
+        let skipped = table
+            .columns()
             .iter()
             .filter(|s| s.nullable && !columns.iter().any(|c| c.as_ref() == s.name))
-            .map(|s| s.name)
+            .map(|s| (table, s.name))
             .collect();
         Ok(Projection { skipped })
     }
 
-    /// This projection, also filling `column`.
+    /// This projection, also filling `column` in every table.
     pub fn with(mut self, column: &str) -> Self {
-        self.skipped.retain(|c| *c != column);
+        self.skipped.retain(|(_, c)| *c != column);
         self
     }
 
-    /// This projection, leaving `column` null (ignored for a non-nullable column).
-    pub fn without(mut self, column: &'static str) -> Self {
-        let nullable = Table::ALL
-            .iter()
-            .any(|t| t.columns().iter().any(|c| c.name == column && c.nullable));
-        if nullable {
-            self.skipped.insert(column);
-        }
+    /// This projection, leaving `column` null in every table (ignored where it is not
+    /// nullable).
+    pub fn without(mut self, column: &str) -> Self {
+        self.skipped.extend(nullable_in(column));
+        self
+    }
+
+    /// This projection, leaving `column` null in `table` only (ignored where it is not
+    /// nullable): a writer that shows a table without some of its columns.
+    pub fn without_in(mut self, table: Table, column: &str) -> Self {
+        self.skipped
+            .extend(nullable_in(column).filter(|(t, _)| *t == table));
         self
     }
 
@@ -77,13 +92,27 @@ impl Projection {
         }
     }
 
-    /// Whether the stream fills `column`.
-    pub fn fills(&self, column: &str) -> bool {
-        !self.skipped.contains(column)
+    /// Whether the stream of `table` fills `column`.
+    pub fn fills_in(&self, table: Table, column: &str) -> bool {
+        !self
+            .skipped
+            .iter()
+            .any(|(t, c)| *t == table && *c == column)
     }
 
-    /// The columns left null, in name order.
-    pub fn skipped(&self) -> impl Iterator<Item = &'static str> + '_ {
+    /// Whether the stream of some table that has `column` fills it (a reader that
+    /// computes a value once for several tables asks this).
+    pub fn fills(&self, column: &str) -> bool {
+        let mut tables = Table::ALL
+            .iter()
+            .filter(|t| t.columns().iter().any(|c| c.name == column))
+            .peekable();
+        // A name no table has is "filled": nothing to leave out.
+        tables.peek().is_none() || tables.any(|t| self.fills_in(*t, column))
+    }
+
+    /// The (table, column) pairs left null, in table and name order.
+    pub fn skipped(&self) -> impl Iterator<Item = (Table, &'static str)> + '_ {
         self.skipped.iter().copied()
     }
 }
@@ -107,8 +136,26 @@ mod tests {
         let p = Projection::only(Table::KernelDispatch, &["kernel_name", "grid_x"]).unwrap();
         assert!(p.fills("grid_x"));
         assert!(p.fills("start"), "required columns are always filled");
-        assert!(!p.fills("extdata") && !p.fills("grid_y"));
+        assert!(!p.fills_in(Table::KernelDispatch, "extdata") && !p.fills("grid_y"));
+        // Other tables keep every column: their streams are not the one asked about.
+        assert!(p.fills_in(Table::Region, "extdata") && p.fills("extdata"));
         assert!(Projection::only(Table::KernelDispatch, &["colour"]).is_err());
+    }
+
+    #[test]
+    fn a_column_left_out_of_one_table_stays_in_the_others() {
+        let p = Projection::all().without_in(Table::PmcValue, "category");
+        assert!(!p.fills_in(Table::PmcValue, "category"));
+        assert!(p.fills_in(Table::KernelDispatch, "category"));
+        assert!(p.fills("category"), "some table still fills it");
+        let none = Table::ALL
+            .iter()
+            .fold(Projection::all(), |p, t| p.without_in(*t, "category"));
+        assert!(!none.fills("category"));
+        assert_eq!(none, Projection::all().without("category"));
+        // The union fills it where either side does.
+        let u = p.union(&Projection::all().without_in(Table::Region, "category"));
+        assert_eq!(u, Projection::all());
     }
 
     #[test]

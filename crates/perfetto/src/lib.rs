@@ -39,9 +39,15 @@ impl PerfettoSink {
 }
 
 /// The columns a trace written with `opts` shows: no JSON text, but the API arguments
-/// when they are annotated.
+/// when they are annotated; counter values become counter tracks, which show none of
+/// their event's columns (the reader then skips two lookups per value).
 pub fn projection(opts: &PerfettoOptions) -> rocpd_model::Projection {
-    let p = rocpd_model::Projection::without_json_text();
+    use rocpd_model::Table;
+    let p = ["category", "stack_id", "parent_stack_id", "correlation_id"]
+        .into_iter()
+        .fold(rocpd_model::Projection::without_json_text(), |p, c| {
+            p.without_in(Table::PmcValue, c)
+        });
     if opts.annotations && opts.annotate_args {
         p.with("args")
     } else {

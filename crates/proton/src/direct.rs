@@ -343,7 +343,7 @@ fn fills(table: Table, projection: &Projection) -> Vec<Fill> {
                 "extdata" | "call_stack" | "line_info" => Fill::EmptyObject,
                 _ => Fill::Null,
             };
-            if c.nullable && !projection.fills(c.name) {
+            if c.nullable && !projection.fills_in(table, c.name) {
                 Fill::Null
             } else {
                 fill
@@ -386,7 +386,7 @@ impl RegionRows {
             source,
             nid,
             fills: fills(table, &options.projection),
-            wants_message: options.projection.fills("message"),
+            wants_message: options.projection.fills_in(table, "message"),
             builder: BatchBuilder::new(table, options.batch_rows.max(1)),
             sorter: RunSorter::new(table, sort),
         }

@@ -2076,7 +2076,7 @@ fn fills(table: Table, projection: &Projection) -> Vec<Fill> {
                 // args: neither has them.
                 _ => Fill::Null,
             };
-            if c.nullable && !projection.fills(c.name) {
+            if c.nullable && !projection.fills_in(table, c.name) {
                 Fill::Null
             } else {
                 fill
