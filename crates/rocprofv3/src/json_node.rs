@@ -164,11 +164,14 @@ impl Node for Flat<'_> {
 
     fn get(&self, key: &str) -> Option<&Self> {
         match self {
-            Flat::Object(members) => members
-                .iter()
-                .rev()
-                .find(|(k, _)| k.as_ref() == key)
-                .map(|(_, v)| v),
+            Flat::Object(members) => {
+                let key = key.as_bytes();
+                members
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| same_key(k.as_bytes(), key))
+                    .map(|(_, v)| v)
+            }
             _ => None,
         }
     }
@@ -190,6 +193,14 @@ impl Node for Flat<'_> {
             }
         })
     }
+}
+
+/// Whether two member names are equal, ruling most out on their length and first byte:
+/// a record's handler looks up a dozen names among a dozen members, and a `memcmp` call
+/// for every candidate of the same length was a visible share of a direct JSON read.
+#[inline]
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.first() == b.first() && a == b
 }
 
 /// A string, borrowed from the input when it has no escapes.
