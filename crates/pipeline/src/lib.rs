@@ -21,6 +21,7 @@ mod decode;
 mod driver;
 mod guard;
 mod input;
+mod lz4_chunks;
 mod merge;
 mod output;
 mod produce;
