@@ -37,10 +37,13 @@
 //!
 //! Usage (from the workspace root):
 //!   cargo build --release -p rocpd-cli -p rocpd-bench && target/release/rocpd-bench
-//!     [--quick] [--summary-only] [--baseline-only] [--many-only] [--lake-only]
+//!     [--quick] [--best-of-3] [--summary-only] [--baseline-only] [--many-only] [--lake-only]
 //!     [--proton-only] [--import-only] [--sort-only]
 //!
-//! `--quick` runs every case at a tenth of its events. The `--*-only` flags run just
+//! `--quick` runs every case at a tenth of its events. `--best-of-3` runs every measured
+//! conversion three times and reports the fastest (with the largest peak memory and
+//! temporary disk of the three): on a shared two-core machine one run's time moves by a
+//! quarter. The `--*-only` flags run just
 //! those sections (they combine); without them every section runs.
 
 use std::path::{Path, PathBuf};
@@ -360,10 +363,18 @@ fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Mea
         .arg("--report")
         .arg(&report)
         .args(extra);
-    let tmp = fresh_tmp(&dir)?;
-    cmd.env("TMPDIR", &tmp);
-    let ((seconds, peak_rss_kib), peak_tmp_bytes) =
-        with_tmp_sampled(&tmp, || run_measured(&mut cmd))?;
+    // With `--best-of-3`: the fastest of three runs (the machine's noise only ever adds
+    // time), and the largest memory and temporary disk any of them used.
+    let (mut seconds, mut peak_rss_kib, mut peak_tmp_bytes) = (f64::INFINITY, 0, 0);
+    for _ in 0..MEASURE_RUNS.load(std::sync::atomic::Ordering::SeqCst).max(1) {
+        let _ = std::fs::remove_dir_all(&out);
+        let tmp = fresh_tmp(&dir)?;
+        cmd.env("TMPDIR", &tmp);
+        let ((s, rss), tmp_bytes) = with_tmp_sampled(&tmp, || run_measured(&mut cmd))?;
+        seconds = seconds.min(s);
+        peak_rss_kib = peak_rss_kib.max(rss);
+        peak_tmp_bytes = peak_tmp_bytes.max(tmp_bytes);
+    }
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&report)?)?;
     let events = v["rows_in"]
         .as_object()
@@ -379,9 +390,13 @@ fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Mea
     })
 }
 
+/// Runs per measured conversion (`--best-of-3` makes it 3).
+static MEASURE_RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
 /// The flags `rocpd-bench` takes (besides the hidden `--step-sqlite` and `--prepare`).
 const FLAGS: &[&str] = &[
     "--quick",
+    "--best-of-3",
     "--summary-only",
     "--baseline-only",
     "--many-only",
@@ -418,6 +433,9 @@ fn run() -> Result<()> {
     }
     let flag = |f: &str| args.iter().any(|a| a == f);
     let quick = flag("--quick");
+    if flag("--best-of-3") {
+        MEASURE_RUNS.store(3, std::sync::atomic::Ordering::SeqCst);
+    }
     let exe = std::env::current_exe()?;
     let rocpd = exe.with_file_name("rocpd");
     if !rocpd.exists() {
