@@ -366,7 +366,10 @@ fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Mea
     // With `--best-of-3`: the fastest of three runs (the machine's noise only ever adds
     // time), and the largest memory and temporary disk any of them used.
     let (mut seconds, mut peak_rss_kib, mut peak_tmp_bytes) = (f64::INFINITY, 0, 0);
-    for _ in 0..MEASURE_RUNS.load(std::sync::atomic::Ordering::SeqCst).max(1) {
+    for _ in 0..MEASURE_RUNS
+        .load(std::sync::atomic::Ordering::SeqCst)
+        .max(1)
+    {
         let _ = std::fs::remove_dir_all(&out);
         let tmp = fresh_tmp(&dir)?;
         cmd.env("TMPDIR", &tmp);
