@@ -942,6 +942,43 @@ mod tests {
     }
 
     #[test]
+    fn a_run_file_cut_short_is_an_error_naming_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rows: Vec<_> = (0..2_000).map(|i| ((i * 7919) % 2_000, 5_000, i)).collect();
+        let one = batch(&rows[..100]).get_array_memory_size();
+        let mut sorter = RunSorter::new(Table::Region, options(one * 3, tmp.path()));
+        for c in rows.chunks(100) {
+            sorter.push(batch(c)).unwrap();
+        }
+        let mut s = sorter.finish().unwrap();
+        assert!(s.stats().spills >= 2);
+        // Every run file loses its second half while the merge has them open.
+        let mut cut = Vec::new();
+        for dir in std::fs::read_dir(tmp.path()).unwrap() {
+            for f in std::fs::read_dir(dir.unwrap().path()).unwrap() {
+                let path = f.unwrap().path();
+                let len = std::fs::metadata(&path).unwrap().len();
+                let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+                file.set_len(len / 2).unwrap();
+                cut.push(path);
+            }
+        }
+        assert!(!cut.is_empty());
+        let err = loop {
+            match s.next_batch() {
+                Ok(Some(_)) => continue,
+                Ok(None) => panic!("a cut run read to its end"),
+                Err(e) => break e.to_string(),
+            }
+        };
+        assert!(err.contains("cannot read a sort run"), "{err}");
+        assert!(
+            cut.iter().any(|p| err.contains(&p.display().to_string())),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn an_unwritable_spill_directory_is_an_error_naming_it() {
         let tmp = tempfile::tempdir().unwrap();
         let missing = tmp.path().join("missing");
