@@ -4,7 +4,7 @@ use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::time::Instant;
 
-use rocpd_model::{Catalog, Error, Projection, Result};
+use rocpd_model::{Catalog, Error, Projection, Result, Table};
 
 use crate::{Chunk, OutputReport, RunReport, StageDrop, TableCounts};
 
@@ -63,6 +63,12 @@ pub trait Sink {
     /// timeline), or can take the inputs one after another, each in its own time order
     /// (statistics, tables): then a run needs only a few inputs open at a time.
     fn needs_time_order(&self) -> bool {
+        true
+    }
+    /// Whether the sink reads the rows of `table` at all; a run whose sinks all pass
+    /// over a table does not read it (unless a stage needs every table). All, unless a
+    /// sink says otherwise.
+    fn reads_table(&self, _table: Table) -> bool {
         true
     }
 }

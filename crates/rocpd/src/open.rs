@@ -678,6 +678,7 @@ impl Inputs {
         let options = ProduceOptions {
             projection,
             threads,
+            tables: run_tables(&stages, &sinks),
             ..Default::default()
         };
         let catalog = self.catalog.clone();
@@ -781,6 +782,20 @@ fn open_source(
 }
 
 /// The columns a run reads: what any of its stages or sinks reads.
+/// The tables a run reads: those some sink reads (`None`: every table), or every table
+/// when a stage's decisions on one table depend on the others.
+fn run_tables(stages: &[Box<dyn Stage>], sinks: &[Box<dyn Sink>]) -> Option<Vec<Table>> {
+    if stages.iter().any(|s| s.needs_every_table()) {
+        return None;
+    }
+    let read: Vec<Table> = Table::ALL
+        .iter()
+        .copied()
+        .filter(|t| sinks.iter().any(|s| s.reads_table(*t)))
+        .collect();
+    (read.len() < Table::ALL.len()).then_some(read)
+}
+
 fn run_projection(stages: &[Box<dyn Stage>], sinks: &[Box<dyn Sink>]) -> Projection {
     let mut p: Option<Projection> = None;
     let all = stages

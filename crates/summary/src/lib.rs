@@ -531,6 +531,12 @@ impl Sink for SummarySink {
         rocpd_model::Projection::without_json_text()
     }
 
+    fn reads_table(&self, table: Table) -> bool {
+        // No view shows counter values (AMD's summary has none either): on generated
+        // traces they are half the rows, and the costliest query of the RocPD reader.
+        table != Table::PmcValue
+    }
+
     fn needs_time_order(&self) -> bool {
         // The busy-time union walks each GPU's intervals in start order; statistics don't care.
         self.utilisation.is_some()
