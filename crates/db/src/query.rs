@@ -720,11 +720,7 @@ mod tests {
             let sql = build(&set, table, p).unwrap().select;
             (sql.contains(" E ON "), sql.contains(" CS ON "))
         };
-        let counters = ["category", "stack_id", "parent_stack_id", "correlation_id"]
-            .into_iter()
-            .fold(Projection::without_json_text(), |p, c| {
-                p.without_in(Table::PmcValue, c)
-            });
+        let counters = Projection::without_json_text().without_event_columns_in(Table::PmcValue);
         assert_eq!(joined(&counters, Table::PmcValue), (false, false));
         // Other tables keep both; so does a PMC stream asked for any of them.
         assert_eq!(joined(&counters, Table::KernelDispatch), (true, true));

@@ -18,6 +18,11 @@ pub const JSON_TEXT_COLUMNS: [&str; 5] = [
     "args",
 ];
 
+/// A row's columns that come from its event (`rocpd_event`) rather than the row itself,
+/// besides the JSON text: what a timeline writer that shows counter values as counter
+/// tracks does not read of them.
+const EVENT_LINK_COLUMNS: [&str; 4] = ["category", "stack_id", "parent_stack_id", "correlation_id"];
+
 /// Which nullable columns a stream fills, table by table. Non-nullable columns are always
 /// filled.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -83,6 +88,13 @@ impl Projection {
         self.skipped
             .extend(nullable_in(column).filter(|(t, _)| *t == table));
         self
+    }
+
+    /// This projection, leaving the event columns (`category`, `stack_id`, `parent_stack_id`, `correlation_id`) null in `table`.
+    pub fn without_event_columns_in(self, table: Table) -> Self {
+        EVENT_LINK_COLUMNS
+            .into_iter()
+            .fold(self, |p, c| p.without_in(table, c))
     }
 
     /// What two consumers need together: a column is filled when either fills it.
@@ -153,6 +165,11 @@ mod tests {
             .fold(Projection::all(), |p, t| p.without_in(*t, "category"));
         assert!(!none.fills("category"));
         assert_eq!(none, Projection::all().without("category"));
+        let counters = Projection::all().without_event_columns_in(Table::PmcValue);
+        for c in ["category", "stack_id", "parent_stack_id", "correlation_id"] {
+            assert!(!counters.fills_in(Table::PmcValue, c) && counters.fills_in(Table::Region, c));
+        }
+        assert!(counters.fills_in(Table::PmcValue, "event_id"));
         // The union fills it where either side does.
         let u = p.union(&Projection::all().without_in(Table::Region, "category"));
         assert_eq!(u, Projection::all());

@@ -204,7 +204,9 @@ impl Otf2Sink {
 
 impl Sink for Otf2Sink {
     fn projection(&self) -> rocpd_model::Projection {
+        // Counter values become metric points: none of their event's columns is shown.
         rocpd_model::Projection::without_json_text()
+            .without_event_columns_in(rocpd_model::Table::PmcValue)
     }
 
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {

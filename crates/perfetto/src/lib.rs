@@ -42,12 +42,8 @@ impl PerfettoSink {
 /// when they are annotated; counter values become counter tracks, which show none of
 /// their event's columns (the reader then skips two lookups per value).
 pub fn projection(opts: &PerfettoOptions) -> rocpd_model::Projection {
-    use rocpd_model::Table;
-    let p = ["category", "stack_id", "parent_stack_id", "correlation_id"]
-        .into_iter()
-        .fold(rocpd_model::Projection::without_json_text(), |p, c| {
-            p.without_in(Table::PmcValue, c)
-        });
+    let p = rocpd_model::Projection::without_json_text()
+        .without_event_columns_in(rocpd_model::Table::PmcValue);
     if opts.annotations && opts.annotate_args {
         p.with("args")
     } else {
