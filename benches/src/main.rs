@@ -363,21 +363,13 @@ fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Mea
         .arg("--report")
         .arg(&report)
         .args(extra);
-    // With `--best-of-3`: the fastest of three runs (the machine's noise only ever adds
-    // time), and the largest memory and temporary disk any of them used.
-    let (mut seconds, mut peak_rss_kib, mut peak_tmp_bytes) = (f64::INFINITY, 0, 0);
-    for _ in 0..MEASURE_RUNS
-        .load(std::sync::atomic::Ordering::SeqCst)
-        .max(1)
-    {
+    let (seconds, peak_rss_kib, peak_tmp_bytes) = best_of_runs(|| {
         let _ = std::fs::remove_dir_all(&out);
         let tmp = fresh_tmp(&dir)?;
         cmd.env("TMPDIR", &tmp);
         let ((s, rss), tmp_bytes) = with_tmp_sampled(&tmp, || run_measured(&mut cmd))?;
-        seconds = seconds.min(s);
-        peak_rss_kib = peak_rss_kib.max(rss);
-        peak_tmp_bytes = peak_tmp_bytes.max(tmp_bytes);
-    }
+        Ok((s, rss, tmp_bytes))
+    })?;
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&report)?)?;
     let events = v["rows_in"]
         .as_object()
@@ -395,6 +387,21 @@ fn measure(rocpd: &Path, case: &Case, root: &Path, extra: &[&str]) -> Result<Mea
 
 /// Runs per measured conversion (`--best-of-3` makes it 3).
 static MEASURE_RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+/// Runs `one` (seconds, peak RSS in KiB, temporary bytes) as often as `--best-of-3`
+/// asks: the fastest time, since the machine's noise only ever adds time, and the
+/// largest memory and temporary disk any run used.
+fn best_of_runs(mut one: impl FnMut() -> Result<(f64, i64, u64)>) -> Result<(f64, i64, u64)> {
+    let mut best = (f64::INFINITY, 0, 0);
+    for _ in 0..MEASURE_RUNS
+        .load(std::sync::atomic::Ordering::SeqCst)
+        .max(1)
+    {
+        let (s, rss, tmp) = one()?;
+        best = (best.0.min(s), best.1.max(rss), best.2.max(tmp));
+    }
+    Ok(best)
+}
 
 /// The flags `rocpd-bench` takes (besides the hidden `--step-sqlite` and `--prepare`).
 const FLAGS: &[&str] = &[
@@ -782,19 +789,14 @@ fn measure_floor(exe: &Path, dir: &Path) -> Result<Run> {
     let count = dir.join("floor-rows.txt");
     // As rocpd's runs beside it: the fastest of `--best-of-3` (the first run of a case
     // may read a cold page cache, which made the floor look up to twice as slow).
-    let (mut seconds, mut peak_rss_kib) = (f64::INFINITY, 0);
-    for _ in 0..MEASURE_RUNS
-        .load(std::sync::atomic::Ordering::SeqCst)
-        .max(1)
-    {
+    let (seconds, peak_rss_kib, _) = best_of_runs(|| {
         let mut cmd = Command::new(exe);
         cmd.arg("--step-sqlite")
             .args(db_files(dir)?)
             .stdout(std::fs::File::create(&count)?);
         let (s, rss) = run_measured(&mut cmd)?;
-        seconds = seconds.min(s);
-        peak_rss_kib = peak_rss_kib.max(rss);
-    }
+        Ok((s, rss, 0))
+    })?;
     let events = std::fs::read_to_string(&count)?
         .trim()
         .parse()

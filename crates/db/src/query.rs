@@ -93,30 +93,20 @@ fn build(set: &TableSet, table: Table, projection: &Projection) -> Option<Sql> {
             ),
         }
     }
-    let needs_category = table.has_flows() || projection.fills_in(table, "category");
-    if needs_event && needs_category {
+    // Tables with flows filter markers on the category. Either way the event is joined
+    // too, so a column not joined is one the projection leaves out: `or_null` gives NULL.
+    if table.has_flows() || projection.fills_in(table, "category") {
         joins.push_str(&str_join("CS", "E.category_id"));
     }
-    let from_event = |column: &str, expr: &str| -> String {
-        if needs_event {
-            or_null(column, expr)
-        } else {
-            "NULL".to_string()
-        }
-    };
     let tail = format!(
         "{}, X.event_id, {}, {}, {}, {}, {}, {}, {}",
-        if needs_event && needs_category {
-            or_null("category", "CS.string")
-        } else {
-            "NULL".to_string()
-        },
-        from_event("stack_id", "E.stack_id"),
-        from_event("parent_stack_id", "E.parent_stack_id"),
-        from_event("correlation_id", "E.correlation_id"),
-        from_event("call_stack", "E.call_stack"),
-        from_event("line_info", "E.line_info"),
-        from_event("event_extdata", "E.extdata"),
+        or_null("category", "CS.string"),
+        or_null("stack_id", "E.stack_id"),
+        or_null("parent_stack_id", "E.parent_stack_id"),
+        or_null("correlation_id", "E.correlation_id"),
+        or_null("call_stack", "E.call_stack"),
+        or_null("line_info", "E.line_info"),
+        or_null("event_extdata", "E.extdata"),
         or_null("extdata", "X.extdata"),
     );
 

@@ -106,10 +106,9 @@ impl Projection {
 
     /// Whether the stream of `table` fills `column`.
     pub fn fills_in(&self, table: Table, column: &str) -> bool {
-        !self
-            .skipped
-            .iter()
-            .any(|(t, c)| *t == table && *c == column)
+        // The set is covariant: as a set of shorter-lived names it takes `column` as is.
+        let skipped: &BTreeSet<(Table, &str)> = &self.skipped;
+        !skipped.contains(&(table, column))
     }
 
     /// Whether the stream of some table that has `column` fills it (a reader that

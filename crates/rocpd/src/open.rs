@@ -781,7 +781,6 @@ fn open_source(
     Ok((first, Box::new(db)))
 }
 
-/// The columns a run reads: what any of its stages or sinks reads.
 /// The tables a run reads: those some sink reads (`None`: every table), or every table
 /// when a stage's decisions on one table depend on the others.
 fn run_tables(stages: &[Box<dyn Stage>], sinks: &[Box<dyn Sink>]) -> Option<Vec<Table>> {
@@ -796,6 +795,7 @@ fn run_tables(stages: &[Box<dyn Stage>], sinks: &[Box<dyn Sink>]) -> Option<Vec<
     (read.len() < Table::ALL.len()).then_some(read)
 }
 
+/// The columns a run reads: what any of its stages or sinks reads.
 fn run_projection(stages: &[Box<dyn Stage>], sinks: &[Box<dyn Sink>]) -> Projection {
     let mut p: Option<Projection> = None;
     let all = stages
