@@ -426,7 +426,14 @@ impl<R: Read> Scan<R> {
                     None => i = chunk.len(),
                 }
             }
-            while !scalar && i < chunk.len() {
+            // Containers go 64 bytes at a time while they can (strings never end one).
+            if !scalar && first != b'"' {
+                match skip_blocks(chunk, i, open, close, &mut depth, &mut in_str, &mut esc) {
+                    Ok(k) => i = k,
+                    Err(k) => (i, done) = (k, true),
+                }
+            }
+            while !done && !scalar && i < chunk.len() {
                 if esc {
                     esc = false;
                     i += 1;
@@ -482,6 +489,110 @@ impl<R: Read> Scan<R> {
             }
         }
     }
+}
+
+/// Bytes of `x` equal to `c`, one bit each (bit `k` for byte `k`): eight bytes at a time
+/// in a `u64`, so that no target feature is needed.
+fn eq_mask(block: &[u8; 64], c: u8) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let pattern = u64::from(c) * 0x0101_0101_0101_0101;
+    let mut mask = 0u64;
+    for (w, word) in block.chunks_exact(8).enumerate() {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(word);
+        let x = u64::from_le_bytes(b) ^ pattern;
+        // The high bit of each byte that is zero, and of no other (no borrow between
+        // bytes, unlike the shorter test).
+        let zero = !(((x & LOW7) + LOW7) | x | LOW7);
+        // Gathers the eight high bits into the top byte, byte k's at bit 56 + k.
+        let bits = (zero >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+        mask |= bits << (8 * w);
+    }
+    mask
+}
+
+/// Each bit the parity of the bits at and below it: with quotes as input, the opening
+/// quote and the inside of each string.
+fn prefix_xor(mut x: u64) -> u64 {
+    for shift in [1, 2, 4, 8, 16, 32] {
+        x ^= x << shift;
+    }
+    x
+}
+
+/// Skips through a container from `chunk[i..]` in blocks of 64 bytes, carrying the
+/// scanner's state (`depth` of `open`/`close` outside strings, inside a string, after a
+/// backslash). `Err(k)`: the container ends just before `k`; `Ok(k)`: go on from `k`
+/// (fewer than 64 bytes left). A block with a backslash (rare in profiler output) is
+/// walked byte by byte; the others use bit masks: a string is the span between a quote
+/// and the next, so brackets inside strings are masked out by the quotes' running
+/// parity. On the bench's JSON files this skips at about twice the speed of searching
+/// for the next quote or bracket, which stops every ten bytes or so in records.
+fn skip_blocks(
+    chunk: &[u8],
+    mut i: usize,
+    open: u8,
+    close: u8,
+    depth: &mut u32,
+    in_str: &mut bool,
+    esc: &mut bool,
+) -> std::result::Result<usize, usize> {
+    while let Some(block) = chunk.get(i..i.saturating_add(64)) {
+        let Ok(block) = <&[u8; 64]>::try_from(block) else {
+            break;
+        };
+        if *esc || eq_mask(block, b'\\') != 0 {
+            for (k, &b) in block.iter().enumerate() {
+                if *esc {
+                    *esc = false;
+                } else if *in_str {
+                    match b {
+                        b'\\' => *esc = true,
+                        b'"' => *in_str = false,
+                        _ => {}
+                    }
+                } else if b == b'"' {
+                    *in_str = true;
+                } else if b == open {
+                    *depth += 1;
+                } else if b == close {
+                    *depth = depth.saturating_sub(1);
+                    if *depth == 0 {
+                        return Err(i + k + 1);
+                    }
+                }
+            }
+            i += 64;
+            continue;
+        }
+        let mut inside = prefix_xor(eq_mask(block, b'"'));
+        if *in_str {
+            inside = !inside;
+        }
+        let opens = eq_mask(block, open) & !inside;
+        let closes = eq_mask(block, close) & !inside;
+        if closes.count_ones() < *depth {
+            // The container cannot end here.
+            *depth = *depth + opens.count_ones() - closes.count_ones();
+        } else {
+            let mut marks = opens | closes;
+            while marks != 0 {
+                let k = marks.trailing_zeros();
+                if opens >> k & 1 == 1 {
+                    *depth += 1;
+                } else {
+                    *depth = depth.saturating_sub(1);
+                    if *depth == 0 {
+                        return Err(i + k as usize + 1);
+                    }
+                }
+                marks &= marks - 1;
+            }
+        }
+        *in_str = inside >> 63 == 1;
+        i += 64;
+    }
+    Ok(i)
 }
 
 #[cfg(test)]
@@ -548,6 +659,84 @@ mod tests {
         let mut s = Scan::new(&b"{\"a\" 1}"[..]);
         s.open(b'{', b'}').unwrap();
         assert!(matches!(s.key(), Err(ScanError::Syntax(5, _))));
+    }
+
+    /// Skipping in blocks ends every container where serde_json ends it, with strings
+    /// full of brackets, quotes and backslashes on every side of block and read edges.
+    #[test]
+    fn block_skips_end_where_serde_ends() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        fn value(next: &mut dyn FnMut(usize) -> usize, depth: usize, out: &mut String) {
+            const STRS: &[&str] = &[
+                "",
+                "]",
+                "[[",
+                "}",
+                "{{",
+                "\\\"",
+                "\\\\",
+                "\\\\\\\"]",
+                "a\\\\\\\\",
+                "\\u005d",
+                "x]}y",
+                "plain text that is long enough to cross a block",
+            ];
+            match if depth > 4 { 2 } else { next(5) } {
+                0 | 3 => {
+                    out.push('[');
+                    for i in 0..next(6) {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        value(next, depth + 1, out);
+                    }
+                    out.push(']');
+                }
+                1 | 4 => {
+                    out.push('{');
+                    for i in 0..next(6) {
+                        if i > 0 {
+                            out.push_str(", ");
+                        }
+                        out.push_str(&format!("\"{}\":", STRS[next(STRS.len())]));
+                        value(next, depth + 1, out);
+                    }
+                    out.push('}');
+                }
+                _ => match next(3) {
+                    0 => out.push_str(&format!("\"{}\"", STRS[next(STRS.len())])),
+                    1 => out.push_str("12345"),
+                    _ => out.push_str("null"),
+                },
+            }
+        }
+        let mut checked = 0;
+        for round in 0..3_000 {
+            let mut text = String::new();
+            value(&mut next, 0, &mut text);
+            if !text.starts_with(['[', '{']) {
+                continue;
+            }
+            let want = text.len();
+            text.push_str(" ,\"after\"");
+            let mut values =
+                serde_json::Deserializer::from_str(&text).into_iter::<serde_json::Value>();
+            assert!(values.next().unwrap().is_ok(), "{text}");
+            assert_eq!(values.byte_offset(), want);
+            let n = [1, 3, 64, 65, 100, CHUNK][round % 6];
+            let mut s = Scan::new(Trickle(text.as_bytes(), n));
+            s.skip(false).unwrap();
+            assert_eq!(s.offset(), want as u64, "reads of {n}: {text}");
+            assert!(s.more(b']').unwrap());
+            checked += 1;
+        }
+        assert!(checked > 1_000, "{checked}");
     }
 
     /// Hands out at most `n` bytes per read, so values straddle every read.
