@@ -596,10 +596,11 @@ fn interrupt(
 fn signals_leave_no_partial_output_and_no_temporary_files() {
     let tmp = tempfile::tempdir().unwrap();
     let inputs = generate(&tmp.path().join("in"), 17, 4, 600);
-    // A rocprofv3 JSON file of the same trace whose records come before the tables they
-    // need, so that an import directory exists too (other CSV runs and JSON files are
-    // read directly). Written again through a `Value`, its keys are sorted:
-    // `buffer_records` before `strings`.
+    // A rocprofv3 JSON file of the same trace that the direct reader leaves to the
+    // import, so that an import directory exists too (other CSV runs and JSON files are
+    // read directly). Written again through a `Value`, its keys are sorted: `metadata`
+    // after the records, and the counter records (which need no strings, so the import
+    // reads them at once) after kernel records held back for `strings` (D108).
     let (generated, _) =
         rocpd_gen::export_json(&inputs[0], &tmp.path().join("json")).expect("json export");
     let doc: serde_json::Value =

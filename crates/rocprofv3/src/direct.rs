@@ -37,8 +37,10 @@
 //! skipped as bad (their report must keep the import's order), a run whose threads given
 //! by counter rows pass [`MAX_GROUPS`], whose dispatches with values pass [`MAX_COUNTED`]
 //! or whose correlation ids scatter (fewer than 16 kernels or copies per 512 ids), or any
-//! error (the import then reports it, in its order). JSON objects also when records come
-//! before the strings or agents they need, when a kernel record completing a dispatch a
+//! error (the import then reports it, in its order). JSON objects also when records that
+//! need no table come after records held back for the strings or agents they need (the
+//! import reads the first at once, the others after the walk; records that all come
+//! before their tables are read in a second walk, D108), when a kernel record completing a dispatch a
 //! counter record made gives it any other column than the counter record did, or
 //! completes it twice (the import overwrites the row; the streams wrote what was
 //! described), when `metadata` comes after records, or when the `strings` texts pass
@@ -870,7 +872,9 @@ impl RowSink for Describe {
         Ok(None)
     }
     fn defer(&mut self, _section: &str, _place: &str, _json: &str) -> Result<()> {
-        self.refuse("records before the tables they need");
+        // The scanning walk reads records that come before the tables they need in a
+        // second walk (D108); it defers only when that would not be the import's order.
+        self.refuse("records before the tables they need, then records after them");
         Ok(())
     }
     fn deferred(&mut self, _after: i64, _limit: usize) -> Result<Vec<Deferred>> {
@@ -2957,7 +2961,8 @@ impl RowSink for Rows<'_> {
         self.texts.get(which, id)
     }
     fn defer(&mut self, _section: &str, _place: &str, _json: &str) -> Result<()> {
-        // Objects whose records come before their tables are imported.
+        // Objects whose records the import reads in another order are imported (the
+        // describing pass refused them).
         Err(lost())
     }
     fn deferred(&mut self, _after: i64, _limit: usize) -> Result<Vec<Deferred>> {

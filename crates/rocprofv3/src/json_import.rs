@@ -663,6 +663,12 @@ struct Json<'o, 'r> {
     ignored: BTreeMap<String, u64>,
     /// Whether counter records made dispatches (kernel dispatch records then look for them).
     counter_dispatches: bool,
+    /// The record sections (by ordinal) that came before the tables they need: the
+    /// scanning walk passes over them, and reads them in a second walk once the object's
+    /// tables are known, where the import would hold their records back (D108).
+    late: Vec<usize>,
+    /// In that second walk: only the late sections are read.
+    replaying: bool,
 }
 
 /// A record-level failure: bad input (skippable) or fatal.
@@ -1744,35 +1750,62 @@ pub(crate) fn scan_process(
     opts: &ImportOptions,
     report: &mut ImportReport,
 ) -> Result<()> {
+    let jumps = match &spans {
+        Spans::Jump(list) => *list,
+        Spans::Note(_) => &[],
+    };
+    let mut st = Json::new(out, path, opts, report, wanted);
+    st.strict = strict;
+    let found = walk(&mut st, path, index, jumps)?;
+    let noted = std::mem::take(&mut st.spans);
+    if !st.late.is_empty() {
+        // The sections that came before the tables they need, now that the tables are
+        // read: in their order, after every other section, as the import replays them.
+        // Only they are parsed; the rest is passed over (jumping where the first walk, or
+        // the read before this one, noted large values).
+        st.replaying = true;
+        st.strict = false;
+        st.ordinal = 0;
+        st.have_agents = true;
+        st.have_strings = true;
+        let jumps = if noted.is_empty() { jumps } else { &noted };
+        walk(&mut st, path, index, jumps)?;
+        st.spans.clear();
+    }
+    if let Spans::Note(out) = spans {
+        // `Scan::with_jumps` sorts them where they are used.
+        *out = noted;
+    }
+    st.finish(found, index)
+}
+
+/// One scanning walk of the document for `st`, jumping over the values at `jumps` that it
+/// skips when the file is plain; whether process object `index` was found.
+fn walk(st: &mut Json<'_, '_>, path: &Path, index: usize, jumps: &[(u64, u64)]) -> Result<bool> {
     let input = open(path)?;
     let (gz, bom) = (input.gz, input.bom);
     // Lines are not counted: the scanner's places are byte offsets.
     let mut scan = Scan::new(input.reader.into_inner());
-    match &spans {
-        Spans::Jump(list) if !list.is_empty() && !gz => {
-            // The text starts after the byte-order mark.
-            let file = path.to_path_buf();
-            scan = scan.with_jumps(
-                list.to_vec(),
-                Box::new(move |offset| {
-                    use std::io::{Seek, SeekFrom};
-                    let mut f = std::fs::File::open(&file)?;
-                    f.seek(SeekFrom::Start(bom.saturating_add(offset)))?;
-                    Ok(Box::new(f) as Box<dyn Read>)
-                }),
-            );
-        }
-        _ => {}
+    if !jumps.is_empty() && !gz {
+        // The text starts after the byte-order mark.
+        let file = path.to_path_buf();
+        scan = scan.with_jumps(
+            jumps.to_vec(),
+            Box::new(move |offset| {
+                use std::io::{Seek, SeekFrom};
+                let mut f = std::fs::File::open(&file)?;
+                f.seek(SeekFrom::Start(bom.saturating_add(offset)))?;
+                Ok(Box::new(f) as Box<dyn Read>)
+            }),
+        );
     }
-    let mut st = Json::new(out, path, opts, report, wanted);
-    st.strict = strict;
-    let found = match scan_top(&mut st, &mut scan, index) {
-        Ok(found) => found,
-        Err(Stop::Input(e)) => return Err(e),
+    match scan_top(st, &mut scan, index) {
+        Ok(found) => Ok(found),
+        Err(Stop::Input(e)) => Err(e),
         Err(Stop::Scan(e)) => {
             let of = if gz { " of the decompressed data" } else { "" };
             let within = format!("{}[{}]", st.section, st.index);
-            return Err(match e {
+            Err(match e {
                 ScanError::Io(e) => Error::input(
                     path,
                     format!("byte offset {}{of}, in {within}", bom + scan.offset()),
@@ -1783,14 +1816,9 @@ pub(crate) fn scan_process(
                     format!("byte offset {}{of}, in {within}", bom + at),
                     format!("invalid JSON: {m}"),
                 ),
-            });
+            })
         }
-    };
-    if let Spans::Note(noted) = spans {
-        // `Scan::with_jumps` sorts them where they are used.
-        *noted = std::mem::take(&mut st.spans);
     }
-    st.finish(found, index)
 }
 
 /// What a scanning read does with the places of the values of [`JUMP_MIN`] bytes and
@@ -1880,6 +1908,13 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
         st.section = format!("{base}.{key}");
         st.index = 0;
         let at = s.start()?;
+        let key = if st.replaying && !matches!(key.as_str(), "callback_records" | "buffer_records")
+        {
+            // Read in the first walk.
+            String::new()
+        } else {
+            key
+        };
         match key.as_str() {
             "metadata" => {
                 let v: Value = s.parse(raw)?;
@@ -1923,11 +1958,32 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
                         let at = s.start()?;
                         let later =
                             section != Section::Ignored && st.wanted.parsed_later.contains(&kind);
-                        if st.wanted.reads(kind, ordinal) {
-                            st.out.begin_file(Some(ordinal), kind);
-                            scan_elements(st, s, raw, section)?;
+                        let wanted = st.wanted.reads(kind, ordinal);
+                        let late = section != Section::Ignored && !st.ready_for(section);
+                        if st.replaying {
+                            if wanted && st.late.contains(&ordinal) {
+                                st.out.begin_file(Some(ordinal), kind);
+                                scan_elements(st, s, raw, section)?;
+                            } else {
+                                s.skip(false)?;
+                            }
+                        } else if late {
+                            // Read in the second walk (checked there when parsed).
+                            st.late.push(ordinal);
+                            s.skip(st.strict && !later && !wanted)?;
                         } else {
-                            s.skip(st.strict && !later)?;
+                            if section != Section::Ignored && !st.late.is_empty() {
+                                // The import reads these records now and the late ones
+                                // after the walk: an order the walks do not give.
+                                let place = st.section.clone();
+                                st.out.defer(section.code(), &place, "")?;
+                            }
+                            if wanted {
+                                st.out.begin_file(Some(ordinal), kind);
+                                scan_elements(st, s, raw, section)?;
+                            } else {
+                                s.skip(st.strict && !later)?;
+                            }
                         }
                         st.note(at, s.offset());
                         if !s.more(b'}')? {
@@ -2074,6 +2130,8 @@ impl<'o, 'r> Json<'o, 'r> {
             index: 0,
             ignored: BTreeMap::new(),
             counter_dispatches: wanted.counters_made,
+            late: Vec::new(),
+            replaying: false,
         }
     }
 

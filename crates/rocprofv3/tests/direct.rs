@@ -732,9 +732,93 @@ fn the_real_json_file_reads_as_imported() {
     }
 }
 
-/// JSON objects whose import needs more than the direct reader keeps are imported: records
-/// before the strings and agents they need, and kernel records that move the dispatch a
-/// counter record made.
+/// `text` (a one-object document written in rocprofv3's order) with the object's
+/// `members` moved to its end, in the order given.
+fn members_moved_last(text: &str, members: &[&str]) -> String {
+    let mut body = text.to_string();
+    let mut moved = Vec::new();
+    for key in members {
+        let name = format!("\"{key}\":");
+        // The object's own member: the tables are the first of their name, the record
+        // sections the last (`strings` names the record kinds too).
+        let at = if key.ends_with("_records") {
+            body.rfind(&name)
+        } else {
+            body.find(&name)
+        }
+        .unwrap();
+        let value = at + name.len();
+        let mut values =
+            serde_json::Deserializer::from_str(&body[value..]).into_iter::<serde_json::Value>();
+        values.next().unwrap().unwrap();
+        let end = value + values.byte_offset();
+        moved.push(body[at..end].to_string());
+        // The member and the comma after it.
+        assert_eq!(&body[end..end + 1], ",");
+        body.replace_range(at..end + 1, "");
+    }
+    // The object ends at the document's last two closing brackets: `}]}`.
+    let close = body.trim_end().len() - 3;
+    assert_eq!(&body[close..close + 3], "}]}");
+    body.insert_str(close, &format!(",{}", moved.join(",")));
+    serde_json::from_str::<serde_json::Value>(&body).unwrap();
+    body
+}
+
+/// Records before the tables they need (the strings, the agents): the import reads them
+/// after the tables, in their order; so does the direct reader's second walk (D108), in
+/// a plain file (jumping over what it skips) and a gzip stream alike. When some records
+/// could be read at once and others not, the orders part and the object is imported.
+#[test]
+fn json_records_before_their_tables_read_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json(tmp.path(), 6, true);
+    let text = std::fs::read_to_string(&json).unwrap();
+    let tables = [
+        "agents",
+        "counters",
+        "strings",
+        "code_objects",
+        "kernel_symbols",
+    ];
+    let late = members_moved_last(&text, &tables);
+    assert!(late.find("\"strings\"").unwrap() > late.find("\"buffer_records\"").unwrap());
+    let dir = tmp.path().join("late");
+    std::fs::create_dir(&dir).unwrap();
+    let plain = dir.join("late_results.json");
+    std::fs::write(&plain, &late).unwrap();
+    let counts = read_directly_as_imported(&plain);
+    let n = |t: Table| counts.iter().find(|(x, _)| *x == t).unwrap().1;
+    assert!(
+        n(Table::Region) > 300 && n(Table::PmcValue) > 100,
+        "{counts:?}"
+    );
+    let gz = tmp.path().join("gz");
+    std::fs::create_dir(&gz).unwrap();
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut enc, late.as_bytes()).unwrap();
+    std::fs::write(gz.join("late_results.json.gz"), enc.finish().unwrap()).unwrap();
+    assert_eq!(
+        read_directly_as_imported(&gz.join("late_results.json.gz")),
+        counts
+    );
+    // The agents first, the strings last and the counter records after the kernel
+    // records: the import reads the counter records (which need no strings) at once,
+    // before the kernel records it held back.
+    let split = members_moved_last(&text, &["callback_records", "strings"]);
+    let path = tmp.path().join("split_results.json");
+    std::fs::write(&path, split).unwrap();
+    let run = one_run(&path);
+    assert!(DirectRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .is_none());
+    rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default()).unwrap();
+}
+
+/// JSON objects whose import needs more than the direct reader keeps are imported: keys
+/// sorted (`metadata` after the records, counter records read at once after kernel
+/// records held back for `strings`), and kernel records that move the dispatch a counter
+/// record made.
 #[test]
 fn json_objects_that_need_the_database_are_left_to_the_import() {
     let tmp = tempfile::tempdir().unwrap();
