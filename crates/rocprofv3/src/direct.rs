@@ -40,9 +40,9 @@
 //! error (the import then reports it, in its order). JSON objects also when records that
 //! need no table come after records held back for the strings or agents they need (the
 //! import reads the first at once, the others after the walk; records that all come
-//! before their tables are read in a second walk, D108), when a kernel record completing a dispatch a
-//! counter record made gives it any other column than the counter record did, or
-//! completes it twice (the import overwrites the row; the streams wrote what was
+//! before their tables are read in a second walk, D108), when a kernel record completing
+//! a dispatch a counter record made gives it any other column than the counter record
+//! did, or completes it twice (the import overwrites the row; the streams wrote what was
 //! described), when `metadata` comes after records, or when the `strings` texts pass
 //! [`MAX_TEXTS`]. [`DirectRunSource::open`] says `None` for those.
 //!
