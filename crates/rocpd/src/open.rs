@@ -305,7 +305,7 @@ impl Inputs {
         let runs = if rocprof.is_empty() {
             Vec::new()
         } else {
-            rocpd_rocprofv3::group_runs(&rocprof)?
+            rocpd_rocprofv3::group_runs_on(&rocprof, options.threads())?
         };
         let opts = rocpd_rocprofv3::ImportOptions {
             skip_bad_rows: options.skip_bad_rows,

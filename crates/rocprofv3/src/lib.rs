@@ -200,7 +200,13 @@ pub struct Run {
 /// streaming pre-scan of the file). Files named explicitly must be rocprofv3 CSV or JSON;
 /// inside directories, other files are ignored.
 pub fn group_runs(paths: &[PathBuf]) -> Result<Vec<Run>> {
-    walk::group_runs(paths)
+    walk::group_runs(paths, 1)
+}
+
+/// [`group_runs`], pre-scanning JSON files on up to `threads` threads (the runs, their
+/// order and any error are the same whatever the number).
+pub fn group_runs_on(paths: &[PathBuf], threads: usize) -> Result<Vec<Run>> {
+    walk::group_runs(paths, threads)
 }
 
 /// Options of [`import`].

@@ -85,7 +85,38 @@ struct Group {
     files: Vec<(PathBuf, CsvKind, Option<&'static str>)>,
 }
 
-pub(crate) fn group_runs(paths: &[PathBuf]) -> Result<Vec<Run>> {
+/// [`json_import::prescan`] of each of `paths`, on up to `threads` threads, in order.
+/// Every file is pre-scanned (a scan is a fraction of a second) and the first error in
+/// input order is the one returned, so the outcome does not depend on timing.
+fn prescan_all(paths: &[&Path], threads: usize) -> Vec<Result<Vec<json_import::ProcMeta>>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let done = Mutex::new((0..paths.len()).map(|_| None).collect::<Vec<_>>());
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::SeqCst);
+        let Some(path) = paths.get(i) else {
+            return;
+        };
+        let r = json_import::prescan(path);
+        done.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
+    };
+    match threads.clamp(1, paths.len().max(1)) {
+        1 => work(),
+        n => std::thread::scope(|scope| {
+            for _ in 0..n {
+                scope.spawn(work);
+            }
+        }),
+    }
+    done.into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(Error::Usage("internal: a pre-scan was skipped".into()))))
+        .collect()
+}
+
+pub(crate) fn group_runs(paths: &[PathBuf], threads: usize) -> Result<Vec<Run>> {
     let mut files: Vec<(PathBuf, Detected)> = Vec::new();
     for p in paths {
         if p.is_dir() {
@@ -107,6 +138,13 @@ pub(crate) fn group_runs(paths: &[PathBuf]) -> Result<Vec<Run>> {
     let mut seen = std::collections::HashSet::new();
     files.retain(|(p, _)| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
 
+    // The JSON files are pre-scanned side by side: each is a whole pass over the file.
+    let json: Vec<&Path> = files
+        .iter()
+        .filter(|(_, d)| matches!(d, Detected::Json))
+        .map(|(p, _)| p.as_path())
+        .collect();
+    let mut prescans = prescan_all(&json, threads).into_iter();
     let mut runs = Vec::new();
     // CSV groups keyed by (directory, prefix, whether the name had a known kind), in
     // first-seen order.
@@ -115,7 +153,9 @@ pub(crate) fn group_runs(paths: &[PathBuf]) -> Result<Vec<Run>> {
     for (path, det) in files {
         match det {
             Detected::Json => {
-                let procs = json_import::prescan(&path)?;
+                let procs = prescans
+                    .next()
+                    .unwrap_or_else(|| Err(Error::Usage("internal: a pre-scan was lost".into())))?;
                 if procs.is_empty() {
                     return Err(Error::input(
                         &path,
@@ -255,5 +295,35 @@ mod tests {
         );
         assert_eq!(split_name("hip_trace"), ("hip_trace".into(), None));
         assert_eq!(split_name("xkernel_trace"), ("xkernel_trace".into(), None));
+    }
+
+    /// JSON files pre-scanned side by side give the runs of one thread, in input order,
+    /// and the error of the first bad file in that order.
+    #[test]
+    fn pre_scans_side_by_side_give_the_same_runs_and_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let object = |pid: i64| format!("{{\"metadata\":{{\"pid\":{pid},\"init_time\":5}}}}");
+        let mut paths = Vec::new();
+        for (i, objects) in [1, 3, 2, 1, 2].into_iter().enumerate() {
+            let procs: Vec<String> = (0..objects).map(|k| object(100 * i as i64 + k)).collect();
+            let p = tmp.path().join(format!("{i}_results.json"));
+            let text = format!("{{\"rocprofiler-sdk-tool\":[{}]}}", procs.join(","));
+            std::fs::write(&p, text).unwrap();
+            paths.push(p);
+        }
+        let one = group_runs(&paths, 1).unwrap();
+        assert_eq!(one.len(), 9);
+        assert_eq!(
+            format!("{one:?}"),
+            format!("{:?}", group_runs(&paths, 4).unwrap())
+        );
+        // Two bad files: the first in input order is named, whatever finishes first.
+        for bad in [1, 3] {
+            std::fs::write(&paths[bad], "{\"rocprofiler-sdk-tool\":[]}").unwrap();
+        }
+        for threads in [1, 2, 4] {
+            let e = group_runs(&paths, threads).unwrap_err().to_string();
+            assert!(e.contains("1_results.json"), "{threads}: {e}");
+        }
     }
 }
