@@ -491,24 +491,28 @@ impl<R: Read> Scan<R> {
     }
 }
 
-/// Bytes of `x` equal to `c`, one bit each (bit `k` for byte `k`): eight bytes at a time
-/// in a `u64`, so that no target feature is needed.
-fn eq_mask(block: &[u8; 64], c: u8) -> u64 {
+/// The bytes of `block` equal to each of `bytes`, one bit each (bit `k` for byte `k`):
+/// eight bytes at a time in a `u64`, each word loaded once for all four, so that no
+/// target feature is needed.
+fn eq_masks(block: &[u8; 64], bytes: [u8; 4]) -> [u64; 4] {
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    let pattern = u64::from(c) * 0x0101_0101_0101_0101;
-    let mut mask = 0u64;
+    let patterns = bytes.map(|c| u64::from(c) * 0x0101_0101_0101_0101);
+    let mut masks = [0u64; 4];
     for (w, word) in block.chunks_exact(8).enumerate() {
         let mut b = [0u8; 8];
         b.copy_from_slice(word);
-        let x = u64::from_le_bytes(b) ^ pattern;
-        // The high bit of each byte that is zero, and of no other (no borrow between
-        // bytes, unlike the shorter test).
-        let zero = !(((x & LOW7) + LOW7) | x | LOW7);
-        // Gathers the eight high bits into the top byte, byte k's at bit 56 + k.
-        let bits = (zero >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56;
-        mask |= bits << (8 * w);
+        let word = u64::from_le_bytes(b);
+        for (mask, pattern) in masks.iter_mut().zip(patterns) {
+            let x = word ^ pattern;
+            // The high bit of each byte that is zero, and of no other (no borrow between
+            // bytes, unlike the shorter test).
+            let zero = !(((x & LOW7) + LOW7) | x | LOW7);
+            // Gathers the eight high bits into the top byte, byte k's at bit 56 + k.
+            let bits = (zero >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+            *mask |= bits << (8 * w);
+        }
     }
-    mask
+    masks
 }
 
 /// Each bit the parity of the bits at and below it: with quotes as input, the opening
@@ -541,7 +545,8 @@ fn skip_blocks(
         let Ok(block) = <&[u8; 64]>::try_from(block) else {
             break;
         };
-        if *esc || eq_mask(block, b'\\') != 0 {
+        let [backslashes, quotes, opens, closes] = eq_masks(block, [b'\\', b'"', open, close]);
+        if *esc || backslashes != 0 {
             for (k, &b) in block.iter().enumerate() {
                 if *esc {
                     *esc = false;
@@ -565,12 +570,12 @@ fn skip_blocks(
             i += 64;
             continue;
         }
-        let mut inside = prefix_xor(eq_mask(block, b'"'));
+        let mut inside = prefix_xor(quotes);
         if *in_str {
             inside = !inside;
         }
-        let opens = eq_mask(block, open) & !inside;
-        let closes = eq_mask(block, close) & !inside;
+        let opens = opens & !inside;
+        let closes = closes & !inside;
         if closes.count_ones() < *depth {
             // The container cannot end here.
             *depth = *depth + opens.count_ones() - closes.count_ones();
