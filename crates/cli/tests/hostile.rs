@@ -598,15 +598,19 @@ fn signals_leave_no_partial_output_and_no_temporary_files() {
     let inputs = generate(&tmp.path().join("in"), 17, 4, 600);
     // A rocprofv3 JSON file of the same trace that the direct reader leaves to the
     // import, so that an import directory exists too (other CSV runs and JSON files are
-    // read directly). Written again through a `Value`, its keys are sorted: `metadata`
-    // after the records, and the counter records (which need no strings, so the import
-    // reads them at once) after kernel records held back for `strings` (D108).
+    // read directly): its first counter record's dispatch ends a nanosecond after its
+    // kernel record says, so the kernel record changes the row the counter record made.
     let (generated, _) =
         rocpd_gen::export_json(&inputs[0], &tmp.path().join("json")).expect("json export");
-    let doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&generated).unwrap()).unwrap();
+    let text = std::fs::read_to_string(&generated).unwrap();
+    let counters = text.find("\"counter_collection\":[{").expect("counter records");
+    let key = "\"end_timestamp\":";
+    let at = counters + text[counters..].find(key).unwrap() + key.len();
+    let digits = text[at..].find(|c: char| !c.is_ascii_digit()).unwrap();
+    let end: i64 = text[at..at + digits].parse().unwrap();
+    let moved = format!("{}{}{}", &text[..at], end + 1, &text[at + digits..]);
     let json = tmp.path().join("json").join("9_results.json");
-    std::fs::write(&json, serde_json::to_vec(&doc).unwrap()).unwrap();
+    std::fs::write(&json, moved).unwrap();
     std::fs::remove_file(&generated).unwrap();
     for (signal, status, input, what) in [
         (

@@ -435,6 +435,10 @@ struct Describe {
     /// Whether this read has made an event (a JSON object's node and process must come
     /// first: the rows before them carry others).
     seen_event: bool,
+    /// The record sections (by place) read after the others, as the import reads them
+    /// when they come before the tables they need (D108): their events are numbered
+    /// after every other section's.
+    late: BTreeSet<usize>,
     /// Whether a counter record made an event (kernel records read later look for the
     /// dispatches it made).
     counter_events: bool,
@@ -872,10 +876,13 @@ impl RowSink for Describe {
         Ok(None)
     }
     fn defer(&mut self, _section: &str, _place: &str, _json: &str) -> Result<()> {
-        // The scanning walk reads records that come before the tables they need in a
-        // second walk (D108); it defers only when that would not be the import's order.
-        self.refuse("records before the tables they need, then records after them");
+        // The scanning walk reads what comes before the tables it needs in a later walk
+        // (D108) and never defers.
+        self.refuse("records before the tables they need");
         Ok(())
+    }
+    fn late_sections(&mut self, ordinals: &[usize]) {
+        self.late.extend(ordinals);
     }
     fn deferred(&mut self, _after: i64, _limit: usize) -> Result<Vec<Deferred>> {
         Ok(Vec::new())
@@ -985,6 +992,7 @@ impl Describe {
                 "counter-made dispatches",
             ),
             seen_event: false,
+            late: BTreeSet::new(),
             counter_events: false,
             counters_seen: None,
             speculation: None,
@@ -1450,10 +1458,17 @@ impl DirectRunSource {
         if matches!(input, Input::Json { .. }) {
             d.completing_sections = completing_sections(&describe.file_kinds, &events);
         }
+        // Event ids in the import's order: the sections read where they stand, then the
+        // late ones, each in file order.
+        d.first_event = vec![0; events.len()];
         let mut next = 1i64;
-        for n in events {
-            d.first_event.push(next);
-            next = next.saturating_add(n);
+        for late in [false, true] {
+            for (i, n) in events.iter().enumerate() {
+                if describe.late.contains(&i) == late {
+                    d.first_event[i] = next;
+                    next = next.saturating_add(*n);
+                }
+            }
         }
         // The threads the import fills in from the API calls.
         let pid = match &input {
@@ -2961,8 +2976,7 @@ impl RowSink for Rows<'_> {
         self.texts.get(which, id)
     }
     fn defer(&mut self, _section: &str, _place: &str, _json: &str) -> Result<()> {
-        // Objects whose records the import reads in another order are imported (the
-        // describing pass refused them).
+        // The scanning walk never defers (D108).
         Err(lost())
     }
     fn deferred(&mut self, _after: i64, _limit: usize) -> Result<Vec<Deferred>> {

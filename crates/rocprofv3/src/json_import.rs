@@ -528,6 +528,28 @@ impl Section {
         )
     }
 
+    /// Rows that carry the process (and node) of `metadata`: all but the agents and texts.
+    fn needs_metadata(self) -> bool {
+        !matches!(
+            self,
+            Section::Agents | Section::MarkerStrings | Section::ExternalStrings | Section::Ignored
+        )
+    }
+
+    /// Counter records name counters of the `counters` table (one they do not find is
+    /// made up, "counter N", and the table's row for it would be lost).
+    fn needs_counters(self) -> bool {
+        self == Section::Counter
+    }
+
+    /// A table a record section may wait for (the others never wait).
+    fn is_table(self) -> bool {
+        matches!(
+            self,
+            Section::Counters | Section::CodeObjects | Section::KernelSymbols
+        )
+    }
+
     fn code(self) -> &'static str {
         match self {
             Section::Agents => "agents",
@@ -646,6 +668,8 @@ struct Json<'o, 'r> {
     kinds: Arc<Vec<KindNames>>,
     have_strings: bool,
     have_agents: bool,
+    have_metadata: bool,
+    have_counters: bool,
     /// What this read takes of the object.
     wanted: Wanted,
     /// The position of the next record section in the object (skipped ones included).
@@ -664,11 +688,25 @@ struct Json<'o, 'r> {
     /// Whether counter records made dispatches (kernel dispatch records then look for them).
     counter_dispatches: bool,
     /// The record sections (by ordinal) that came before the tables they need: the
-    /// scanning walk passes over them, and reads them in a second walk once the object's
-    /// tables are known, where the import would hold their records back (D108).
+    /// scanning walk passes over them, and reads them in a later walk once the object's
+    /// tables are known, where the import holds their records back (D108).
     late: Vec<usize>,
-    /// In that second walk: only the late sections are read.
-    replaying: bool,
+    /// The same of the object's tables (by their place among its members).
+    late_tables: Vec<usize>,
+    /// Which walk this is: the first, or a later one reading only late tables or only
+    /// late record sections.
+    replay: Replay,
+}
+
+/// The walks of a scanning read (D108).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replay {
+    /// The first: everything that is ready where it stands.
+    No,
+    /// The tables that came before `metadata`.
+    Tables,
+    /// The record sections that came before the tables they need.
+    Records,
 }
 
 /// A record-level failure: bad input (skippable) or fatal.
@@ -722,7 +760,10 @@ impl Json<'_, '_> {
     }
 
     fn ready_for(&self, s: Section) -> bool {
-        (!s.needs_agents() || self.have_agents) && (!s.needs_strings() || self.have_strings)
+        (!s.needs_agents() || self.have_agents)
+            && (!s.needs_strings() || self.have_strings)
+            && (!s.needs_metadata() || self.have_metadata)
+            && (!s.needs_counters() || self.have_counters)
     }
 
     /// Handles one array element of a section (or defers it).
@@ -745,8 +786,9 @@ impl Json<'_, '_> {
         self.out.defer(s.code(), &place, &v.to_json())
     }
 
-    /// Reads the records that came before the tables they need, in their order.
-    fn replay(&mut self) -> Result<()> {
+    /// Reads the records that came before the tables they need, in their order: those of
+    /// the tables (`tables`), or those of the record sections.
+    fn replay(&mut self, tables: bool) -> Result<()> {
         let mut after = 0;
         loop {
             let chunk = self.out.deferred(after, 256)?;
@@ -755,6 +797,9 @@ impl Json<'_, '_> {
             };
             after = last.seq;
             for d in chunk {
+                if Section::from_code(&d.section).is_table() != tables {
+                    continue;
+                }
                 let v: Value = serde_json::from_str(&d.json)
                     .map_err(|e| Error::output("temporary table", e.to_string()))?;
                 match self.record(Section::from_code(&d.section), &v) {
@@ -1472,6 +1517,7 @@ impl<'de> Visitor<'de> for ProcSeed<'_, '_, '_> {
                         }
                     };
                     r.map_err(|e| stash(st, e))?;
+                    st.have_metadata = true;
                 }
                 "agents" => {
                     if st.wanted.catalog {
@@ -1485,10 +1531,17 @@ impl<'de> Visitor<'de> for ProcSeed<'_, '_, '_> {
                     }
                     st.have_agents = true;
                 }
-                "counters" if st.wanted.catalog => map.next_value_seed(Elements {
-                    st: &mut *st,
-                    section: Section::Counters,
-                })?,
+                "counters" => {
+                    if st.wanted.catalog {
+                        map.next_value_seed(Elements {
+                            st: &mut *st,
+                            section: Section::Counters,
+                        })?;
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                    st.have_counters = true;
+                }
                 "code_objects" if st.wanted.catalog => map.next_value_seed(Elements {
                     st: &mut *st,
                     section: Section::CodeObjects,
@@ -1758,18 +1811,28 @@ pub(crate) fn scan_process(
     st.strict = strict;
     let found = walk(&mut st, path, index, jumps)?;
     let noted = std::mem::take(&mut st.spans);
-    if !st.late.is_empty() {
-        // The sections that came before the tables they need, now that the tables are
-        // read: in their order, after every other section, as the import replays them.
-        // Only they are parsed; the rest is passed over (jumping where the first walk, or
-        // the read before this one, noted large values).
-        st.replaying = true;
+    if !st.late.is_empty() || !st.late_tables.is_empty() {
+        // What came before the tables it needs, now that they are read, as the import
+        // replays it: the tables held back, then the record sections, each in file
+        // order, after everything else. Only they are parsed; the rest is passed over
+        // (jumping where the first walk, or the read before this one, noted large values).
+        st.out.late_sections(&st.late);
         st.strict = false;
-        st.ordinal = 0;
         st.have_agents = true;
         st.have_strings = true;
+        st.have_metadata = true;
+        st.have_counters = true;
         let jumps = if noted.is_empty() { jumps } else { &noted };
-        walk(&mut st, path, index, jumps)?;
+        for (replay, any) in [
+            (Replay::Tables, !st.late_tables.is_empty()),
+            (Replay::Records, !st.late.is_empty()),
+        ] {
+            if any {
+                st.replay = replay;
+                st.ordinal = 0;
+                walk(&mut st, path, index, jumps)?;
+            }
+        }
         st.spans.clear();
     }
     if let Spans::Note(out) = spans {
@@ -1897,106 +1960,129 @@ fn scan_top<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, index: usize) -> Wa
     Ok(found)
 }
 
-/// One process object, as [`ProcSeed`] reads it.
+/// One process object, as [`ProcSeed`] reads it; in a later walk (`st.replay`), only its
+/// late tables or late record sections.
 fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>) -> Walked<()> {
     let base = st.section.clone();
     if !s.open(b'{', b'}')? {
         return Ok(());
     }
+    let mut member = 0usize;
     loop {
         let key = s.key()?;
         st.section = format!("{base}.{key}");
         st.index = 0;
         let at = s.start()?;
-        let key = if st.replaying && !matches!(key.as_str(), "callback_records" | "buffer_records")
-        {
-            // Read in the first walk.
-            String::new()
-        } else {
-            key
+        let this = member;
+        member += 1;
+        let table = match key.as_str() {
+            "counters" => Some(Section::Counters),
+            "code_objects" => Some(Section::CodeObjects),
+            "kernel_symbols" => Some(Section::KernelSymbols),
+            _ => None,
         };
-        match key.as_str() {
-            "metadata" => {
-                let v: Value = s.parse(raw)?;
-                match st.metadata(&v) {
-                    Ok(()) => {}
-                    Err(RecError::Fatal(e)) => return Err(e.into()),
-                    Err(RecError::Bad(m)) => {
-                        let place = st.section.clone();
-                        skip_or_fail(st.opts, st.report, Error::input(&st.path, place, m))?
-                    }
+        let records = matches!(key.as_str(), "callback_records" | "buffer_records");
+        match st.replay {
+            Replay::Tables => match table {
+                Some(section) if st.late_tables.contains(&this) => {
+                    scan_elements(st, s, raw, section)?
                 }
-            }
-            "agents" => {
-                if st.wanted.catalog {
-                    scan_elements(st, s, raw, Section::Agents)?;
-                } else {
-                    s.skip(st.strict)?;
-                }
-                st.have_agents = true;
-            }
-            "counters" if st.wanted.catalog => scan_elements(st, s, raw, Section::Counters)?,
-            "code_objects" if st.wanted.catalog => scan_elements(st, s, raw, Section::CodeObjects)?,
-            "kernel_symbols" if st.wanted.catalog => {
-                scan_elements(st, s, raw, Section::KernelSymbols)?
-            }
-            "strings" => {
-                scan_strings(st, s, raw)?;
-                st.have_strings = true;
-            }
-            "callback_records" | "buffer_records" => {
-                let base = st.section.clone();
-                if s.open(b'{', b'}')? {
-                    loop {
-                        let key = s.key()?;
-                        st.section = format!("{base}.{key}");
-                        st.index = 0;
-                        let section = Section::of_record(&key);
-                        let kind = section.kind();
-                        let ordinal = st.ordinal;
-                        st.ordinal += 1;
-                        let at = s.start()?;
-                        let later =
-                            section != Section::Ignored && st.wanted.parsed_later.contains(&kind);
-                        let wanted = st.wanted.reads(kind, ordinal);
-                        let late = section != Section::Ignored && !st.ready_for(section);
-                        if st.replaying {
-                            if wanted && st.late.contains(&ordinal) {
-                                st.out.begin_file(Some(ordinal), kind);
-                                scan_elements(st, s, raw, section)?;
-                            } else {
-                                s.skip(false)?;
-                            }
-                        } else if late {
-                            // Read in the second walk (checked there when parsed).
-                            st.late.push(ordinal);
-                            s.skip(st.strict && !later && !wanted)?;
-                        } else {
-                            if section != Section::Ignored && !st.late.is_empty() {
-                                // The import reads these records now and the late ones
-                                // after the walk: an order the walks do not give.
-                                let place = st.section.clone();
-                                st.out.defer(section.code(), &place, "")?;
-                            }
-                            if wanted {
-                                st.out.begin_file(Some(ordinal), kind);
-                                scan_elements(st, s, raw, section)?;
-                            } else {
-                                s.skip(st.strict && !later)?;
-                            }
-                        }
-                        st.note(at, s.offset());
-                        if !s.more(b'}')? {
-                            break;
+                _ => s.skip(false)?,
+            },
+            Replay::Records if records => scan_record_sections(st, s, raw)?,
+            Replay::Records => s.skip(false)?,
+            Replay::No => match key.as_str() {
+                "metadata" => {
+                    let v: Value = s.parse(raw)?;
+                    match st.metadata(&v) {
+                        Ok(()) => {}
+                        Err(RecError::Fatal(e)) => return Err(e.into()),
+                        Err(RecError::Bad(m)) => {
+                            let place = st.section.clone();
+                            skip_or_fail(st.opts, st.report, Error::input(&st.path, place, m))?
                         }
                     }
+                    st.have_metadata = true;
                 }
-            }
-            _ => s.skip(st.strict)?,
+                "agents" => {
+                    if st.wanted.catalog {
+                        scan_elements(st, s, raw, Section::Agents)?;
+                    } else {
+                        s.skip(st.strict)?;
+                    }
+                    st.have_agents = true;
+                }
+                _ if table.is_some() && st.wanted.catalog => {
+                    let section = table.unwrap_or(Section::Ignored);
+                    if st.ready_for(section) {
+                        scan_elements(st, s, raw, section)?;
+                    } else {
+                        // Before `metadata`: read in a later walk (and checked there).
+                        st.late_tables.push(this);
+                        s.skip(false)?;
+                    }
+                }
+                "strings" => {
+                    scan_strings(st, s, raw)?;
+                    st.have_strings = true;
+                }
+                _ if records => scan_record_sections(st, s, raw)?,
+                _ => s.skip(st.strict)?,
+            },
+        }
+        if table == Some(Section::Counters) {
+            st.have_counters = true;
         }
         st.note(at, s.offset());
         if !s.more(b'}')? {
             break;
+        }
+    }
+    st.section = base;
+    Ok(())
+}
+
+/// `callback_records` or `buffer_records`: each record section is read where it stands
+/// if the tables it needs are known, else in the walk of late record sections (D108).
+fn scan_record_sections<R: Read>(
+    st: &mut Json<'_, '_>,
+    s: &mut Scan<R>,
+    raw: &mut Vec<u8>,
+) -> Walked<()> {
+    let base = st.section.clone();
+    if s.open(b'{', b'}')? {
+        loop {
+            let key = s.key()?;
+            st.section = format!("{base}.{key}");
+            st.index = 0;
+            let section = Section::of_record(&key);
+            let kind = section.kind();
+            let ordinal = st.ordinal;
+            st.ordinal += 1;
+            let at = s.start()?;
+            let later = section != Section::Ignored && st.wanted.parsed_later.contains(&kind);
+            let wanted = st.wanted.reads(kind, ordinal);
+            if st.replay == Replay::Records {
+                if wanted && st.late.contains(&ordinal) {
+                    st.out.begin_file(Some(ordinal), kind);
+                    scan_elements(st, s, raw, section)?;
+                } else {
+                    s.skip(false)?;
+                }
+            } else if section != Section::Ignored && !st.ready_for(section) {
+                // Read in the walk of late sections (and checked there when parsed).
+                st.late.push(ordinal);
+                s.skip(st.strict && !later && !wanted)?;
+            } else if wanted {
+                st.out.begin_file(Some(ordinal), kind);
+                scan_elements(st, s, raw, section)?;
+            } else {
+                s.skip(st.strict && !later)?;
+            }
+            st.note(at, s.offset());
+            if !s.more(b'}')? {
+                break;
+            }
         }
     }
     st.section = base;
@@ -2121,6 +2207,8 @@ impl<'o, 'r> Json<'o, 'r> {
             kinds: Arc::default(),
             have_strings: false,
             have_agents: false,
+            have_metadata: false,
+            have_counters: false,
             wanted: *wanted,
             ordinal: 0,
             strict: false,
@@ -2131,7 +2219,8 @@ impl<'o, 'r> Json<'o, 'r> {
             ignored: BTreeMap::new(),
             counter_dispatches: wanted.counters_made,
             late: Vec::new(),
-            replaying: false,
+            late_tables: Vec::new(),
+            replay: Replay::No,
         }
     }
 
@@ -2146,10 +2235,13 @@ impl<'o, 'r> Json<'o, 'r> {
                 format!("no per-process object #{index}"),
             ));
         }
-        // Records that came before the tables they need.
+        // Records that came before the tables they need: the tables held back first.
         self.have_agents = true;
         self.have_strings = true;
-        self.replay()?;
+        self.have_metadata = true;
+        self.have_counters = true;
+        self.replay(true)?;
+        self.replay(false)?;
         self.out.thread(self.pid, None);
         for (section, n) in std::mem::take(&mut self.ignored) {
             self.report.ignored.push(format!(

@@ -802,40 +802,71 @@ fn json_records_before_their_tables_read_as_imported() {
         read_directly_as_imported(&gz.join("late_results.json.gz")),
         counts
     );
-    // The agents first, the strings last and the counter records after the kernel
-    // records: the import reads the counter records (which need no strings) at once,
-    // before the kernel records it held back.
+    // The strings last and the counter records after the kernel records: the counter
+    // records (which need no strings) are read where they stand, before the kernel
+    // records held back; their events come first.
     let split = members_moved_last(&text, &["callback_records", "strings"]);
-    let path = tmp.path().join("split_results.json");
-    std::fs::write(&path, split).unwrap();
-    let run = one_run(&path);
-    assert!(DirectRunSource::open(&run, &ImportOptions::default())
-        .unwrap()
-        .is_none());
-    rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default()).unwrap();
+    let dir = tmp.path().join("split");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("split_results.json"), split).unwrap();
+    assert_eq!(
+        read_directly_as_imported(&dir.join("split_results.json")),
+        counts
+    );
+    // Keys sorted (as serde_json writes a `Value`): `metadata` after the records and the
+    // `counters` after the counter records. The tables wait for `metadata` and the counter
+    // records for the `counters` too, so every row has the process of `metadata` and the
+    // counters keep their names (the import made up `counter N` and wrote process 0).
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let dir = tmp.path().join("sorted");
+    std::fs::create_dir(&dir).unwrap();
+    let sorted = dir.join("sorted_results.json");
+    std::fs::write(&sorted, serde_json::to_string(&doc).unwrap()).unwrap();
+    let i = |k: &str| serde_json::to_string(&doc).unwrap().find(k).unwrap();
+    assert!(
+        i("\"buffer_records\"") < i("\"metadata\"")
+            && i("\"callback_records\"") < i("\"counters\"")
+    );
+    assert_eq!(read_directly_as_imported(&sorted), counts);
+    let db = tmp.path().join("sorted.db");
+    rocpd_rocprofv3::import(&one_run(&sorted), &db, &ImportOptions::default()).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let pid = doc["rocprofiler-sdk-tool"][0]["metadata"]["pid"]
+        .as_i64()
+        .unwrap();
+    for table in [
+        "rocpd_kernel_dispatch",
+        "rocpd_region",
+        "rocpd_info_pmc",
+        "rocpd_info_kernel_symbol",
+    ] {
+        let other: i64 = conn
+            .query_row(
+                &format!("SELECT COUNT(*) FROM {table} WHERE pid != {pid}"),
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(other, 0, "{table}");
+    }
+    let made_up: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM rocpd_info_pmc WHERE name LIKE 'counter %'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(made_up, 0);
 }
 
-/// JSON objects whose import needs more than the direct reader keeps are imported: keys
-/// sorted (`metadata` after the records, counter records read at once after kernel
-/// records held back for `strings`), and kernel records that move the dispatch a counter
-/// record made.
+/// JSON objects whose import needs more than the direct reader keeps are imported: kernel
+/// records that move the dispatch a counter record made or complete it twice, and bad
+/// JSON the import reports.
 #[test]
 fn json_objects_that_need_the_database_are_left_to_the_import() {
     let tmp = tempfile::tempdir().unwrap();
     let json = generated_json(tmp.path(), 4, false);
     let text = std::fs::read_to_string(&json).unwrap();
-    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    // Written again with sorted keys: `buffer_records` before `strings` and `metadata`.
-    let first = tmp.path().join("records_first_results.json");
-    std::fs::write(&first, serde_json::to_string(&doc).unwrap()).unwrap();
-    assert!(
-        text.find("\"strings\"").unwrap() < text.find("\"buffer_records\"").unwrap(),
-        "the generated file has its strings first"
-    );
-    let run = one_run(&first);
-    assert!(DirectRunSource::open(&run, &ImportOptions::default())
-        .unwrap()
-        .is_none());
     // A counter record whose dispatch ends later than its kernel record says, or whose
     // dispatch has another group segment size: the kernel record changes the row.
     let counters = text.find("\"counter_collection\":[{").unwrap();
@@ -908,7 +939,7 @@ fn json_objects_that_need_the_database_are_left_to_the_import() {
         assert!(e.contains("bad_results.json") && e.contains(says), "{e}");
     }
     // The import still reads both.
-    for p in [&first, &path, &resized] {
+    for p in [&path, &resized] {
         let run = one_run(p);
         rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default()).unwrap();
         std::fs::remove_file(tmp.path().join("x.db")).unwrap();
