@@ -603,7 +603,9 @@ fn signals_leave_no_partial_output_and_no_temporary_files() {
     let (generated, _) =
         rocpd_gen::export_json(&inputs[0], &tmp.path().join("json")).expect("json export");
     let text = std::fs::read_to_string(&generated).unwrap();
-    let counters = text.find("\"counter_collection\":[{").expect("counter records");
+    let counters = text
+        .find("\"counter_collection\":[{")
+        .expect("counter records");
     let key = "\"end_timestamp\":";
     let at = counters + text[counters..].find(key).unwrap() + key.len();
     let digits = text[at..].find(|c: char| !c.is_ascii_digit()).unwrap();

@@ -686,10 +686,51 @@ fn rocprofv3_runs_convert_directly_to_what_their_imported_databases_give() {
             "JSON, --threads {threads}: Perfetto output differs"
         );
     }
-    // One whose records come before its strings imports: nothing can be created there.
-    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // Written again with sorted keys (records before `metadata`, `counters` and `strings`),
+    // it is read directly all the same (D108): the same trace, as CSV, but for the guid
+    // (made from the file's bytes).
+    let as_csv = |input: &Path, out: &Path| -> Vec<(String, Vec<String>)> {
+        let o = convert_to(input, out, &["csv"], Some(&no_tmp));
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut files: Vec<_> = std::fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        files
+            .iter()
+            .map(|f| {
+                let text = std::fs::read_to_string(f).unwrap();
+                let rows = text
+                    .lines()
+                    .map(|l| l.split_once(',').map_or(l, |(_, rest)| rest).to_string())
+                    .collect();
+                (f.file_name().unwrap().to_string_lossy().into_owned(), rows)
+            })
+            .collect()
+    };
+    let original = as_csv(&json, &tmp.path().join("csv-a"));
+    let text = std::fs::read_to_string(&json).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     std::fs::write(&json, serde_json::to_vec(&doc).unwrap()).unwrap();
-    let o = convert_to(&json, &tmp.path().join("e"), &["pftrace"], Some(&no_tmp));
+    let sorted = as_csv(&json, &tmp.path().join("csv-b"));
+    assert!(original.len() > 5 && original.iter().all(|(_, rows)| rows.len() > 1));
+    assert!(sorted == original, "JSON with sorted keys: other rows");
+    // One whose kernel record contradicts its counter record imports: nothing can be
+    // created there.
+    let counters = text
+        .find("\"counter_collection\":[{")
+        .expect("counter records");
+    let key = "\"end_timestamp\":";
+    let at = counters + text[counters..].find(key).unwrap() + key.len();
+    let digits = text[at..].find(|c: char| !c.is_ascii_digit()).unwrap();
+    let end: i64 = text[at..at + digits].parse().unwrap();
+    std::fs::write(
+        &json,
+        format!("{}{}{}", &text[..at], end + 1, &text[at + digits..]),
+    )
+    .unwrap();
+    let o = convert_to(&json, &tmp.path().join("f"), &["pftrace"], Some(&no_tmp));
     assert!(!o.status.success());
     assert!(stderr(&o).contains("temporary"), "{}", stderr(&o));
 }
