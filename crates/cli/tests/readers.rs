@@ -718,18 +718,7 @@ fn rocprofv3_runs_convert_directly_to_what_their_imported_databases_give() {
     assert!(sorted == original, "JSON with sorted keys: other rows");
     // One whose kernel record contradicts its counter record imports: nothing can be
     // created there.
-    let counters = text
-        .find("\"counter_collection\":[{")
-        .expect("counter records");
-    let key = "\"end_timestamp\":";
-    let at = counters + text[counters..].find(key).unwrap() + key.len();
-    let digits = text[at..].find(|c: char| !c.is_ascii_digit()).unwrap();
-    let end: i64 = text[at..at + digits].parse().unwrap();
-    std::fs::write(
-        &json,
-        format!("{}{}{}", &text[..at], end + 1, &text[at + digits..]),
-    )
-    .unwrap();
+    std::fs::write(&json, common::counter_record_moved(&text)).unwrap();
     let o = convert_to(&json, &tmp.path().join("f"), &["pftrace"], Some(&no_tmp));
     assert!(!o.status.success());
     assert!(stderr(&o).contains("temporary"), "{}", stderr(&o));

@@ -268,8 +268,18 @@ const POW10: [f64; 23] = [
 ];
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A xorshift generator of indices below `n`, for the randomised tests.
+    pub(crate) fn below(mut seed: u64) -> impl FnMut(usize) -> usize {
+        move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        }
+    }
 
     /// What serde_json's deserializer makes of `text`, as `parse_step` calls it.
     fn serde(text: &[u8]) -> Option<(usize, Flat<'_>)> {
@@ -377,13 +387,7 @@ mod tests {
             "false",
             "null",
         ];
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut next = below(0x2545_f491_4f6c_dd1d);
         fn value(next: &mut dyn FnMut(usize) -> usize, depth: usize, out: &mut String) {
             let spaces = [" ", "", "\n ", "\t"];
             match if depth > 3 { 2 } else { next(4) } {

@@ -670,13 +670,7 @@ mod tests {
     /// full of brackets, quotes and backslashes on every side of block and read edges.
     #[test]
     fn block_skips_end_where_serde_ends() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut next = crate::flat_parse::tests::below(0x9e37_79b9_7f4a_7c15);
         fn value(next: &mut dyn FnMut(usize) -> usize, depth: usize, out: &mut String) {
             const STRS: &[&str] = &[
                 "",
