@@ -77,9 +77,6 @@ pub fn first_lines(data: &[u8], lines: usize) -> Vec<u8> {
     data[..end.min(MAX_SEED)].to_vec()
 }
 
-/// Keeps the first `keep` elements of every JSON array (string-aware, any depth), so a
-/// large file becomes a small one of the same shape. Input that is not JSON is cut
-/// wherever it stops making sense; the result is only a seed.
 /// A one-object rocprofv3 document (tables first, as rocprofv3 writes them) with the
 /// object's tables moved after its records; `None` if it is not laid out so.
 fn tables_last(data: &[u8]) -> Option<Vec<u8>> {
@@ -113,6 +110,9 @@ fn tables_last(data: &[u8]) -> Option<Vec<u8>> {
     Some(body.into_bytes())
 }
 
+/// Keeps the first `keep` elements of every JSON array (string-aware, any depth), so a
+/// large file becomes a small one of the same shape. Input that is not JSON is cut
+/// wherever it stops making sense; the result is only a seed.
 pub fn trim_arrays(data: &[u8], keep: usize) -> Vec<u8> {
     let keep = keep.max(1);
     let mut out = Vec::with_capacity(data.len().min(1 << 22));

@@ -37,14 +37,13 @@
 //! skipped as bad (their report must keep the import's order), a run whose threads given
 //! by counter rows pass [`MAX_GROUPS`], whose dispatches with values pass [`MAX_COUNTED`]
 //! or whose correlation ids scatter (fewer than 16 kernels or copies per 512 ids), or any
-//! error (the import then reports it, in its order). JSON objects also when records that
-//! need no table come after records held back for the strings or agents they need (the
-//! import reads the first at once, the others after the walk; records that all come
-//! before their tables are read in a second walk, D108), when a kernel record completing
-//! a dispatch a counter record made gives it any other column than the counter record
-//! did, or completes it twice (the import overwrites the row; the streams wrote what was
-//! described), when `metadata` comes after records, or when the `strings` texts pass
-//! [`MAX_TEXTS`]. [`DirectRunSource::open`] says `None` for those.
+//! error (the import then reports it, in its order). JSON objects also when a kernel
+//! record completing a dispatch a counter record made gives it any other column than the
+//! counter record did, or completes it twice (the import overwrites the row; the streams
+//! wrote what was described), when `metadata` is given again after records, or when the
+//! `strings` texts pass [`MAX_TEXTS`]. [`DirectRunSource::open`] says `None` for those.
+//! Rows that come before the tables they need are read in later walks, and their events
+//! numbered after the others', as the import holds them back (D108).
 //!
 //! With two or more threads, the first stream opened reads every stream's table side by
 //! side, one table (or the API calls' two) per thread at a time, and the others take
@@ -1291,6 +1290,11 @@ fn describe_kernels_beside(
     describe.counters_seen = None;
     if describe.failed(&read, &report) {
         return Beside::Failed;
+    }
+    if !describe.late.is_empty() || !side.late.is_empty() {
+        // Sections read after the others (D108): the order checks below go by place in
+        // the file, which is then not the order of the reads.
+        return Beside::InOrder;
     }
     // The last counter section with records; a kernel section before it would have been
     // read before them in order.

@@ -692,7 +692,7 @@ struct Json<'o, 'r> {
     /// tables are known, where the import holds their records back (D108).
     late: Vec<usize>,
     /// The same of the object's tables (by their place among its members).
-    late_tables: Vec<usize>,
+    late_tables: Vec<u64>,
     /// Which walk this is: the first, or a later one reading only late tables or only
     /// late record sections.
     replay: Replay,
@@ -1532,6 +1532,9 @@ impl<'de> Visitor<'de> for ProcSeed<'_, '_, '_> {
                     st.have_agents = true;
                 }
                 "counters" => {
+                    // Known to counter records only when read where it stands (not held
+                    // back for `metadata`): else they wait for it too.
+                    let ready = st.ready_for(Section::Counters);
                     if st.wanted.catalog {
                         map.next_value_seed(Elements {
                             st: &mut *st,
@@ -1540,7 +1543,7 @@ impl<'de> Visitor<'de> for ProcSeed<'_, '_, '_> {
                     } else {
                         map.next_value::<IgnoredAny>()?;
                     }
-                    st.have_counters = true;
+                    st.have_counters |= ready;
                 }
                 "code_objects" if st.wanted.catalog => map.next_value_seed(Elements {
                     st: &mut *st,
@@ -1817,7 +1820,6 @@ pub(crate) fn scan_process(
         // order, after everything else. Only they are parsed; the rest is passed over
         // (jumping where the first walk, or the read before this one, noted large values).
         st.out.late_sections(&st.late);
-        st.strict = false;
         st.have_agents = true;
         st.have_strings = true;
         st.have_metadata = true;
@@ -1967,14 +1969,11 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
     if !s.open(b'{', b'}')? {
         return Ok(());
     }
-    let mut member = 0usize;
     loop {
         let key = s.key()?;
         st.section = format!("{base}.{key}");
         st.index = 0;
         let at = s.start()?;
-        let this = member;
-        member += 1;
         let table = match key.as_str() {
             "counters" => Some(Section::Counters),
             "code_objects" => Some(Section::CodeObjects),
@@ -1982,9 +1981,12 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
             _ => None,
         };
         let records = matches!(key.as_str(), "callback_records" | "buffer_records");
+        // The counters are known to counter records only when read where they stand (not
+        // held back for `metadata`): else the records wait for them too.
+        let counters_ready = table == Some(Section::Counters) && st.ready_for(Section::Counters);
         match st.replay {
             Replay::Tables => match table {
-                Some(section) if st.late_tables.contains(&this) => {
+                Some(section) if st.late_tables.contains(&at) => {
                     scan_elements(st, s, raw, section)?
                 }
                 _ => s.skip(false)?,
@@ -2018,7 +2020,7 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
                         scan_elements(st, s, raw, section)?;
                     } else {
                         // Before `metadata`: read in a later walk (and checked there).
-                        st.late_tables.push(this);
+                        st.late_tables.push(at);
                         s.skip(false)?;
                     }
                 }
@@ -2030,9 +2032,7 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
                 _ => s.skip(st.strict)?,
             },
         }
-        if table == Some(Section::Counters) {
-            st.have_counters = true;
-        }
+        st.have_counters |= counters_ready;
         st.note(at, s.offset());
         if !s.more(b'}')? {
             break;

@@ -753,9 +753,13 @@ fn members_moved_last(text: &str, members: &[&str]) -> String {
         values.next().unwrap().unwrap();
         let end = value + values.byte_offset();
         moved.push(body[at..end].to_string());
-        // The member and the comma after it.
-        assert_eq!(&body[end..end + 1], ",");
-        body.replace_range(at..end + 1, "");
+        // The member and the comma after it (before it, for the object's last).
+        if &body[end..end + 1] == "," {
+            body.replace_range(at..end + 1, "");
+        } else {
+            assert_eq!(&body[at - 1..at], ",");
+            body.replace_range(at - 1..end, "");
+        }
     }
     // The object ends at the document's last two closing brackets: `}]}`.
     let close = body.trim_end().len() - 3;
@@ -857,6 +861,68 @@ fn json_records_before_their_tables_read_as_imported() {
         )
         .unwrap();
     assert_eq!(made_up, 0);
+    // `counters` held back for a later `metadata`: counter records after that wait for it
+    // too (they would make up their counters if read at once).
+    let held = members_moved_last(
+        &text,
+        &[
+            "metadata",
+            "strings",
+            "code_objects",
+            "kernel_symbols",
+            "summary",
+            "callback_records",
+            "buffer_records",
+        ],
+    );
+    assert!(held.find("\"counters\":").unwrap() < held.find("\"metadata\":").unwrap());
+    let dir = tmp.path().join("held");
+    std::fs::create_dir(&dir).unwrap();
+    let held_path = dir.join("held_results.json");
+    std::fs::write(&held_path, held).unwrap();
+    assert_eq!(read_directly_as_imported(&held_path), counts);
+    let db = tmp.path().join("held.db");
+    rocpd_rocprofv3::import(&one_run(&held_path), &db, &ImportOptions::default()).unwrap();
+    let made_up: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row(
+            "SELECT COUNT(*) FROM rocpd_info_pmc WHERE name LIKE 'counter %'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(made_up, 0);
+    // Counter records held back for a later `counters` table and kernel records read
+    // where they stand: the kernel records make the dispatches, as in the import, also
+    // when the describing pass reads the kernel records on a thread of their own.
+    let kernels_first = members_moved_last(&text, &["counters", "buffer_records"]);
+    let dir = tmp.path().join("kernels-first");
+    std::fs::create_dir(&dir).unwrap();
+    let path = dir.join("kf_results.json");
+    std::fs::write(&path, kernels_first).unwrap();
+    assert_eq!(read_directly_as_imported(&path), counts);
+    // A held-back table that is not JSON: checked when it is read, so the object is left
+    // to the import, which reports it.
+    let sorted_text = std::fs::read_to_string(&sorted).unwrap();
+    let at = sorted_text.find("\"counters\":").unwrap() + "\"counters\":".len();
+    let mut values =
+        serde_json::Deserializer::from_str(&sorted_text[at..]).into_iter::<serde_json::Value>();
+    values.next().unwrap().unwrap();
+    let end = at + values.byte_offset();
+    let bad = dir.join("bad_results.json");
+    std::fs::write(
+        &bad,
+        format!("{}nul{}", &sorted_text[..at], &sorted_text[end..]),
+    )
+    .unwrap();
+    let run = one_run(&bad);
+    assert!(DirectRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .is_none());
+    let e = rocpd_rocprofv3::import(&run, &tmp.path().join("bad.db"), &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("invalid JSON") || e.contains("expected"), "{e}");
 }
 
 /// JSON objects whose import needs more than the direct reader keeps are imported: kernel
