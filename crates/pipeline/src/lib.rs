@@ -12,6 +12,7 @@
 //! * [`cleanup`]: cancellation between chunks and the list of temporary paths.
 //! * [`Source`]: what every reader implements (describe an input, prepare its streams).
 //! * [`decode_parallel`]: the streams of many sources decoded on a pool of threads.
+//! * [`in_parallel`]: independent jobs on a few threads, results in job order.
 //! * [`RunSorter`]: one table's rows sorted by time in bounded memory, spilling sorted
 //!   runs to Arrow IPC files, for readers of input that is not in time order.
 
@@ -24,6 +25,7 @@ mod input;
 mod lz4_chunks;
 mod merge;
 mod output;
+mod parallel;
 mod produce;
 mod report;
 mod sort;
@@ -36,6 +38,7 @@ pub use guard::PathGuard;
 pub use input::{check_regular, open_regular};
 pub use merge::{BatchStream, TimeMerge};
 pub use output::{temp_sibling, OutputFile};
+pub use parallel::in_parallel;
 pub use produce::{batch_rows, produce, produce_events, ProduceOptions, QUEUE_BYTES, ROW_BUDGET};
 pub use report::{OutputReport, RunReport, StageDrop, TableCounts, UNTIMED_PMC};
 pub use sort::{RunSorter, SortOptions, SortStats, SortedRuns, MAX_MERGE, SORT_MEMORY};

@@ -85,37 +85,6 @@ struct Group {
     files: Vec<(PathBuf, CsvKind, Option<&'static str>)>,
 }
 
-/// [`json_import::prescan`] of each of `paths`, on up to `threads` threads, in order.
-/// Every file is pre-scanned (a scan is a fraction of a second) and the first error in
-/// input order is the one returned, so the outcome does not depend on timing.
-fn prescan_all(paths: &[&Path], threads: usize) -> Vec<Result<Vec<json_import::ProcMeta>>> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
-    let next = AtomicUsize::new(0);
-    let done = Mutex::new((0..paths.len()).map(|_| None).collect::<Vec<_>>());
-    let work = || loop {
-        let i = next.fetch_add(1, Ordering::SeqCst);
-        let Some(path) = paths.get(i) else {
-            return;
-        };
-        let r = json_import::prescan(path);
-        done.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
-    };
-    match threads.clamp(1, paths.len().max(1)) {
-        1 => work(),
-        n => std::thread::scope(|scope| {
-            for _ in 0..n {
-                scope.spawn(work);
-            }
-        }),
-    }
-    done.into_inner()
-        .unwrap_or_else(|p| p.into_inner())
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(Error::Usage("internal: a pre-scan was skipped".into()))))
-        .collect()
-}
-
 pub(crate) fn group_runs(paths: &[PathBuf], threads: usize) -> Result<Vec<Run>> {
     let mut files: Vec<(PathBuf, Detected)> = Vec::new();
     for p in paths {
@@ -144,7 +113,11 @@ pub(crate) fn group_runs(paths: &[PathBuf], threads: usize) -> Result<Vec<Run>> 
         .filter(|(_, d)| matches!(d, Detected::Json))
         .map(|(p, _)| p.as_path())
         .collect();
-    let mut prescans = prescan_all(&json, threads).into_iter();
+    // Every file is pre-scanned (a job never fails: its result is taken in input order
+    // below), so the error reported does not depend on timing.
+    let mut prescans =
+        rocpd_pipeline::in_parallel(json.len(), threads, |i| Ok(json_import::prescan(json[i])))?
+            .into_iter();
     let mut runs = Vec::new();
     // CSV groups keyed by (directory, prefix, whether the name had a known kind), in
     // first-seen order.
