@@ -77,39 +77,6 @@ pub fn first_lines(data: &[u8], lines: usize) -> Vec<u8> {
     data[..end.min(MAX_SEED)].to_vec()
 }
 
-/// A one-object rocprofv3 document (tables first, as rocprofv3 writes them) with the
-/// object's tables moved after its records; `None` if it is not laid out so.
-fn tables_last(data: &[u8]) -> Option<Vec<u8>> {
-    let mut body = String::from_utf8(data.to_vec()).ok()?;
-    let mut moved = Vec::new();
-    for key in [
-        "agents",
-        "counters",
-        "strings",
-        "code_objects",
-        "kernel_symbols",
-    ] {
-        let name = format!("\"{key}\":");
-        let at = body.find(&name)?;
-        let value = at + name.len();
-        let mut values =
-            serde_json::Deserializer::from_str(body.get(value..)?).into_iter::<serde_json::Value>();
-        values.next()?.ok()?;
-        let end = value + values.byte_offset();
-        if body.get(end..end + 1) != Some(",") {
-            return None;
-        }
-        moved.push(body.get(at..end)?.to_string());
-        body.replace_range(at..end + 1, "");
-    }
-    let close = body.trim_end().len().checked_sub(3)?;
-    if body.get(close..close + 3) != Some("}]}") {
-        return None;
-    }
-    body.insert_str(close, &format!(",{}", moved.join(",")));
-    Some(body.into_bytes())
-}
-
 /// Keeps the first `keep` elements of every JSON array (string-aware, any depth), so a
 /// large file becomes a small one of the same shape. Input that is not JSON is cut
 /// wherever it stops making sense; the result is only a seed.
@@ -562,11 +529,21 @@ pub fn load(target: Target, fixtures: &Path, extra: &[PathBuf], scratch: &Path) 
                 // The first also with its tables after its records, which the direct
                 // reader reads in a second walk (D108).
                 if i == 0 {
-                    if let Some(late) = tables_last(&data) {
+                    const TABLES: [&str; 5] = [
+                        "agents",
+                        "counters",
+                        "strings",
+                        "code_objects",
+                        "kernel_symbols",
+                    ];
+                    let late = std::str::from_utf8(&data)
+                        .ok()
+                        .and_then(|t| rocpd_gen::members_moved_last(t, &TABLES));
+                    if let Some(late) = late {
                         add(
                             &mut seeds,
                             format!("{} (tables after the records)", p.display()),
-                            Input::single(file_name(p), late),
+                            Input::single(file_name(p), late.into_bytes()),
                         );
                     }
                 }

@@ -65,6 +65,48 @@ fn corr(stack: Option<i64>, external: Option<i64>, ancestor: Option<i64>) -> Val
 
 const AGENT_HANDLE: &str = "(SELECT COALESCE(json_extract(A.extdata, '$.id.handle'), A.id) FROM rocpd_info_agent A WHERE A.id = ";
 
+/// `text`, a one-object document as [`export_json`] writes it (tables first, as rocprofv3
+/// writes them), with the object's `members` moved to its end in the order given: the
+/// layout of a file written again by a tool that orders members otherwise. `None` if the
+/// text is not laid out so. For tests and fuzz seeds of readers that must not depend on
+/// member order.
+pub fn members_moved_last(text: &str, members: &[&str]) -> Option<String> {
+    let mut body = text.to_string();
+    let mut moved = Vec::new();
+    for key in members {
+        let name = format!("\"{key}\":");
+        // The object's own member: the tables are the first of their name, the record
+        // sections the last (`strings` names the record kinds too).
+        let at = if key.ends_with("_records") {
+            body.rfind(&name)
+        } else {
+            body.find(&name)
+        }?;
+        let value = at + name.len();
+        let mut values =
+            serde_json::Deserializer::from_str(body.get(value..)?).into_iter::<Value>();
+        values.next()?.ok()?;
+        let end = value + values.byte_offset();
+        moved.push(body.get(at..end)?.to_string());
+        // The member and the comma after it (before it, for the object's last).
+        if body.get(end..end + 1) == Some(",") {
+            body.replace_range(at..end + 1, "");
+        } else if at > 0 && body.get(at - 1..at) == Some(",") {
+            body.replace_range(at - 1..end, "");
+        } else {
+            return None;
+        }
+    }
+    // The object ends at the document's last two closing brackets: `}]}`.
+    let close = body.trim_end().len().checked_sub(3)?;
+    if body.get(close..close + 3) != Some("}]}") {
+        return None;
+    }
+    body.insert_str(close, &format!(",{}", moved.join(",")));
+    serde_json::from_str::<Value>(&body).ok()?;
+    Some(body)
+}
+
 /// Writes the JSON file of the (single-process) database `db` into `out_dir`; returns
 /// its path and the records written per list.
 pub fn export_json(db: &Path, out_dir: &Path) -> Result<(PathBuf, BTreeMap<String, usize>)> {

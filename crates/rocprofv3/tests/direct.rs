@@ -735,38 +735,7 @@ fn the_real_json_file_reads_as_imported() {
 /// `text` (a one-object document written in rocprofv3's order) with the object's
 /// `members` moved to its end, in the order given.
 fn members_moved_last(text: &str, members: &[&str]) -> String {
-    let mut body = text.to_string();
-    let mut moved = Vec::new();
-    for key in members {
-        let name = format!("\"{key}\":");
-        // The object's own member: the tables are the first of their name, the record
-        // sections the last (`strings` names the record kinds too).
-        let at = if key.ends_with("_records") {
-            body.rfind(&name)
-        } else {
-            body.find(&name)
-        }
-        .unwrap();
-        let value = at + name.len();
-        let mut values =
-            serde_json::Deserializer::from_str(&body[value..]).into_iter::<serde_json::Value>();
-        values.next().unwrap().unwrap();
-        let end = value + values.byte_offset();
-        moved.push(body[at..end].to_string());
-        // The member and the comma after it (before it, for the object's last).
-        if &body[end..end + 1] == "," {
-            body.replace_range(at..end + 1, "");
-        } else {
-            assert_eq!(&body[at - 1..at], ",");
-            body.replace_range(at - 1..end, "");
-        }
-    }
-    // The object ends at the document's last two closing brackets: `}]}`.
-    let close = body.trim_end().len() - 3;
-    assert_eq!(&body[close..close + 3], "}]}");
-    body.insert_str(close, &format!(",{}", moved.join(",")));
-    serde_json::from_str::<serde_json::Value>(&body).unwrap();
-    body
+    rocpd_gen::members_moved_last(text, members).expect("a generated one-object document")
 }
 
 /// Records before the tables they need (the strings, the agents): the import reads them
