@@ -759,6 +759,15 @@ impl Json<'_, '_> {
         }
     }
 
+    /// After the object's walk: every table it has is read, and what waited for one is
+    /// read now.
+    fn tables_known(&mut self) {
+        self.have_agents = true;
+        self.have_strings = true;
+        self.have_metadata = true;
+        self.have_counters = true;
+    }
+
     fn ready_for(&self, s: Section) -> bool {
         (!s.needs_agents() || self.have_agents)
             && (!s.needs_strings() || self.have_strings)
@@ -1820,10 +1829,7 @@ pub(crate) fn scan_process(
         // order, after everything else. Only they are parsed; the rest is passed over
         // (jumping where the first walk, or the read before this one, noted large values).
         st.out.late_sections(&st.late);
-        st.have_agents = true;
-        st.have_strings = true;
-        st.have_metadata = true;
-        st.have_counters = true;
+        st.tables_known();
         let jumps = if noted.is_empty() { jumps } else { &noted };
         for (replay, any) in [
             (Replay::Tables, !st.late_tables.is_empty()),
@@ -1993,8 +1999,17 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
             },
             Replay::Records if records => scan_record_sections(st, s, raw)?,
             Replay::Records => s.skip(false)?,
-            Replay::No => match key.as_str() {
-                "metadata" => {
+            Replay::No => match (key.as_str(), table) {
+                (_, Some(section)) if st.wanted.catalog => {
+                    if st.ready_for(section) {
+                        scan_elements(st, s, raw, section)?;
+                    } else {
+                        // Before `metadata`: read in a later walk (and checked there).
+                        st.late_tables.push(at);
+                        s.skip(false)?;
+                    }
+                }
+                ("metadata", _) => {
                     let v: Value = s.parse(raw)?;
                     match st.metadata(&v) {
                         Ok(()) => {}
@@ -2006,7 +2021,7 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
                     }
                     st.have_metadata = true;
                 }
-                "agents" => {
+                ("agents", _) => {
                     if st.wanted.catalog {
                         scan_elements(st, s, raw, Section::Agents)?;
                     } else {
@@ -2014,17 +2029,7 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
                     }
                     st.have_agents = true;
                 }
-                _ if table.is_some() && st.wanted.catalog => {
-                    let section = table.unwrap_or(Section::Ignored);
-                    if st.ready_for(section) {
-                        scan_elements(st, s, raw, section)?;
-                    } else {
-                        // Before `metadata`: read in a later walk (and checked there).
-                        st.late_tables.push(at);
-                        s.skip(false)?;
-                    }
-                }
-                "strings" => {
+                ("strings", _) => {
                     scan_strings(st, s, raw)?;
                     st.have_strings = true;
                 }
@@ -2236,10 +2241,7 @@ impl<'o, 'r> Json<'o, 'r> {
             ));
         }
         // Records that came before the tables they need: the tables held back first.
-        self.have_agents = true;
-        self.have_strings = true;
-        self.have_metadata = true;
-        self.have_counters = true;
+        self.tables_known();
         self.replay(true)?;
         self.replay(false)?;
         self.out.thread(self.pid, None);
