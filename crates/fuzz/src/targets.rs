@@ -185,17 +185,20 @@ impl Runner {
             Err(e) => return out.err("group_runs", e),
         };
         for (i, run) in runs.iter().take(MAX_RUNS).enumerate() {
-            let direct = read_run_directly(run);
             let mut strict_rows = None;
+            let mut strict_failed = false;
             for skip in [false, true] {
                 let dest = self.fresh_output(&format!("import-{i}-{skip}.db"));
                 let opts = rocpd_rocprofv3::ImportOptions {
                     skip_bad_rows: skip,
                 };
                 let imported = rocpd_rocprofv3::import(run, &dest, &opts);
-                if !skip {
+                strict_failed |= !skip && imported.is_err();
+                // Skipping changes the read only of an input the strict import refused.
+                if !skip || strict_failed {
+                    let direct = read_run_directly(run, &opts);
                     // The direct reader reads what the import writes, or leaves the
-                    // run to it (always when the import fails).
+                    // run to it (always when the import fails), skipping the same rows.
                     let events = |r: &rocpd_rocprofv3::ImportReport| {
                         [
                             "rocpd_region",
@@ -210,7 +213,9 @@ impl Runner {
                     };
                     let agree = match (&direct, &imported) {
                         (Ok(None), _) => true,
-                        (Ok(Some(n)), Ok(report)) => *n == events(report),
+                        (Ok(Some((n, skipped))), Ok(report)) => {
+                            *n == events(report) && *skipped == report.skipped_rows
+                        }
                         _ => false,
                     };
                     if !agree {
@@ -351,16 +356,19 @@ fn walk_source(source: &dyn rocpd_pipeline::Source) -> std::result::Result<u64, 
     Ok(streamed)
 }
 
-/// The direct rocprofv3 reader (CSV or JSON) on `run`: `None` when it leaves the run to the import, else
-/// [`walk_source`]'s rows or error.
-fn read_run_directly(run: &rocpd_rocprofv3::Run) -> std::result::Result<Option<u64>, String> {
+/// The direct rocprofv3 reader (CSV or JSON) on `run`: `None` when it leaves the run to
+/// the import, else [`walk_source`]'s rows (with the rows it skipped as bad) or error.
+fn read_run_directly(
+    run: &rocpd_rocprofv3::Run,
+    opts: &rocpd_rocprofv3::ImportOptions,
+) -> std::result::Result<Option<(u64, u64)>, String> {
     let spill = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let opts = rocpd_rocprofv3::ImportOptions::default();
     let Some(source) =
-        rocpd_rocprofv3::DirectRunSource::open(run, &opts).map_err(|e| e.to_string())?
+        rocpd_rocprofv3::DirectRunSource::open(run, opts).map_err(|e| e.to_string())?
     else {
         return Ok(None);
     };
+    let skipped = source.skipped_rows();
     let dropped: u64 = rocpd_pipeline::Source::dropped(&source)
         .map_err(|e| e.to_string())?
         .iter()
@@ -370,7 +378,7 @@ fn read_run_directly(run: &rocpd_rocprofv3::Run) -> std::result::Result<Option<u
     let streamed = walk_source(&source)?;
     written_back(Box::new(source), streamed)?;
     // Counter values without time are written by the import and dropped by the reader.
-    Ok(Some(streamed + dropped))
+    Ok(Some((streamed + dropped, skipped)))
 }
 
 /// The direct Proton reader on `path`: [`walk_source`]'s rows or error (also when the

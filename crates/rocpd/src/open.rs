@@ -111,11 +111,20 @@ impl Direct {
         }
     }
 
-    /// Notes of the reading (what was made up or left out), as the import says them.
-    fn notes(&self) -> &[String] {
+    /// Notes of the reading (what was skipped as bad, made up or left out), as the import
+    /// says them.
+    fn notes(&self) -> Vec<&String> {
         match self {
-            Direct::Proton(p) => p.notes(),
-            Direct::Rocprofv3(c) => c.ignored(),
+            Direct::Proton(p) => p.notes().iter().collect(),
+            Direct::Rocprofv3(c) => c.skipped().iter().chain(c.ignored()).collect(),
+        }
+    }
+
+    /// Rows skipped as bad ([`OpenOptions::skip_bad_rows`]).
+    fn skipped_rows(&self) -> u64 {
+        match self {
+            Direct::Proton(_) => 0,
+            Direct::Rocprofv3(c) => c.skipped_rows(),
         }
     }
 }
@@ -312,6 +321,7 @@ impl Inputs {
                         ..Default::default()
                     };
                     let (label, shown) = source.label();
+                    self.skipped_rows += source.skipped_rows();
                     self.notes
                         .extend(source.notes().iter().map(|n| format!("{label}: {n}")));
                     self.described

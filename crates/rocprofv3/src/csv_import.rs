@@ -5,7 +5,7 @@
 //! generation since 2024 reads the same way (see `formats/rocprofv3/README.md`).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use csv::ByteRecord;
@@ -799,13 +799,33 @@ pub(crate) fn import_run(
     read_files(&plan, &plan.files, out, opts, report)
 }
 
+/// Where [`read_files`] reports what it skipped and ignored: one report for every file,
+/// or one per file (by its index in the plan), for a reader that reads the files in
+/// another order than the import and must list skipped rows in the import's.
+pub(crate) trait FileReports {
+    fn of_file(&mut self, index: Option<usize>) -> &mut ImportReport;
+}
+
+impl FileReports for ImportReport {
+    fn of_file(&mut self, _: Option<usize>) -> &mut ImportReport {
+        self
+    }
+}
+
+impl FileReports for BTreeMap<usize, ImportReport> {
+    fn of_file(&mut self, index: Option<usize>) -> &mut ImportReport {
+        // Files outside the plan do not occur (they are the plan's); last if they did.
+        self.entry(index.unwrap_or(usize::MAX)).or_default()
+    }
+}
+
 /// Reads `files` (some or all of `plan`'s, in the order given) into `out`.
 pub(crate) fn read_files(
     plan: &CsvPlan,
     files: &[(PathBuf, CsvKind)],
     out: &mut dyn RowSink,
     opts: &ImportOptions,
-    report: &mut ImportReport,
+    reports: &mut dyn FileReports,
 ) -> Result<()> {
     out.set_node(plan.node.clone());
     out.thread(plan.pid, None);
@@ -821,6 +841,7 @@ pub(crate) fn read_files(
     for (path, kind) in files {
         let index = plan.files.iter().position(|(p, _)| p == path);
         st.out.begin_file(index, *kind);
+        let report = reports.of_file(index);
         import_file(&mut st, path, plan.guid.as_deref(), opts, report)?;
     }
     Ok(())

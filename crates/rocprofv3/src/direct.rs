@@ -346,6 +346,9 @@ struct Description {
     fills: PagedMap<FillEntry>,
     /// Input left out on purpose (stats, PC sampling), as the import reports it.
     ignored: Vec<String>,
+    /// Lines skipped as bad (`skip_bad_rows`), and the reasons the import lists for them.
+    skipped_rows: u64,
+    skipped: Vec<String>,
     /// The counters by id, with the pid they were written with.
     pmcs: BTreeMap<i64, (i64, PmcRow)>,
     /// The dispatch ids of the kernel trace files (counter rows find them written).
@@ -930,10 +933,11 @@ impl Describe {
         d
     }
 
-    /// Whether a read into this describer leaves the object to the import: it failed,
-    /// refused something or skipped a bad row.
-    fn failed(&self, read: &Result<()>, report: &ImportReport) -> bool {
-        read.is_err() || self.refused.is_some() || report.skipped_rows > 0
+    /// Whether a read into this describer leaves the run to the import: it failed or
+    /// refused something, or (a JSON object) skipped bad records (`skipped_rows`). A CSV
+    /// run's streams skip the lines its description skipped (D109).
+    fn failed(&self, read: &Result<()>, skipped_rows: u64) -> bool {
+        read.is_err() || self.refused.is_some() || (self.json && skipped_rows > 0)
     }
 
     /// A describer of `files` files (or sections, which add to the count as they come).
@@ -954,6 +958,8 @@ impl Describe {
                 groups: PagedMap::new(page_limits(GROUP_PAGES_IN_MEMORY), "flow groups"),
                 fills: PagedMap::new(page_limits(FILL_PAGES_IN_MEMORY), "fill entries"),
                 ignored: Vec::new(),
+                skipped_rows: 0,
+                skipped: Vec::new(),
                 pmcs: BTreeMap::new(),
                 traced: IdSet::default(),
                 counter_tids: Vec::new(),
@@ -1070,43 +1076,45 @@ fn describe_run(
     // Without a kernel trace, counter rows make every dispatch: the API files' read must
     // see them, so the run is read in order at once.
     let traced = others.iter().any(|(_, k)| *k == CsvKind::KernelTrace);
+    // Each file has its own report, merged in the plan's order at the end: skipped lines
+    // are listed as the import lists them, whatever order the files were read in.
     if threads >= 2 && traced && !counters.is_empty() && !apis.is_empty() {
         let mut describe = Describe::new(plan.files.len());
-        let mut report = ImportReport::default();
-        let read = csv_import::read_files(plan, &others, &mut describe, opts, &mut report);
-        if describe.failed(&read, &report) {
+        let mut reports = BTreeMap::new();
+        let read = csv_import::read_files(plan, &others, &mut describe, opts, &mut reports);
+        if describe.failed(&read, 0) {
             return Ok(None);
         }
         let mut side = describe.for_counters(plan);
-        let mut side_report = ImportReport::default();
+        let mut side_reports = BTreeMap::new();
         let (side_read, api_read) = std::thread::scope(|scope| {
             let helper = scope.spawn(|| {
-                csv_import::read_files(plan, &counters, &mut side, opts, &mut side_report)
+                csv_import::read_files(plan, &counters, &mut side, opts, &mut side_reports)
             });
-            let api = csv_import::read_files(plan, &apis, &mut describe, opts, &mut report);
+            let api = csv_import::read_files(plan, &apis, &mut describe, opts, &mut reports);
             let side = helper
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (side, api)
         });
-        if side.failed(&side_read, &side_report) || api_read.is_err() {
+        if side.failed(&side_read, 0) || api_read.is_err() {
             return Ok(None);
         }
         if describe.absorb_counters(side) {
-            report.ignored.extend(side_report.ignored);
-            let done = !describe.failed(&api_read, &report);
-            return Ok(done.then_some((describe, report)));
+            reports.extend(side_reports);
+            let done = !describe.failed(&api_read, 0);
+            return Ok(done.then(|| (describe, crate::merged_reports(reports))));
         }
     }
     let mut describe = Describe::new(plan.files.len());
-    let mut report = ImportReport::default();
+    let mut reports = BTreeMap::new();
     for files in [targets, apis] {
-        let read = csv_import::read_files(plan, &files, &mut describe, opts, &mut report);
-        if describe.failed(&read, &report) {
+        let read = csv_import::read_files(plan, &files, &mut describe, opts, &mut reports);
+        if describe.failed(&read, 0) {
             return Ok(None);
         }
     }
-    Ok(Some((describe, report)))
+    Ok(Some((describe, crate::merged_reports(reports))))
 }
 
 /// The kinds of JSON record sections the describing pass reads first: all but the API
@@ -1188,7 +1196,7 @@ fn describe_json(
             opts,
             &mut report,
         );
-        if describe.failed(&read, &report) {
+        if describe.failed(&read, report.skipped_rows) {
             return Ok(None);
         }
     }
@@ -1288,7 +1296,7 @@ fn describe_kernels_beside(
         (read, side)
     });
     describe.counters_seen = None;
-    if describe.failed(&read, &report) {
+    if describe.failed(&read, report.skipped_rows) {
         return Beside::Failed;
     }
     if !describe.late.is_empty() || !side.late.is_empty() {
@@ -1311,7 +1319,7 @@ fn describe_kernels_beside(
         Some(c) => sections.iter().all(|&k| k > c),
         None => true,
     };
-    if !side.failed(&side_read, &side_report) {
+    if !side.failed(&side_read, side_report.skipped_rows) {
         if let Some(sp) = side.speculation.take() {
             let unchanged = sp.before.as_ref().is_none_or(|(agents, symbols)| {
                 *agents == side.d.agents && *symbols == side.d.symbols.len()
@@ -1359,7 +1367,7 @@ fn describe_kernels_beside(
         opts,
         &mut report,
     );
-    if describe.failed(&read, &report) {
+    if describe.failed(&read, report.skipped_rows) {
         return Beside::Failed;
     }
     if !in_order_after(&kernel_sections(describe)) {
@@ -1484,7 +1492,11 @@ impl DirectRunSource {
             .for_each(|_, f| filled.extend(f.tid.map(|t| (pid, t))))?;
         d.threads.extend(filled);
         d.fills.seal()?;
+        let mut report = report;
+        crate::say_unlisted(&mut report);
         d.ignored = report.ignored;
+        d.skipped_rows = report.skipped_rows;
+        d.skipped = report.skipped;
         d.nid = d
             .node
             .as_ref()
@@ -1517,6 +1529,17 @@ impl DirectRunSource {
     /// Input read but left out on purpose, as the import's report says it.
     pub fn ignored(&self) -> &[String] {
         &self.desc.ignored
+    }
+
+    /// Why lines were skipped as bad (with [`ImportOptions::skip_bad_rows`]), as the
+    /// import's report lists them.
+    pub fn skipped(&self) -> &[String] {
+        &self.desc.skipped
+    }
+
+    /// Lines lost as bad, as the import's report counts them.
+    pub fn skipped_rows(&self) -> u64 {
+        self.desc.skipped_rows
     }
 
     /// The guid of the run (the import's).

@@ -38,6 +38,7 @@ mod reason;
 mod sink;
 mod walk;
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -291,17 +292,41 @@ fn import_inner(run: &Run, dest: &Path, opts: &ImportOptions) -> Result<ImportRe
         }
         out.finish()?;
     }
+    say_unlisted(&mut report);
+    db::commit(&conn, dest)?;
+    report.rows = db::table_counts(&conn, dest, &guid)?;
+    conn.close()
+        .map_err(|(_, e)| Error::output(dest, e.to_string()))?;
+    Ok(report)
+}
+
+/// Ends the list of skip reasons with how many were not listed.
+pub(crate) fn say_unlisted(report: &mut ImportReport) {
     if report.skipped_unlisted > 0 {
         report.skipped.push(format!(
             "... and {} more skipped lines, records or files not listed ({} rows lost in all)",
             report.skipped_unlisted, report.skipped_rows
         ));
     }
-    db::commit(&conn, dest)?;
-    report.rows = db::table_counts(&conn, dest, &guid)?;
-    conn.close()
-        .map_err(|(_, e)| Error::output(dest, e.to_string()))?;
-    Ok(report)
+}
+
+/// One report of files read one by one (by their index in the run's plan), as one read of
+/// them all in that order gives it: the same first [`MAX_SKIP_REASONS`] reasons listed.
+pub(crate) fn merged_reports(reports: BTreeMap<usize, ImportReport>) -> ImportReport {
+    let mut all = ImportReport::default();
+    for r in reports.into_values() {
+        all.skipped_rows = all.skipped_rows.saturating_add(r.skipped_rows);
+        for reason in r.skipped {
+            if all.skipped.len() < MAX_SKIP_REASONS {
+                all.skipped.push(reason);
+            } else {
+                all.skipped_unlisted = all.skipped_unlisted.saturating_add(1);
+            }
+        }
+        all.skipped_unlisted = all.skipped_unlisted.saturating_add(r.skipped_unlisted);
+        all.ignored.extend(r.ignored);
+    }
+    all
 }
 
 /// Records a skipped record in the report (or turns it into the error when rows may not be

@@ -48,21 +48,29 @@ fn one_run(dir: &Path) -> Run {
 
 /// Reads `run` both ways and compares everything; returns the rows per table.
 fn same_as_imported(run: &Run, sort: SortOptions) -> Vec<(Table, u64)> {
+    same_as_imported_with(run, sort, &ImportOptions::default())
+}
+
+/// [`same_as_imported`] with `opts` for both reads; also compares what they skipped.
+fn same_as_imported_with(run: &Run, sort: SortOptions, opts: &ImportOptions) -> Vec<(Table, u64)> {
     let tmp = tempfile::tempdir().unwrap();
     let db_path = tmp.path().join("imported.db");
-    let report = rocpd_rocprofv3::import(run, &db_path, &ImportOptions::default()).unwrap();
+    let report = rocpd_rocprofv3::import(run, &db_path, opts).unwrap();
     let db = rocpd_db::Database::open(&db_path).unwrap();
-    let direct = DirectRunSource::open(run, &ImportOptions::default())
+    let direct = DirectRunSource::open(run, opts)
         .unwrap()
         .expect("read directly")
         .with_sort_options(sort.clone());
     assert_eq!(direct.guid(), report.guid);
+    assert_eq!(direct.skipped(), report.skipped, "{}", run.label);
+    assert_eq!(direct.skipped_rows(), report.skipped_rows, "{}", run.label);
     // Described and streamed on one thread (counter files after the rest, one table
     // after another) or two (beside the API files, tables side by side), the same.
-    let one = DirectRunSource::open_on(run, &ImportOptions::default(), 1)
+    let one = DirectRunSource::open_on(run, opts, 1)
         .unwrap()
         .expect("read directly")
         .with_sort_options(sort);
+    assert_eq!(one.skipped(), report.skipped, "{}: one thread", run.label);
     assert_eq!(
         comparable(one.catalog(0).unwrap()),
         comparable(direct.catalog(0).unwrap())
@@ -181,6 +189,98 @@ fn same_with_every_batch_spilled(run: &Run, tmp: &Path) {
     assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
 }
 
+/// Puts `bad` lines into `path` after its second row: a record with a field too few, one
+/// whose `field` is not a number (when the file has that column), and, once, a stray
+/// quote that runs over the lines after it.
+fn spoil_csv(path: &Path, bad: usize, field: &str, stray_quote: bool) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() > 3, "{}", path.display());
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let column = header.iter().position(|h| h.trim_matches('"') == field);
+    let mut out: Vec<String> = lines[..3].iter().map(|l| l.to_string()).collect();
+    for k in 0..bad {
+        match column {
+            Some(c) if k % 2 == 1 => {
+                let mut fields: Vec<String> = lines[1].split(',').map(String::from).collect();
+                fields[c] = "\"ten\"".into();
+                out.push(fields.join(","));
+            }
+            _ => out.push(lines[1].rsplit_once(',').unwrap().0.to_string()),
+        }
+    }
+    if stray_quote {
+        // It runs into the next line, which opens with a quote: one field too many.
+        out.push("x,\"unclosed".into());
+    }
+    out.extend(lines[3..].iter().map(|l| l.to_string()));
+    std::fs::write(path, out.join("\n") + "\n").unwrap();
+}
+
+#[test]
+fn csv_runs_with_bad_lines_skipped_read_as_imported() {
+    let skip = ImportOptions {
+        skip_bad_rows: true,
+    };
+    // A few bad lines in several files, then more than the report lists (20), spread
+    // over files the describing pass reads in another order than the import (API files
+    // last, counter files beside them): the same rows, reasons and counts.
+    for (seed, many) in [(5, false), (6, true)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let csv = generated_with_counters(tmp.path(), seed, false);
+        let n = if many { 9 } else { 1 };
+        let mut spoiled = 0;
+        for e in std::fs::read_dir(&csv).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let (field, quote) = if name.ends_with("hip_api_trace.csv") {
+                ("Start_Timestamp", false)
+            } else if name.ends_with("kernel_trace.csv") {
+                ("End_Timestamp", false)
+            } else if name.ends_with("memory_copy_trace.csv") {
+                ("Start_Timestamp", true)
+            } else if name.ends_with("counter_collection.csv") {
+                ("Counter_Value", false)
+            } else {
+                continue;
+            };
+            spoil_csv(&p, n, field, quote);
+            spoiled += 1;
+        }
+        assert_eq!(spoiled, 4, "{}", csv.display());
+        let run = one_run(&csv);
+        // Without skipping, the import says what is wrong.
+        assert!(DirectRunSource::open(&run, &ImportOptions::default())
+            .unwrap()
+            .is_none());
+        let direct = DirectRunSource::open(&run, &skip)
+            .unwrap()
+            .expect("read directly");
+        assert!(
+            direct.skipped_rows() >= 4 * n as u64,
+            "{}",
+            direct.skipped_rows()
+        );
+        assert_eq!(
+            direct.skipped().last().unwrap().starts_with("... and "),
+            many,
+            "{:?}",
+            direct.skipped()
+        );
+        // The stray quote's record was resynchronised (listed when few are listed).
+        assert_eq!(
+            direct
+                .skipped()
+                .iter()
+                .any(|s| s.contains("reading resumes at line")),
+            !many,
+            "{:?}",
+            direct.skipped()
+        );
+        same_as_imported_with(&run, SortOptions::default(), &skip);
+    }
+}
+
 #[test]
 fn a_gzip_compressed_trace_reads_as_its_imported_database() {
     use std::io::Write;
@@ -261,7 +361,7 @@ fn runs_that_need_the_database_are_left_to_the_import() {
     let skip = ImportOptions {
         skip_bad_rows: true,
     };
-    assert!(DirectRunSource::open(&bad, &skip).unwrap().is_none());
+    same_as_imported_with(&bad, SortOptions::default(), &skip);
     // A plain one is read directly.
     let plain = write(
         "plain",
