@@ -338,6 +338,9 @@ struct Description {
     symbols: BTreeMap<i64, (i64, KernelSymbolRow)>,
     /// The first event id of each file of the plan (import order).
     first_event: Vec<i64>,
+    /// The region ids the import gives API rows whose correlation id an earlier row took,
+    /// by event id, sorted.
+    moved_regions: Vec<(i64, i64)>,
     /// Flow groups of kernels and copies by correlation id (sealed once described).
     groups: PagedMap<Group>,
     /// The correlation ids of rows without a thread (copies, allocations, old dispatches),
@@ -412,6 +415,11 @@ struct Describe {
     external: Option<i64>,
     marker: bool,
     region_ids: IdSet,
+    /// The largest region id written, which SQLite's next free id follows.
+    region_max: Option<i64>,
+    /// API rows whose correlation id an earlier one took, by (file or section, event
+    /// ordinal in it), with the id the import gives them instead.
+    moved_regions: Vec<(usize, i64, i64)>,
     /// Dispatch ids written with time, from kernel traces and counter rows.
     dispatch_ids: IdSet,
     /// Of those, the ones without a thread yet.
@@ -648,11 +656,34 @@ impl RowSink for Describe {
         _event_id: i64,
     ) -> Result<()> {
         self.thread(pid, Some(tid));
+        // The import writes a row whose id is taken with the next id SQLite gives, one past
+        // the largest (D110): the streams give it the same, found by its event.
+        let mut written = id;
         match self.region_ids.insert(id) {
             Some(true) => {}
-            Some(false) => self.refuse("two API rows with one correlation id"),
+            Some(false) => {
+                let file = self.file;
+                let next = self.region_max.and_then(|m| m.checked_add(1));
+                let ordinal = file.and_then(|f| self.file_events.get(f)).copied();
+                match (next, file, ordinal) {
+                    (Some(next), Some(file), Some(n)) => {
+                        written = next;
+                        self.moved_regions.push((file, n, next));
+                        if self.region_ids.insert(next).is_none() {
+                            self.refuse("correlation ids too scattered");
+                        }
+                    }
+                    _ => self.refuse("two API rows with one correlation id"),
+                }
+                if self.moved_regions.len() > MAX_GROUPS {
+                    self.refuse(
+                        "more API rows with a taken correlation id than the direct reader keeps",
+                    );
+                }
+            }
             None => self.refuse("correlation ids too scattered"),
         }
+        self.region_max = Some(self.region_max.map_or(written, |m| m.max(written)));
         let table = if self.marker {
             Table::Marker
         } else {
@@ -665,8 +696,10 @@ impl RowSink for Describe {
                 g.sources = g.sources.saturating_add(1);
             }
         }
+        // The import fills a row without a thread from the region whose id is the row's
+        // stack id: a moved row fills those of its new id.
         if self.stack == Some(id) {
-            if let Some(f) = self.d.fills.get_mut(id)? {
+            if let Some(f) = self.d.fills.get_mut(written)? {
                 f.tid.get_or_insert(tid);
             }
         }
@@ -955,6 +988,7 @@ impl Describe {
                 agents: Agents::default(),
                 symbols: BTreeMap::new(),
                 first_event: Vec::new(),
+                moved_regions: Vec::new(),
                 groups: PagedMap::new(page_limits(GROUP_PAGES_IN_MEMORY), "flow groups"),
                 fills: PagedMap::new(page_limits(FILL_PAGES_IN_MEMORY), "fill entries"),
                 ignored: Vec::new(),
@@ -982,6 +1016,8 @@ impl Describe {
             external: None,
             marker: false,
             region_ids: IdSet::default(),
+            region_max: None,
+            moved_regions: Vec::new(),
             dispatch_ids: IdSet::default(),
             threadless: IdSet::default(),
             untimed: IdSet::default(),
@@ -1482,6 +1518,13 @@ impl DirectRunSource {
                 }
             }
         }
+        for &(file, ordinal, id) in &describe.moved_regions {
+            let first = d.first_event.get(file).copied().unwrap_or(1);
+            // Both from counts of rows read, so far below overflow.
+            d.moved_regions
+                .push((first.saturating_add(ordinal - 1), id));
+        }
+        d.moved_regions.sort_unstable_by_key(|(event, _)| *event);
         // The threads the import fills in from the API calls.
         let pid = match &input {
             Input::Csv(plan) => plan.pid,
@@ -2789,6 +2832,9 @@ impl RowSink for Rows<'_> {
             return Ok(());
         };
         let name = self.name(name_id).to_string();
+        let id = find_in(&self.source.desc.moved_regions, event_id)
+            .copied()
+            .unwrap_or(id);
         self.push(
             k,
             &Values {

@@ -350,9 +350,8 @@ fn runs_that_need_the_database_are_left_to_the_import() {
         "twice",
         "\"HIP_RUNTIME_API\",\"hipA\",1,1,5,10,20\n\"HIP_RUNTIME_API\",\"hipB\",1,1,5,30,40\n",
     );
-    assert!(DirectRunSource::open(&twice, &ImportOptions::default())
-        .unwrap()
-        .is_none());
+    // Read directly since D110, with the id the import gives the second row.
+    same_as_imported(&twice, SortOptions::default());
     // A bad row: the import reports it.
     let bad = write("bad", "\"HIP_RUNTIME_API\",\"hipA\",1,1,5,ten,20\n");
     assert!(DirectRunSource::open(&bad, &ImportOptions::default())
@@ -426,6 +425,45 @@ fn real_trace_files_without_counters_read_as_imported() {
             same_as_imported(&run, SortOptions::default());
         }
     }
+}
+
+/// The documentation's directory as a user gives it (`-i fixtures/rocprofv3-csv-docs`):
+/// every run it groups is read directly and as imported, the unprefixed one too, whose API
+/// files come from different runs and take each other's correlation ids (D110).
+#[test]
+fn every_run_of_the_documentation_directory_reads_as_imported() {
+    let docs = Path::new("../../fixtures/rocprofv3-csv-docs").to_path_buf();
+    let runs = rocpd_rocprofv3::group_runs(&[docs]).unwrap();
+    assert!(runs.len() >= 10, "{}", runs.len());
+    let mut checked = 0;
+    for run in &runs {
+        assert!(
+            DirectRunSource::open(run, &ImportOptions::default())
+                .unwrap()
+                .is_some(),
+            "{} is read directly",
+            run.label
+        );
+        let counts = same_as_imported(run, SortOptions::default());
+        // Every API row of the run is a region or marker row, those whose id was taken too.
+        let api_lines: usize = run
+            .files
+            .iter()
+            .filter(|f| f.to_string_lossy().ends_with("api_trace.csv"))
+            .map(|f| std::fs::read_to_string(f).unwrap().lines().skip(1).count())
+            .sum();
+        if run.files.len() > 5 {
+            let rows = |t: Table| counts.iter().find(|(c, _)| *c == t).unwrap().1;
+            assert_eq!(
+                rows(Table::Region) + rows(Table::Marker),
+                api_lines as u64,
+                "{}",
+                run.label
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 1);
 }
 
 /// Files that change between the describing pass and a stream give an error naming the
@@ -997,6 +1035,76 @@ fn json_records_before_their_tables_read_as_imported() {
 /// JSON objects whose import needs more than the direct reader keeps are imported: kernel
 /// records that move the dispatch a counter record made or complete it twice, and bad
 /// JSON the import reports.
+/// API rows whose correlation id an earlier row took get the next free id, as SQLite gives
+/// it to the import (one past the largest), which a later row may then find taken in turn;
+/// a copy without a thread takes the thread of the region whose id is its correlation id,
+/// moved or not (D110).
+#[test]
+fn api_rows_with_a_taken_correlation_id_read_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    let api = "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n\
+        \"HIP_RUNTIME_API\",\"hipA\",1,11,5,10,20\n\
+        \"HIP_RUNTIME_API\",\"hipB\",1,12,5,30,40\n\
+        \"MARKER_CORE_API\",\"step\",1,13,6,32,38\n\
+        \"HIP_RUNTIME_API\",\"hipC\",1,14,3,50,60\n";
+    std::fs::write(dir.join("1_hip_api_trace.csv"), api).unwrap();
+    // The second file's rows come after the first's: 5 and 6 are taken again.
+    let more = "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n\
+        \"HSA_CORE_API\",\"hsaD\",1,15,6,70,80\n\
+        \"HSA_CORE_API\",\"hsaE\",1,16,9,90,95\n";
+    std::fs::write(dir.join("1_hsa_api_trace.csv"), more).unwrap();
+    let copies = "\"Kind\",\"Direction\",\"Stream_Id\",\"Source_Agent_Id\",\"Destination_Agent_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n\
+        \"MEMORY_COPY\",\"MEMORY_COPY_HOST_TO_DEVICE\",0,\"Agent 0\",\"Agent 1\",6,33,36\n\
+        \"MEMORY_COPY\",\"MEMORY_COPY_HOST_TO_DEVICE\",0,\"Agent 0\",\"Agent 1\",7,41,44\n\
+        \"MEMORY_COPY\",\"MEMORY_COPY_HOST_TO_DEVICE\",0,\"Agent 0\",\"Agent 1\",8,71,74\n";
+    std::fs::write(dir.join("1_memory_copy_trace.csv"), copies).unwrap();
+    let run = one_run(&dir);
+    same_as_imported(&run, SortOptions::default());
+    // What the import gives: hipB moves to 6, the marker then to 7, hsaD to 8; the copies
+    // of 6, 7 and 8 take those rows' threads.
+    let source = DirectRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .expect("read directly");
+    let regions = rows(&source, Table::Region, 100);
+    let markers = rows(&source, Table::Marker, 100);
+    let ids = |b: &RecordBatch| -> Vec<i64> {
+        let c = b
+            .column(rocpd_model::col::ID)
+            .as_primitive::<arrow_array::types::Int64Type>();
+        c.values().to_vec()
+    };
+    assert_eq!(ids(&regions), vec![5, 6, 3, 8, 9]);
+    assert_eq!(ids(&markers), vec![7]);
+    let copied = rows(&source, Table::MemoryCopy, 100);
+    let tids = copied
+        .column(rocpd_model::col::TID)
+        .as_primitive::<arrow_array::types::Int64Type>();
+    assert_eq!(tids.values().to_vec(), vec![12, 13, 15]);
+}
+
+/// A JSON object whose API records repeat correlation ids (a record given twice, and
+/// one given the id of a later record) reads directly as imported (D110).
+#[test]
+fn json_api_records_with_a_taken_correlation_id_read_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json(tmp.path(), 9, false);
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let apis = doc["rocprofiler-sdk-tool"][0]["buffer_records"]["hip_api"]
+        .as_array_mut()
+        .unwrap();
+    assert!(apis.len() > 10);
+    let first = apis[0].clone();
+    apis.insert(1, first);
+    let later = apis[8]["correlation_id"]["internal"].clone();
+    apis[2]["correlation_id"]["internal"] = later;
+    let path = tmp.path().join("taken_results.json");
+    std::fs::write(&path, serde_json::to_string(&doc).unwrap()).unwrap();
+    read_directly_as_imported(&path);
+}
+
 #[test]
 fn json_objects_that_need_the_database_are_left_to_the_import() {
     let tmp = tempfile::tempdir().unwrap();
