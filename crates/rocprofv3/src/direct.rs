@@ -967,10 +967,9 @@ impl Describe {
     }
 
     /// Whether a read into this describer leaves the run to the import: it failed or
-    /// refused something, or (a JSON object) skipped bad records (`skipped_rows`). A CSV
-    /// run's streams skip the lines its description skipped (D109).
-    fn failed(&self, read: &Result<()>, skipped_rows: u64) -> bool {
-        read.is_err() || self.refused.is_some() || (self.json && skipped_rows > 0)
+    /// refused something. Bad rows skipped do not: the streams skip the same (D109, D111).
+    fn failed(&self, read: &Result<()>) -> bool {
+        read.is_err() || self.refused.is_some()
     }
 
     /// A describer of `files` files (or sections, which add to the count as they come).
@@ -1118,7 +1117,7 @@ fn describe_run(
         let mut describe = Describe::new(plan.files.len());
         let mut reports = BTreeMap::new();
         let read = csv_import::read_files(plan, &others, &mut describe, opts, &mut reports);
-        if describe.failed(&read, 0) {
+        if describe.failed(&read) {
             return Ok(None);
         }
         let mut side = describe.for_counters(plan);
@@ -1133,12 +1132,12 @@ fn describe_run(
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (side, api)
         });
-        if side.failed(&side_read, 0) || api_read.is_err() {
+        if side.failed(&side_read) || api_read.is_err() {
             return Ok(None);
         }
         if describe.absorb_counters(side) {
             reports.extend(side_reports);
-            let done = !describe.failed(&api_read, 0);
+            let done = !describe.failed(&api_read);
             return Ok(done.then(|| (describe, crate::merged_reports(reports))));
         }
     }
@@ -1146,7 +1145,7 @@ fn describe_run(
     let mut reports = BTreeMap::new();
     for files in [targets, apis] {
         let read = csv_import::read_files(plan, &files, &mut describe, opts, &mut reports);
-        if describe.failed(&read, 0) {
+        if describe.failed(&read) {
             return Ok(None);
         }
     }
@@ -1176,7 +1175,13 @@ fn describe_json(
     threads: usize,
 ) -> Result<Option<(Describe, ImportReport)>> {
     let mut describe = Describe::for_json();
-    let mut report = ImportReport::default();
+    // The reads take the object's sections in another order than the import: skip
+    // reasons are kept by place and put in its order at the end (D111).
+    let keyed = || ImportReport {
+        ordered: Some(Default::default()),
+        ..Default::default()
+    };
+    let mut report = keyed();
     let mut spans = Vec::new();
     let first = Wanted {
         records: Some(JSON_TARGETS),
@@ -1192,10 +1197,12 @@ fn describe_json(
         let side_by_side = describe_kernels_beside(path, index, opts, &mut describe, &mut spans);
         match side_by_side {
             Beside::Failed => return Ok(None),
-            Beside::Done(r) => report = r,
+            Beside::Done(r) => {
+                report = r;
+                report.ordered = Some(Default::default());
+            }
             Beside::InOrder => {
-                (describe, report, spans) =
-                    (Describe::for_json(), ImportReport::default(), Vec::new());
+                (describe, report, spans) = (Describe::for_json(), keyed(), Vec::new());
                 in_order = true;
             }
         }
@@ -1232,11 +1239,14 @@ fn describe_json(
             opts,
             &mut report,
         );
-        if describe.failed(&read, report.skipped_rows) {
+        if describe.failed(&read) {
             return Ok(None);
         }
     }
     describe.d.json_spans = spans;
+    if let Some(ordered) = report.ordered.take() {
+        ordered.into_report(&mut report);
+    }
     Ok(Some((describe, report)))
 }
 
@@ -1332,8 +1342,12 @@ fn describe_kernels_beside(
         (read, side)
     });
     describe.counters_seen = None;
-    if describe.failed(&read, report.skipped_rows) {
+    if describe.failed(&read) {
         return Beside::Failed;
+    }
+    if report.skipped_rows > 0 || side_report.skipped_rows > 0 {
+        // Bad records skipped: reads in order list them as the import does (D111).
+        return Beside::InOrder;
     }
     if !describe.late.is_empty() || !side.late.is_empty() {
         // Sections read after the others (D108): the order checks below go by place in
@@ -1355,7 +1369,7 @@ fn describe_kernels_beside(
         Some(c) => sections.iter().all(|&k| k > c),
         None => true,
     };
-    if !side.failed(&side_read, side_report.skipped_rows) {
+    if !side.failed(&side_read) {
         if let Some(sp) = side.speculation.take() {
             let unchanged = sp.before.as_ref().is_none_or(|(agents, symbols)| {
                 *agents == side.d.agents && *symbols == side.d.symbols.len()
@@ -1403,10 +1417,10 @@ fn describe_kernels_beside(
         opts,
         &mut report,
     );
-    if describe.failed(&read, report.skipped_rows) {
+    if describe.failed(&read) {
         return Beside::Failed;
     }
-    if !in_order_after(&kernel_sections(describe)) {
+    if report.skipped_rows > 0 || !in_order_after(&kernel_sections(describe)) {
         return Beside::InOrder;
     }
     describe.first_read = FirstRead::KernelsAgain;

@@ -35,7 +35,7 @@ use crate::db::{
 use crate::json_node::{Node, Shape};
 use crate::json_scan::{Scan, ScanError};
 use crate::sink::{RowSink, Texts};
-use crate::{skip_or_fail, CsvKind, ImportOptions, ImportReport};
+use crate::{skip_or_fail, skip_or_fail_at, CsvKind, ImportOptions, ImportReport};
 
 const TOOL_KEY: &str = "rocprofiler-sdk-tool";
 
@@ -696,6 +696,8 @@ struct Json<'o, 'r> {
     /// Which walk this is: the first, or a later one reading only late tables or only
     /// late record sections.
     replay: Replay,
+    /// The byte offset of the element being read (scanning walks only).
+    at: u64,
 }
 
 /// The walks of a scanning read (D108).
@@ -785,7 +787,13 @@ impl Json<'_, '_> {
             Err(RecError::Fatal(e)) => Err(e),
             Err(RecError::Bad(m)) => {
                 let place = format!("{}[{}]", self.section, self.index);
-                skip_or_fail(self.opts, self.report, Error::input(&self.path, place, m))
+                let walk = match self.replay {
+                    Replay::No => 0,
+                    Replay::Tables => 1,
+                    Replay::Records => 2,
+                };
+                let err = Error::input(&self.path, place, m);
+                skip_or_fail_at(self.opts, self.report, err, (walk, self.at))
             }
         }
     }
@@ -2015,8 +2023,13 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
                         Ok(()) => {}
                         Err(RecError::Fatal(e)) => return Err(e.into()),
                         Err(RecError::Bad(m)) => {
-                            let place = st.section.clone();
-                            skip_or_fail(st.opts, st.report, Error::input(&st.path, place, m))?
+                            let err = Error::input(&st.path, st.section.clone(), m);
+                            // Every read parses it: one that keeps reasons by place counts
+                            // it only in the read of the catalog (D111).
+                            let counted = st.report.ordered.is_some() && !st.wanted.catalog;
+                            if !(counted && st.opts.skip_bad_rows) {
+                                skip_or_fail_at(st.opts, st.report, err, (0, at))?
+                            }
                         }
                     }
                     st.have_metadata = true;
@@ -2165,6 +2178,7 @@ fn scan_elements<R: Read>(
                     s.skip(st.strict)?;
                     *st.ignored.entry(st.section.clone()).or_insert(0) += 1;
                 } else {
+                    st.at = s.offset();
                     s.with_flat(|v| st.element(section, v))??;
                 }
                 st.index += 1;
@@ -2176,6 +2190,7 @@ fn scan_elements<R: Read>(
         Some(b'{') => {
             s.open(b'{', b'}')?;
             loop {
+                st.at = s.offset();
                 let key = s.key()?;
                 let value: Value = s.parse(raw)?;
                 st.element(section, &serde_json::json!({ "key": key, "value": value }))?;
@@ -2226,6 +2241,7 @@ impl<'o, 'r> Json<'o, 'r> {
             late: Vec::new(),
             late_tables: Vec::new(),
             replay: Replay::No,
+            at: 0,
         }
     }
 

@@ -240,6 +240,35 @@ pub struct ImportReport {
     pub ignored: Vec<String>,
     /// The guid of the written database.
     pub guid: String,
+    /// For reads that take a JSON object's records out of file order: the skip reasons
+    /// by place, put back in the import's order at the end (D111).
+    pub(crate) ordered: Option<OrderedSkips>,
+}
+
+/// Skip reasons of several reads of one JSON object, each keyed by the walk that read the
+/// record (the import's order reads late tables and then late records after the rest) and
+/// its byte offset: the first [`MAX_SKIP_REASONS`] in that order are the import's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct OrderedSkips {
+    listed: BTreeMap<(u8, u64), String>,
+    count: u64,
+}
+
+impl OrderedSkips {
+    pub(crate) fn add(&mut self, key: (u8, u64), reason: String) {
+        self.count = self.count.saturating_add(1);
+        self.listed.insert(key, reason);
+        if self.listed.len() > MAX_SKIP_REASONS {
+            self.listed.pop_last();
+        }
+    }
+
+    /// Puts the reasons into `report` as one read in file order lists them.
+    pub(crate) fn into_report(self, report: &mut ImportReport) {
+        report.skipped_rows = self.count;
+        report.skipped = self.listed.into_values().collect();
+        report.skipped_unlisted = self.count - report.skipped.len() as u64;
+    }
 }
 
 impl ImportReport {
@@ -340,6 +369,27 @@ pub(crate) fn skip_or_fail(
         return Err(err);
     }
     note_skip(report, 1, err);
+    Ok(())
+}
+
+/// [`skip_or_fail`] for a JSON record at `key` (see [`OrderedSkips`]), which a report that
+/// keeps its reasons by place takes there.
+pub(crate) fn skip_or_fail_at(
+    opts: &ImportOptions,
+    report: &mut ImportReport,
+    err: Error,
+    key: (u8, u64),
+) -> Result<()> {
+    if !opts.skip_bad_rows {
+        return Err(err);
+    }
+    match report.ordered.as_mut() {
+        Some(ordered) => {
+            ordered.add(key, err.to_string());
+            report.skipped_rows = report.skipped_rows.saturating_add(1);
+        }
+        None => note_skip(report, 1, err),
+    }
     Ok(())
 }
 

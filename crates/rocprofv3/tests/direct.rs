@@ -1105,6 +1105,91 @@ fn json_api_records_with_a_taken_correlation_id_read_as_imported() {
     read_directly_as_imported(&path);
 }
 
+/// A JSON object with bad records in several sections, skipped with `skip_bad_rows`,
+/// reads directly with the import's rows, reasons and counts (D111): few and more than
+/// the 20 listed, with the tables where rocprofv3 puts them or after the records (whose
+/// records are then read in later walks), on one thread and two.
+#[test]
+fn json_objects_with_bad_records_skipped_read_as_imported() {
+    let skip = ImportOptions {
+        skip_bad_rows: true,
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json(tmp.path(), 12, false);
+    let text = std::fs::read_to_string(&json).unwrap();
+    let mut case = 0;
+    // The members in rocprofv3's order (tables first), sorted (records before
+    // `metadata`: all read late), and with `counters` between the counter records and
+    // the buffer records (the counter records read late, after the buffer records that
+    // follow them in the file).
+    for many in [false, true] {
+        for order in ["rocprofv3", "sorted", "counters late"] {
+            let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let object = &mut doc["rocprofiler-sdk-tool"][0];
+            let sections = [
+                ("buffer_records", "hip_api"),
+                ("buffer_records", "kernel_dispatch"),
+                ("buffer_records", "memory_copy"),
+                ("callback_records", "counter_collection"),
+            ];
+            for (k, (group, name)) in sections.iter().enumerate() {
+                let records = object[group][name].as_array_mut().unwrap();
+                let n = if many { 7 } else { 1 };
+                assert!(records.len() > 3 * n, "{name}");
+                for i in 0..n {
+                    // A record without its fields, and one whose time is not a number.
+                    let at = 1 + 3 * i + k % 2;
+                    if i % 2 == 0 {
+                        records[at] = serde_json::json!({ "bogus": true });
+                    } else {
+                        records[at]["start_timestamp"] = serde_json::json!("soon");
+                        records[at]["dispatch_data"] = serde_json::json!("soon");
+                    }
+                }
+            }
+            // serde_json sorts the members (which puts the records before `metadata`
+            // and `strings`); rocprofv3's order puts the tables first.
+            let object = doc["rocprofiler-sdk-tool"][0].as_object().unwrap();
+            let records = ["buffer_records", "callback_records"];
+            let mut members: Vec<&String> = object.keys().collect();
+            match order {
+                "rocprofv3" => members.sort_by_key(|k| records.contains(&k.as_str())),
+                "counters late" => members.sort_by_key(|k| match k.as_str() {
+                    "callback_records" => 1,
+                    "counters" => 2,
+                    "buffer_records" => 3,
+                    _ => 0,
+                }),
+                _ => {}
+            }
+            let body: Vec<String> = members
+                .iter()
+                .map(|k| format!("{:?}:{}", k, object[k.as_str()]))
+                .collect();
+            let out = format!("{{\"rocprofiler-sdk-tool\":[{{{}}}]}}", body.join(","));
+            case += 1;
+            let path = tmp.path().join(format!("bad{case}_results.json"));
+            std::fs::write(&path, out).unwrap();
+            let run = one_run(&path);
+            assert!(DirectRunSource::open(&run, &ImportOptions::default())
+                .unwrap()
+                .is_none());
+            let direct = DirectRunSource::open(&run, &skip)
+                .unwrap()
+                .expect("read directly");
+            let n = if many { 28 } else { 4 };
+            assert_eq!(direct.skipped_rows(), n, "{:?}", direct.skipped());
+            assert_eq!(
+                direct.skipped().last().unwrap().starts_with("... and "),
+                many,
+                "{:?}",
+                direct.skipped()
+            );
+            same_as_imported_with(&run, SortOptions::default(), &skip);
+        }
+    }
+}
+
 #[test]
 fn json_objects_that_need_the_database_are_left_to_the_import() {
     let tmp = tempfile::tempdir().unwrap();
