@@ -415,8 +415,9 @@ struct Describe {
     external: Option<i64>,
     marker: bool,
     region_ids: IdSet,
-    /// The largest region id written, which SQLite's next free id follows.
-    region_max: Option<i64>,
+    /// The largest region id written, or 0: the table is `AUTOINCREMENT`, whose next free
+    /// id is one past the larger of its largest id and its sequence, which starts at 0.
+    region_max: i64,
     /// API rows whose correlation id an earlier one took, by (file or section, event
     /// ordinal in it), with the id the import gives them instead.
     moved_regions: Vec<(usize, i64, i64)>,
@@ -656,34 +657,34 @@ impl RowSink for Describe {
         _event_id: i64,
     ) -> Result<()> {
         self.thread(pid, Some(tid));
-        // The import writes a row whose id is taken with the next id SQLite gives, one past
-        // the largest (D110): the streams give it the same, found by its event.
+        // The import writes a row whose id is taken with the next id SQLite gives (D110):
+        // the streams give it the same, found by its event.
         let mut written = id;
         match self.region_ids.insert(id) {
             Some(true) => {}
             Some(false) => {
                 let file = self.file;
-                let next = self.region_max.and_then(|m| m.checked_add(1));
+                let next = self.region_max.checked_add(1);
                 let ordinal = file.and_then(|f| self.file_events.get(f)).copied();
+                let room = self.moved_regions.len() < MAX_GROUPS;
                 match (next, file, ordinal) {
-                    (Some(next), Some(file), Some(n)) => {
+                    _ if self.refused.is_some() => {}
+                    (Some(next), Some(file), Some(n)) if room => {
                         written = next;
                         self.moved_regions.push((file, n, next));
                         if self.region_ids.insert(next).is_none() {
                             self.refuse("correlation ids too scattered");
                         }
                     }
-                    _ => self.refuse("two API rows with one correlation id"),
-                }
-                if self.moved_regions.len() > MAX_GROUPS {
-                    self.refuse(
+                    (Some(_), Some(_), Some(_)) => self.refuse(
                         "more API rows with a taken correlation id than the direct reader keeps",
-                    );
+                    ),
+                    _ => self.refuse("two API rows with one correlation id"),
                 }
             }
             None => self.refuse("correlation ids too scattered"),
         }
-        self.region_max = Some(self.region_max.map_or(written, |m| m.max(written)));
+        self.region_max = self.region_max.max(written);
         let table = if self.marker {
             Table::Marker
         } else {
@@ -697,11 +698,9 @@ impl RowSink for Describe {
             }
         }
         // The import fills a row without a thread from the region whose id is the row's
-        // stack id: a moved row fills those of its new id.
-        if self.stack == Some(id) {
-            if let Some(f) = self.d.fills.get_mut(written)? {
-                f.tid.get_or_insert(tid);
-            }
+        // stack id, whatever the region's own: a moved row fills those of its new id.
+        if let Some(f) = self.d.fills.get_mut(written)? {
+            f.tid.get_or_insert(tid);
         }
         Ok(())
     }
@@ -1015,7 +1014,7 @@ impl Describe {
             external: None,
             marker: false,
             region_ids: IdSet::default(),
-            region_max: None,
+            region_max: 0,
             moved_regions: Vec::new(),
             dispatch_ids: IdSet::default(),
             threadless: IdSet::default(),

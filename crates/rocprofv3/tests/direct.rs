@@ -1082,6 +1082,33 @@ fn api_rows_with_a_taken_correlation_id_read_as_imported() {
         .column(rocpd_model::col::TID)
         .as_primitive::<arrow_array::types::Int64Type>();
     assert_eq!(tids.values().to_vec(), vec![12, 13, 15]);
+
+    // The table is AUTOINCREMENT: with every id below zero, the next free id is 1, not
+    // one past the largest; correlation id 0 (no stack id) given twice moves to 2 and
+    // still gives its thread to the copy of 2 (both found by a review).
+    let dir = tmp.path().join("low");
+    std::fs::create_dir(&dir).unwrap();
+    let api = "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n\
+        \"HIP_RUNTIME_API\",\"hipA\",1,21,-5,10,20\n\
+        \"HIP_RUNTIME_API\",\"hipB\",1,22,-5,30,40\n\
+        \"HIP_RUNTIME_API\",\"hipC\",1,23,0,50,60\n\
+        \"HIP_RUNTIME_API\",\"hipD\",1,24,0,70,80\n";
+    std::fs::write(dir.join("1_hip_api_trace.csv"), api).unwrap();
+    let copies = "\"Kind\",\"Direction\",\"Stream_Id\",\"Source_Agent_Id\",\"Destination_Agent_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n\
+        \"MEMORY_COPY\",\"MEMORY_COPY_HOST_TO_DEVICE\",0,\"Agent 0\",\"Agent 1\",1,31,34\n\
+        \"MEMORY_COPY\",\"MEMORY_COPY_HOST_TO_DEVICE\",0,\"Agent 0\",\"Agent 1\",2,71,74\n";
+    std::fs::write(dir.join("1_memory_copy_trace.csv"), copies).unwrap();
+    let run = one_run(&dir);
+    same_as_imported(&run, SortOptions::default());
+    let source = DirectRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .expect("read directly");
+    assert_eq!(ids(&rows(&source, Table::Region, 100)), vec![-5, 1, 0, 2]);
+    let copied = rows(&source, Table::MemoryCopy, 100);
+    let tids = copied
+        .column(rocpd_model::col::TID)
+        .as_primitive::<arrow_array::types::Int64Type>();
+    assert_eq!(tids.values().to_vec(), vec![22, 24]);
 }
 
 /// A JSON object whose API records repeat correlation ids (a record given twice, and
