@@ -213,8 +213,13 @@ impl Runner {
                     };
                     let agree = match (&direct, &imported) {
                         (Ok(None), _) => true,
-                        (Ok(Some((n, skipped))), Ok(report)) => {
-                            *n == events(report) && *skipped == report.skipped_rows
+                        (Ok(Some((n, skipped, print))), Ok(report)) => {
+                            // The same rows and ids as the imported database streams.
+                            let same = rocpd_db::Database::open(&dest)
+                                .map_err(|e| e.to_string())
+                                .and_then(|db| walk_with_print(&db))
+                                .is_ok_and(|(_, p)| p == *print);
+                            *n == events(report) && *skipped == report.skipped_rows && same
                         }
                         _ => false,
                     };
@@ -317,6 +322,13 @@ fn spill_everything(spill: &tempfile::TempDir) -> rocpd_pipeline::SortOptions {
 /// stream walked to its end, forward in time): the rows it streamed, or the first error
 /// as text.
 fn walk_source(source: &dyn rocpd_pipeline::Source) -> std::result::Result<u64, String> {
+    walk_with_print(source).map(|(rows, _)| rows)
+}
+
+/// [`walk_source`], with a fingerprint of the rows: the sum, over every row, of a hash of
+/// its table, id, thread, start and end. Two sources whose fingerprints differ give
+/// other rows (or other ids), in whatever order.
+fn walk_with_print(source: &dyn rocpd_pipeline::Source) -> std::result::Result<(u64, u64), String> {
     let text = |e: rocpd_model::Error| e.to_string();
     source.catalog(0).map_err(text)?;
     source.event_span().map_err(text)?;
@@ -332,20 +344,36 @@ fn walk_source(source: &dyn rocpd_pipeline::Source) -> std::result::Result<u64, 
         ..Default::default()
     };
     let mut streamed = 0u64;
+    let mut print = 0u64;
     for mut p in source.prepare(0, &options).map_err(text)? {
         let mut s = p.open().map_err(text)?;
+        let table = s.table() as u64;
         let mut last = i64::MIN;
         while let Some(b) = s.next_batch().map_err(text)? {
-            let starts = b
-                .column(rocpd_model::col::START)
-                .as_any()
-                .downcast_ref::<arrow_array::Int64Array>()
-                .ok_or("start is not Int64")?;
-            for &t in starts.values() {
+            let int = |c: usize| {
+                b.column(c)
+                    .as_any()
+                    .downcast_ref::<arrow_array::Int64Array>()
+                    .cloned()
+                    .ok_or(format!("column {c} is not Int64"))
+            };
+            let (ids, tids) = (int(rocpd_model::col::ID)?, int(rocpd_model::col::TID)?);
+            let (starts, ends) = (int(rocpd_model::col::START)?, int(rocpd_model::col::END)?);
+            for (i, &t) in starts.values().iter().enumerate() {
                 if t < last {
                     return Err(format!("the stream goes back in time: {t} after {last}"));
                 }
                 last = t;
+                let tid = if arrow_array::Array::is_null(&tids, i) {
+                    -1
+                } else {
+                    tids.value(i)
+                };
+                let row = [table as i64, ids.value(i), tid, t, ends.value(i)];
+                let hash = row.iter().fold(rocpd_model::hash::FNV_OFFSET, |h, v| {
+                    rocpd_model::hash::fnv1a64(&v.to_le_bytes(), h)
+                });
+                print = print.wrapping_add(hash);
             }
             streamed += b.num_rows() as u64;
         }
@@ -353,7 +381,7 @@ fn walk_source(source: &dyn rocpd_pipeline::Source) -> std::result::Result<u64, 
     if streamed != counted {
         return Err(format!("streamed {streamed} rows, counted {counted}"));
     }
-    Ok(streamed)
+    Ok((streamed, print))
 }
 
 /// The direct rocprofv3 reader (CSV or JSON) on `run`: `None` when it leaves the run to
@@ -361,7 +389,7 @@ fn walk_source(source: &dyn rocpd_pipeline::Source) -> std::result::Result<u64, 
 fn read_run_directly(
     run: &rocpd_rocprofv3::Run,
     opts: &rocpd_rocprofv3::ImportOptions,
-) -> std::result::Result<Option<(u64, u64)>, String> {
+) -> std::result::Result<Option<(u64, u64, u64)>, String> {
     let spill = tempfile::tempdir().map_err(|e| e.to_string())?;
     let Some(source) =
         rocpd_rocprofv3::DirectRunSource::open(run, opts).map_err(|e| e.to_string())?
@@ -375,10 +403,10 @@ fn read_run_directly(
         .flat_map(|d| d.rows.values())
         .sum();
     let source = source.with_sort_options(spill_everything(&spill));
-    let streamed = walk_source(&source)?;
+    let (streamed, print) = walk_with_print(&source)?;
     written_back(Box::new(source), streamed)?;
     // Counter values without time are written by the import and dropped by the reader.
-    Ok(Some((streamed + dropped, skipped)))
+    Ok(Some((streamed + dropped, skipped, print)))
 }
 
 /// The direct Proton reader on `path`: [`walk_source`]'s rows or error (also when the
