@@ -2026,8 +2026,9 @@ fn scan_proc<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, raw: &mut Vec<u8>)
                             let err = Error::input(&st.path, st.section.clone(), m);
                             // Every read parses it: one that keeps reasons by place counts
                             // it only in the read of the catalog (D111).
-                            let counted = st.report.ordered.is_some() && !st.wanted.catalog;
-                            if !(counted && st.opts.skip_bad_rows) {
+                            let counted_by_other_read =
+                                st.report.ordered.is_some() && !st.wanted.catalog;
+                            if !(counted_by_other_read && st.opts.skip_bad_rows) {
                                 skip_or_fail_at(st.opts, st.report, err, (0, at))?
                             }
                         }
