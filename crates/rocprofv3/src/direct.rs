@@ -341,6 +341,8 @@ struct Description {
     /// The region ids the import gives API rows whose correlation id an earlier row took,
     /// by event id, sorted.
     moved_regions: Vec<(i64, i64)>,
+    /// The same of kernel rows whose dispatch id an earlier row took (D112).
+    moved_dispatches: Vec<(i64, i64)>,
     /// Flow groups of kernels and copies by correlation id (sealed once described).
     groups: PagedMap<Group>,
     /// The correlation ids of rows without a thread (copies, allocations, old dispatches),
@@ -421,6 +423,9 @@ struct Describe {
     /// API rows whose correlation id an earlier one took, by (file or section, event
     /// ordinal in it), with the id the import gives them instead.
     moved_regions: Vec<(usize, i64, i64)>,
+    /// The largest dispatch row id written, or 0, and the kernel rows moved as above.
+    dispatch_max: i64,
+    moved_dispatches: Vec<(usize, i64, i64)>,
     /// Dispatch ids written with time, from kernel traces and counter rows.
     dispatch_ids: IdSet,
     /// Of those, the ones without a thread yet.
@@ -707,11 +712,33 @@ impl RowSink for Describe {
     fn dispatch(&mut self, d: &DispatchRow, _event_id: i64) -> Result<()> {
         self.thread(d.pid, d.tid);
         self.queue_stream(Some(d.queue_id), Some(d.stream_id));
+        let mut written = d.dispatch_id;
         match self.dispatch_ids.insert(d.dispatch_id) {
             Some(true) => {}
+            // A kernel trace row of a CSV run: its dispatch id is looked up only by counter
+            // rows, which a run with moved rows may not have (checked once described), so
+            // the row id the import gives it is all that changes (D112).
+            Some(false) if !self.json && self.kind == Some(CsvKind::KernelTrace) => {
+                let file = self.file;
+                let next = self.dispatch_max.checked_add(1);
+                let ordinal = file.and_then(|f| self.file_events.get(f)).copied();
+                let room = self.moved_dispatches.len() < MAX_GROUPS;
+                match (next, file, ordinal) {
+                    _ if self.refused.is_some() => {}
+                    (Some(next), Some(file), Some(n)) if room => {
+                        written = next;
+                        self.moved_dispatches.push((file, n, next));
+                        if self.dispatch_ids.insert(next).is_none() {
+                            self.refuse("dispatch ids too scattered");
+                        }
+                    }
+                    _ => self.refuse("two kernel rows with one dispatch id"),
+                }
+            }
             Some(false) => self.refuse("two kernel rows with one dispatch id"),
             None => self.refuse("dispatch ids too scattered"),
         }
+        self.dispatch_max = self.dispatch_max.max(written);
         let from_trace = self.kind == Some(CsvKind::KernelTrace);
         if self.kind == Some(CsvKind::CounterCollection) {
             self.d.made_by_counters += 1;
@@ -987,6 +1014,7 @@ impl Describe {
                 symbols: BTreeMap::new(),
                 first_event: Vec::new(),
                 moved_regions: Vec::new(),
+                moved_dispatches: Vec::new(),
                 groups: PagedMap::new(page_limits(GROUP_PAGES_IN_MEMORY), "flow groups"),
                 fills: PagedMap::new(page_limits(FILL_PAGES_IN_MEMORY), "fill entries"),
                 ignored: Vec::new(),
@@ -1016,6 +1044,8 @@ impl Describe {
             region_ids: IdSet::default(),
             region_max: 0,
             moved_regions: Vec::new(),
+            dispatch_max: 0,
+            moved_dispatches: Vec::new(),
             dispatch_ids: IdSet::default(),
             threadless: IdSet::default(),
             untimed: IdSet::default(),
@@ -1538,6 +1568,23 @@ impl DirectRunSource {
                 .push((first.saturating_add(ordinal - 1), id));
         }
         d.moved_regions.sort_unstable_by_key(|(event, _)| *event);
+        for &(file, ordinal, id) in &describe.moved_dispatches {
+            let first = d.first_event.get(file).copied().unwrap_or(1);
+            d.moved_dispatches
+                .push((first.saturating_add(ordinal - 1), id));
+        }
+        d.moved_dispatches.sort_unstable_by_key(|(event, _)| *event);
+        // Counter rows find their dispatch by the row id the import moved (D112).
+        let counted = match &input {
+            Input::Csv(plan) => plan
+                .files
+                .iter()
+                .any(|(_, k)| *k == CsvKind::CounterCollection),
+            Input::Json { .. } => true,
+        };
+        if !d.moved_dispatches.is_empty() && counted {
+            return Ok(None);
+        }
         // The threads the import fills in from the API calls.
         let pid = match &input {
             Input::Csv(plan) => plan.pid,
@@ -2685,10 +2732,13 @@ impl<'a> Rows<'a> {
             .or_else(|| symbol.and_then(|k| k.kernel_name.as_deref()))
             .unwrap_or("");
         let region_name = d.region_name_id.map(|id| self.name(id).to_string());
+        let id = find_in(&desc.moved_dispatches, event_id)
+            .copied()
+            .unwrap_or(d.dispatch_id);
         self.push(
             k,
             &Values {
-                id: d.dispatch_id,
+                id,
                 pid: d.pid,
                 tid,
                 start: d.start,

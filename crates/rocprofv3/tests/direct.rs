@@ -1111,6 +1111,61 @@ fn api_rows_with_a_taken_correlation_id_read_as_imported() {
     assert_eq!(tids.values().to_vec(), vec![22, 24]);
 }
 
+/// Kernel trace rows whose dispatch id an earlier row took get the next free row id, as
+/// the import's AUTOINCREMENT table gives it, while their `dispatch_id` column keeps their
+/// own; with a counter file beside them (whose rows find dispatches by row id) the run
+/// is still left to the import (D112).
+#[test]
+fn kernel_rows_with_a_taken_dispatch_id_read_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = Path::new("../../fixtures/rocprofv3-csv-docs");
+    let text = std::fs::read_to_string(docs.join("kernel_trace.csv")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let dispatch = |line: &str| -> i64 { line.split(',').nth(5).unwrap().parse().unwrap() };
+    let largest = lines[1..].iter().map(|l| dispatch(l)).max().unwrap();
+    // The first row again, then a row whose own id is the one the first repeat takes.
+    let mut fields: Vec<String> = lines[2].split(',').map(String::from).collect();
+    fields[5] = (largest + 1).to_string();
+    let body = format!("{}\n{}\n{}\n", text.trim_end(), lines[1], fields.join(","));
+    let dir = tmp.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("kernel_trace.csv"), &body).unwrap();
+    let run = one_run(&dir);
+    let counts = same_as_imported(&run, SortOptions::default());
+    let kernels = counts
+        .iter()
+        .find(|(t, _)| *t == Table::KernelDispatch)
+        .unwrap()
+        .1;
+    assert_eq!(kernels as usize, lines.len() + 1);
+    let source = DirectRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .expect("read directly");
+    let batch = rows(&source, Table::KernelDispatch, 100);
+    let column = |c: usize| -> Vec<i64> {
+        let a = batch
+            .column(c)
+            .as_primitive::<arrow_array::types::Int64Type>();
+        a.values().to_vec()
+    };
+    let mut ids = column(rocpd_model::col::ID);
+    ids.sort_unstable();
+    let mut expected: Vec<i64> = lines[1..].iter().map(|l| dispatch(l)).collect();
+    expected.extend([largest + 1, largest + 2]);
+    expected.sort_unstable();
+    assert_eq!(ids, expected);
+    // With counter rows the run is the import's.
+    std::fs::copy(
+        docs.join("counter_collection.csv"),
+        dir.join("counter_collection.csv"),
+    )
+    .unwrap();
+    let run = one_run(&dir);
+    assert!(DirectRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .is_none());
+}
+
 /// A JSON object whose API records repeat correlation ids (a record given twice, and
 /// one given the id of a later record) reads directly as imported (D110).
 #[test]
