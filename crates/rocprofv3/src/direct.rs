@@ -297,6 +297,32 @@ fn find_in<T>(entries: &[(i64, T)], s: i64) -> Option<&T> {
     Some(&entries[i].1)
 }
 
+/// The row id the import gives a row whose id an earlier row took (D110, D112): the next
+/// id of its `AUTOINCREMENT` table, one past `max` (the largest so far, or 0), itself
+/// taken from then on. The row is noted in `moved` by its `place` (file or section, event
+/// ordinal in it). `Err` says why the run is left to the import instead.
+fn move_taken(
+    ids: &mut IdSet,
+    max: i64,
+    moved: &mut Vec<(usize, i64, i64)>,
+    place: Option<(usize, i64)>,
+) -> std::result::Result<i64, &'static str> {
+    let Some((file, ordinal)) = place else {
+        return Err("a row with a taken id outside any file");
+    };
+    let Some(next) = max.checked_add(1) else {
+        return Err("no id left for a row with a taken id");
+    };
+    if moved.len() >= MAX_GROUPS {
+        return Err("more rows with a taken id than the direct reader keeps");
+    }
+    if ids.insert(next).is_none() {
+        return Err("ids too scattered");
+    }
+    moved.push((file, ordinal, next));
+    Ok(next)
+}
+
 /// Whether a category names a marker table row (SQLite's `LIKE 'MARKER\_%'`, which
 /// ignores ASCII case).
 fn is_marker(category: &str) -> bool {
@@ -667,24 +693,13 @@ impl RowSink for Describe {
         let mut written = id;
         match self.region_ids.insert(id) {
             Some(true) => {}
+            Some(false) if self.refused.is_some() => {}
             Some(false) => {
-                let file = self.file;
-                let next = self.region_max.checked_add(1);
-                let ordinal = file.and_then(|f| self.file_events.get(f)).copied();
-                let room = self.moved_regions.len() < MAX_GROUPS;
-                match (next, file, ordinal) {
-                    _ if self.refused.is_some() => {}
-                    (Some(next), Some(file), Some(n)) if room => {
-                        written = next;
-                        self.moved_regions.push((file, n, next));
-                        if self.region_ids.insert(next).is_none() {
-                            self.refuse("correlation ids too scattered");
-                        }
-                    }
-                    (Some(_), Some(_), Some(_)) => self.refuse(
-                        "more API rows with a taken correlation id than the direct reader keeps",
-                    ),
-                    _ => self.refuse("two API rows with one correlation id"),
+                let place = self.place();
+                let moved = &mut self.moved_regions;
+                match move_taken(&mut self.region_ids, self.region_max, moved, place) {
+                    Ok(next) => written = next,
+                    Err(why) => self.refuse(why),
                 }
             }
             None => self.refuse("correlation ids too scattered"),
@@ -715,24 +730,16 @@ impl RowSink for Describe {
         let mut written = d.dispatch_id;
         match self.dispatch_ids.insert(d.dispatch_id) {
             Some(true) => {}
+            Some(false) if self.refused.is_some() => {}
             // A kernel trace row of a CSV run: its dispatch id is looked up only by counter
             // rows, which a run with moved rows may not have (checked once described), so
             // the row id the import gives it is all that changes (D112).
             Some(false) if !self.json && self.kind == Some(CsvKind::KernelTrace) => {
-                let file = self.file;
-                let next = self.dispatch_max.checked_add(1);
-                let ordinal = file.and_then(|f| self.file_events.get(f)).copied();
-                let room = self.moved_dispatches.len() < MAX_GROUPS;
-                match (next, file, ordinal) {
-                    _ if self.refused.is_some() => {}
-                    (Some(next), Some(file), Some(n)) if room => {
-                        written = next;
-                        self.moved_dispatches.push((file, n, next));
-                        if self.dispatch_ids.insert(next).is_none() {
-                            self.refuse("dispatch ids too scattered");
-                        }
-                    }
-                    _ => self.refuse("two kernel rows with one dispatch id"),
+                let place = self.place();
+                let moved = &mut self.moved_dispatches;
+                match move_taken(&mut self.dispatch_ids, self.dispatch_max, moved, place) {
+                    Ok(next) => written = next,
+                    Err(why) => self.refuse(why),
                 }
             }
             Some(false) => self.refuse("two kernel rows with one dispatch id"),
@@ -990,6 +997,12 @@ impl Describe {
         let mut d = Describe::new(0);
         d.json = true;
         d
+    }
+
+    /// The file (or section) being read and the ordinal of its last event in it.
+    fn place(&self) -> Option<(usize, i64)> {
+        let file = self.file?;
+        Some((file, *self.file_events.get(file)?))
     }
 
     /// Whether a read into this describer leaves the run to the import: it failed or

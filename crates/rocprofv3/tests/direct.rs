@@ -217,6 +217,28 @@ fn spoil_csv(path: &Path, bad: usize, field: &str, stray_quote: bool) {
     std::fs::write(path, out.join("\n") + "\n").unwrap();
 }
 
+/// `run`, which has bad rows: left to the import without `skip_bad_rows` (which reports
+/// the first), read directly with it; `capped` says whether it has more skip reasons than
+/// the report lists.
+fn read_skipping(run: &Run, capped: bool) -> DirectRunSource {
+    let strict = DirectRunSource::open(run, &ImportOptions::default()).unwrap();
+    assert!(strict.is_none());
+    let skip = ImportOptions {
+        skip_bad_rows: true,
+    };
+    let direct = DirectRunSource::open(run, &skip)
+        .unwrap()
+        .expect("read directly");
+    let last = direct.skipped().last().unwrap();
+    assert_eq!(
+        last.starts_with("... and "),
+        capped,
+        "{:?}",
+        direct.skipped()
+    );
+    direct
+}
+
 #[test]
 fn csv_runs_with_bad_lines_skipped_read_as_imported() {
     let skip = ImportOptions {
@@ -249,23 +271,11 @@ fn csv_runs_with_bad_lines_skipped_read_as_imported() {
         }
         assert_eq!(spoiled, 4, "{}", csv.display());
         let run = one_run(&csv);
-        // Without skipping, the import says what is wrong.
-        assert!(DirectRunSource::open(&run, &ImportOptions::default())
-            .unwrap()
-            .is_none());
-        let direct = DirectRunSource::open(&run, &skip)
-            .unwrap()
-            .expect("read directly");
+        let direct = read_skipping(&run, many);
         assert!(
             direct.skipped_rows() >= 4 * n as u64,
             "{}",
             direct.skipped_rows()
-        );
-        assert_eq!(
-            direct.skipped().last().unwrap().starts_with("... and "),
-            many,
-            "{:?}",
-            direct.skipped()
         );
         // The stray quote's record was resynchronised (listed when few are listed).
         assert_eq!(
@@ -1035,6 +1045,50 @@ fn json_records_before_their_tables_read_as_imported() {
 /// JSON objects whose import needs more than the direct reader keeps are imported: kernel
 /// records that move the dispatch a counter record made or complete it twice, and bad
 /// JSON the import reports.
+const API_HEADER: &str = "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"";
+const COPY_HEADER: &str = "\"Kind\",\"Direction\",\"Stream_Id\",\"Source_Agent_Id\",\"Destination_Agent_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"";
+
+/// The Int64 column `c` of `b`.
+fn ints(b: &RecordBatch, c: usize) -> Vec<i64> {
+    let a = b.column(c).as_primitive::<arrow_array::types::Int64Type>();
+    a.values().to_vec()
+}
+
+/// Writes `files` (name, header, rows) into `dir` as one CSV run, compares it read
+/// directly with its import, and returns it read directly.
+fn csv_run_as_imported(dir: &Path, files: &[(&str, &str, &[&str])]) -> DirectRunSource {
+    std::fs::create_dir(dir).unwrap();
+    for (name, header, rows) in files {
+        std::fs::write(dir.join(name), format!("{header}\n{}\n", rows.join("\n"))).unwrap();
+    }
+    let run = one_run(dir);
+    same_as_imported(&run, SortOptions::default());
+    DirectRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .expect("read directly")
+}
+
+/// Host-to-device copies without a thread, each (correlation id, start, end).
+fn copy_rows(copies: &[(i64, i64, i64)]) -> Vec<String> {
+    let row = |(corr, start, end): &(i64, i64, i64)| {
+        format!("\"MEMORY_COPY\",\"MEMORY_COPY_HOST_TO_DEVICE\",0,\"Agent 0\",\"Agent 1\",{corr},{start},{end}")
+    };
+    copies.iter().map(row).collect()
+}
+
+/// API rows of process 1 in `domain`, each (function, thread, correlation id, start, end).
+fn api_rows(domain: &str, calls: &[(&str, i64, i64, i64, i64)]) -> Vec<String> {
+    let row = |(f, tid, corr, start, end): &(&str, i64, i64, i64, i64)| {
+        format!("\"{domain}\",\"{f}\",1,{tid},{corr},{start},{end}")
+    };
+    calls.iter().map(row).collect()
+}
+
+/// Borrowed rows, as [`csv_run_as_imported`] takes them.
+fn strs(rows: &[String]) -> Vec<&str> {
+    rows.iter().map(String::as_str).collect()
+}
+
 /// API rows whose correlation id an earlier row took get the next free id, as SQLite gives
 /// it to the import (one past the largest), which a later row may then find taken in turn;
 /// a copy without a thread takes the thread of the region whose id is its correlation id,
@@ -1042,73 +1096,58 @@ fn json_records_before_their_tables_read_as_imported() {
 #[test]
 fn api_rows_with_a_taken_correlation_id_read_as_imported() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("run");
-    std::fs::create_dir(&dir).unwrap();
-    let api = "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n\
-        \"HIP_RUNTIME_API\",\"hipA\",1,11,5,10,20\n\
-        \"HIP_RUNTIME_API\",\"hipB\",1,12,5,30,40\n\
-        \"MARKER_CORE_API\",\"step\",1,13,6,32,38\n\
-        \"HIP_RUNTIME_API\",\"hipC\",1,14,3,50,60\n";
-    std::fs::write(dir.join("1_hip_api_trace.csv"), api).unwrap();
-    // The second file's rows come after the first's: 5 and 6 are taken again.
-    let more = "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n\
-        \"HSA_CORE_API\",\"hsaD\",1,15,6,70,80\n\
-        \"HSA_CORE_API\",\"hsaE\",1,16,9,90,95\n";
-    std::fs::write(dir.join("1_hsa_api_trace.csv"), more).unwrap();
-    let copies = "\"Kind\",\"Direction\",\"Stream_Id\",\"Source_Agent_Id\",\"Destination_Agent_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n\
-        \"MEMORY_COPY\",\"MEMORY_COPY_HOST_TO_DEVICE\",0,\"Agent 0\",\"Agent 1\",6,33,36\n\
-        \"MEMORY_COPY\",\"MEMORY_COPY_HOST_TO_DEVICE\",0,\"Agent 0\",\"Agent 1\",7,41,44\n\
-        \"MEMORY_COPY\",\"MEMORY_COPY_HOST_TO_DEVICE\",0,\"Agent 0\",\"Agent 1\",8,71,74\n";
-    std::fs::write(dir.join("1_memory_copy_trace.csv"), copies).unwrap();
-    let run = one_run(&dir);
-    same_as_imported(&run, SortOptions::default());
+    let hip = api_rows(
+        "HIP_RUNTIME_API",
+        &[("hipA", 11, 5, 10, 20), ("hipB", 12, 5, 30, 40)],
+    );
+    let marker = api_rows("MARKER_CORE_API", &[("step", 13, 6, 32, 38)]);
+    let hip_c = api_rows("HIP_RUNTIME_API", &[("hipC", 14, 3, 50, 60)]);
+    let first: Vec<String> = [hip, marker, hip_c].concat();
+    // The second API file's rows come after the first's: 5 and 6 are taken again.
+    let second = api_rows(
+        "HSA_CORE_API",
+        &[("hsaD", 15, 6, 70, 80), ("hsaE", 16, 9, 90, 95)],
+    );
+    let copies = copy_rows(&[(6, 33, 36), (7, 41, 44), (8, 71, 74)]);
+    let source = csv_run_as_imported(
+        &tmp.path().join("run"),
+        &[
+            ("1_hip_api_trace.csv", API_HEADER, &strs(&first)),
+            ("1_hsa_api_trace.csv", API_HEADER, &strs(&second)),
+            ("1_memory_copy_trace.csv", COPY_HEADER, &strs(&copies)),
+        ],
+    );
     // What the import gives: hipB moves to 6, the marker then to 7, hsaD to 8; the copies
     // of 6, 7 and 8 take those rows' threads.
-    let source = DirectRunSource::open(&run, &ImportOptions::default())
-        .unwrap()
-        .expect("read directly");
-    let regions = rows(&source, Table::Region, 100);
-    let markers = rows(&source, Table::Marker, 100);
-    let ids = |b: &RecordBatch| -> Vec<i64> {
-        let c = b
-            .column(rocpd_model::col::ID)
-            .as_primitive::<arrow_array::types::Int64Type>();
-        c.values().to_vec()
-    };
-    assert_eq!(ids(&regions), vec![5, 6, 3, 8, 9]);
-    assert_eq!(ids(&markers), vec![7]);
-    let copied = rows(&source, Table::MemoryCopy, 100);
-    let tids = copied
-        .column(rocpd_model::col::TID)
-        .as_primitive::<arrow_array::types::Int64Type>();
-    assert_eq!(tids.values().to_vec(), vec![12, 13, 15]);
+    let (id, tid) = (rocpd_model::col::ID, rocpd_model::col::TID);
+    let regions = ints(&rows(&source, Table::Region, 100), id);
+    assert_eq!(regions, vec![5, 6, 3, 8, 9]);
+    assert_eq!(ints(&rows(&source, Table::Marker, 100), id), vec![7]);
+    let tids = ints(&rows(&source, Table::MemoryCopy, 100), tid);
+    assert_eq!(tids, vec![12, 13, 15]);
 
     // The table is AUTOINCREMENT: with every id below zero, the next free id is 1, not
     // one past the largest; correlation id 0 (no stack id) given twice moves to 2 and
     // still gives its thread to the copy of 2 (both found by a review).
-    let dir = tmp.path().join("low");
-    std::fs::create_dir(&dir).unwrap();
-    let api = "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n\
-        \"HIP_RUNTIME_API\",\"hipA\",1,21,-5,10,20\n\
-        \"HIP_RUNTIME_API\",\"hipB\",1,22,-5,30,40\n\
-        \"HIP_RUNTIME_API\",\"hipC\",1,23,0,50,60\n\
-        \"HIP_RUNTIME_API\",\"hipD\",1,24,0,70,80\n";
-    std::fs::write(dir.join("1_hip_api_trace.csv"), api).unwrap();
-    let copies = "\"Kind\",\"Direction\",\"Stream_Id\",\"Source_Agent_Id\",\"Destination_Agent_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n\
-        \"MEMORY_COPY\",\"MEMORY_COPY_HOST_TO_DEVICE\",0,\"Agent 0\",\"Agent 1\",1,31,34\n\
-        \"MEMORY_COPY\",\"MEMORY_COPY_HOST_TO_DEVICE\",0,\"Agent 0\",\"Agent 1\",2,71,74\n";
-    std::fs::write(dir.join("1_memory_copy_trace.csv"), copies).unwrap();
-    let run = one_run(&dir);
-    same_as_imported(&run, SortOptions::default());
-    let source = DirectRunSource::open(&run, &ImportOptions::default())
-        .unwrap()
-        .expect("read directly");
-    assert_eq!(ids(&rows(&source, Table::Region, 100)), vec![-5, 1, 0, 2]);
-    let copied = rows(&source, Table::MemoryCopy, 100);
-    let tids = copied
-        .column(rocpd_model::col::TID)
-        .as_primitive::<arrow_array::types::Int64Type>();
-    assert_eq!(tids.values().to_vec(), vec![22, 24]);
+    let calls = [
+        ("hipA", 21, -5, 10, 20),
+        ("hipB", 22, -5, 30, 40),
+        ("hipC", 23, 0, 50, 60),
+        ("hipD", 24, 0, 70, 80),
+    ];
+    let apis = api_rows("HIP_RUNTIME_API", &calls);
+    let copies = copy_rows(&[(1, 31, 34), (2, 71, 74)]);
+    let source = csv_run_as_imported(
+        &tmp.path().join("low"),
+        &[
+            ("1_hip_api_trace.csv", API_HEADER, &strs(&apis)),
+            ("1_memory_copy_trace.csv", COPY_HEADER, &strs(&copies)),
+        ],
+    );
+    let regions = ints(&rows(&source, Table::Region, 100), id);
+    assert_eq!(regions, vec![-5, 1, 0, 2]);
+    let tids = ints(&rows(&source, Table::MemoryCopy, 100), tid);
+    assert_eq!(tids, vec![22, 24]);
 }
 
 /// Kernel trace rows whose dispatch id an earlier row took get the next free row id, as
@@ -1142,13 +1181,7 @@ fn kernel_rows_with_a_taken_dispatch_id_read_as_imported() {
         .unwrap()
         .expect("read directly");
     let batch = rows(&source, Table::KernelDispatch, 100);
-    let column = |c: usize| -> Vec<i64> {
-        let a = batch
-            .column(c)
-            .as_primitive::<arrow_array::types::Int64Type>();
-        a.values().to_vec()
-    };
-    let mut ids = column(rocpd_model::col::ID);
+    let mut ids = ints(&batch, rocpd_model::col::ID);
     ids.sort_unstable();
     let mut expected: Vec<i64> = lines[1..].iter().map(|l| dispatch(l)).collect();
     expected.extend([largest + 1, largest + 2]);
@@ -1253,20 +1286,9 @@ fn json_objects_with_bad_records_skipped_read_as_imported() {
             let path = tmp.path().join(format!("bad{case}_results.json"));
             std::fs::write(&path, out).unwrap();
             let run = one_run(&path);
-            assert!(DirectRunSource::open(&run, &ImportOptions::default())
-                .unwrap()
-                .is_none());
-            let direct = DirectRunSource::open(&run, &skip)
-                .unwrap()
-                .expect("read directly");
+            let direct = read_skipping(&run, many);
             let n = if many { 28 } else { 4 };
             assert_eq!(direct.skipped_rows(), n, "{:?}", direct.skipped());
-            assert_eq!(
-                direct.skipped().last().unwrap().starts_with("... and "),
-                many,
-                "{:?}",
-                direct.skipped()
-            );
             same_as_imported_with(&run, SortOptions::default(), &skip);
         }
     }
