@@ -346,11 +346,7 @@ pub(crate) fn merged_reports(reports: BTreeMap<usize, ImportReport>) -> ImportRe
     for r in reports.into_values() {
         all.skipped_rows = all.skipped_rows.saturating_add(r.skipped_rows);
         for reason in r.skipped {
-            if all.skipped.len() < MAX_SKIP_REASONS {
-                all.skipped.push(reason);
-            } else {
-                all.skipped_unlisted = all.skipped_unlisted.saturating_add(1);
-            }
+            list_reason(&mut all, reason);
         }
         all.skipped_unlisted = all.skipped_unlisted.saturating_add(r.skipped_unlisted);
         all.ignored.extend(r.ignored);
@@ -396,8 +392,13 @@ pub(crate) fn skip_or_fail_at(
 /// Records `lost` skipped rows (lines, records) with their reason.
 pub(crate) fn note_skip(report: &mut ImportReport, lost: u64, err: Error) {
     report.skipped_rows = report.skipped_rows.saturating_add(lost);
+    list_reason(report, err.to_string());
+}
+
+/// Lists a skip reason, or counts it once [`MAX_SKIP_REASONS`] are listed.
+fn list_reason(report: &mut ImportReport, reason: String) {
     if report.skipped.len() < MAX_SKIP_REASONS {
-        report.skipped.push(err.to_string());
+        report.skipped.push(reason);
     } else {
         report.skipped_unlisted = report.skipped_unlisted.saturating_add(1);
     }

@@ -217,12 +217,26 @@ fn spoil_csv(path: &Path, bad: usize, field: &str, stray_quote: bool) {
     std::fs::write(path, out.join("\n") + "\n").unwrap();
 }
 
+/// Asserts that the direct reader leaves `run` to the import (read strictly).
+fn left_to_import(run: &Run) {
+    let direct = DirectRunSource::open(run, &ImportOptions::default()).unwrap();
+    assert!(direct.is_none(), "{} is left to the import", run.label);
+}
+
+/// Asserts that the direct reader leaves `run` to the import, and returns the error the
+/// import (into `dest`) reports, as text.
+fn import_error(run: &Run, dest: &Path) -> String {
+    left_to_import(run);
+    rocpd_rocprofv3::import(run, dest, &ImportOptions::default())
+        .unwrap_err()
+        .to_string()
+}
+
 /// `run`, which has bad rows: left to the import without `skip_bad_rows` (which reports
 /// the first), read directly with it; `capped` says whether it has more skip reasons than
 /// the report lists.
 fn read_skipping(run: &Run, capped: bool) -> DirectRunSource {
-    let strict = DirectRunSource::open(run, &ImportOptions::default()).unwrap();
-    assert!(strict.is_none());
+    left_to_import(run);
     let skip = ImportOptions {
         skip_bad_rows: true,
     };
@@ -364,9 +378,7 @@ fn runs_that_need_the_database_are_left_to_the_import() {
     same_as_imported(&twice, SortOptions::default());
     // A bad row: the import reports it.
     let bad = write("bad", "\"HIP_RUNTIME_API\",\"hipA\",1,1,5,ten,20\n");
-    assert!(DirectRunSource::open(&bad, &ImportOptions::default())
-        .unwrap()
-        .is_none());
+    left_to_import(&bad);
     let skip = ImportOptions {
         skip_bad_rows: true,
     };
@@ -1032,13 +1044,7 @@ fn json_records_before_their_tables_read_as_imported() {
         format!("{}nul{}", &sorted_text[..at], &sorted_text[end..]),
     )
     .unwrap();
-    let run = one_run(&bad);
-    assert!(DirectRunSource::open(&run, &ImportOptions::default())
-        .unwrap()
-        .is_none());
-    let e = rocpd_rocprofv3::import(&run, &tmp.path().join("bad.db"), &ImportOptions::default())
-        .unwrap_err()
-        .to_string();
+    let e = import_error(&one_run(&bad), &tmp.path().join("bad.db"));
     assert!(e.contains("invalid JSON") || e.contains("expected"), "{e}");
 }
 
@@ -1193,10 +1199,7 @@ fn kernel_rows_with_a_taken_dispatch_id_read_as_imported() {
         dir.join("counter_collection.csv"),
     )
     .unwrap();
-    let run = one_run(&dir);
-    assert!(DirectRunSource::open(&run, &ImportOptions::default())
-        .unwrap()
-        .is_none());
+    left_to_import(&one_run(&dir));
 }
 
 /// A JSON object whose API records repeat correlation ids (a record given twice, and
@@ -1309,13 +1312,7 @@ fn json_objects_that_need_the_database_are_left_to_the_import() {
         let path = tmp.path().join(name);
         let changed = format!("{}{}{}", &text[..at], n + 1, &text[at + digits..]);
         std::fs::write(&path, changed).unwrap();
-        let run = one_run(&path);
-        assert!(
-            DirectRunSource::open(&run, &ImportOptions::default())
-                .unwrap()
-                .is_none(),
-            "{key}"
-        );
+        left_to_import(&one_run(&path));
         path
     };
     let path = changed("\"end_timestamp\":", "moved_results.json");
@@ -1340,9 +1337,7 @@ fn json_objects_that_need_the_database_are_left_to_the_import() {
     let doubled = serde_json::to_string(&kernels).unwrap();
     std::fs::write(&twice, format!("{}{doubled}{}", &text[..at], &text[end..])).unwrap();
     let run = one_run(&twice);
-    assert!(DirectRunSource::open(&run, &ImportOptions::default())
-        .unwrap()
-        .is_none());
+    left_to_import(&run);
     rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default()).unwrap();
     std::fs::remove_file(tmp.path().join("x.db")).unwrap();
     // Bad JSON in a section no table needs, in an API call (which the first describing
@@ -1361,13 +1356,7 @@ fn json_objects_that_need_the_database_are_left_to_the_import() {
         let broken = text.replacen(from, to, 1);
         assert_ne!(broken, text);
         std::fs::write(&bad, broken).unwrap();
-        let run = one_run(&bad);
-        assert!(DirectRunSource::open(&run, &ImportOptions::default())
-            .unwrap()
-            .is_none());
-        let e = rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
-            .unwrap_err()
-            .to_string();
+        let e = import_error(&one_run(&bad), &tmp.path().join("x.db"));
         assert!(e.contains("bad_results.json") && e.contains(says), "{e}");
     }
     // The import still reads both.
