@@ -731,10 +731,11 @@ impl RowSink for Describe {
         match self.dispatch_ids.insert(d.dispatch_id) {
             Some(true) => {}
             Some(false) if self.refused.is_some() => {}
-            // A kernel trace row of a CSV run: its dispatch id is looked up only by counter
-            // rows, which a run with moved rows may not have (checked once described), so
-            // the row id the import gives it is all that changes (D112).
-            Some(false) if !self.json && self.kind == Some(CsvKind::KernelTrace) => {
+            // A kernel trace row, or a JSON kernel record: its dispatch id is looked up
+            // only by counter rows or records, which a run with moved rows may not have
+            // (checked once described), so the row id the import gives it is all that
+            // changes (D112, D113).
+            Some(false) if self.kind == Some(CsvKind::KernelTrace) => {
                 let place = self.place();
                 let moved = &mut self.moved_dispatches;
                 match move_taken(&mut self.dispatch_ids, self.dispatch_max, moved, place) {
@@ -1587,13 +1588,18 @@ impl DirectRunSource {
                 .push((first.saturating_add(ordinal - 1), id));
         }
         d.moved_dispatches.sort_unstable_by_key(|(event, _)| *event);
-        // Counter rows find their dispatch by the row id the import moved (D112).
+        // Counter rows and records find their dispatch by the row id the import moved
+        // (D112, D113). A JSON counter section counts even without records: cheaper to
+        // leave such a rare object to the import than to tell the two apart.
         let counted = match &input {
             Input::Csv(plan) => plan
                 .files
                 .iter()
                 .any(|(_, k)| *k == CsvKind::CounterCollection),
-            Input::Json { .. } => true,
+            Input::Json { .. } => describe
+                .file_kinds
+                .iter()
+                .any(|k| *k == Some(CsvKind::CounterCollection)),
         };
         if !d.moved_dispatches.is_empty() && counted {
             return Ok(None);

@@ -1202,6 +1202,57 @@ fn kernel_rows_with_a_taken_dispatch_id_read_as_imported() {
     left_to_import(&one_run(&dir));
 }
 
+/// A JSON object without counter records whose kernel records repeat a dispatch id (a
+/// record given twice, and one given the id the repeat moves to) reads directly as
+/// imported, the repeats taking the next free row ids (D113); with its counter records,
+/// which find dispatches by row id, it is still left to the import.
+#[test]
+fn json_kernel_records_with_a_taken_dispatch_id_read_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json(tmp.path(), 10, false);
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let object = &mut doc["rocprofiler-sdk-tool"][0];
+    let kernels = object["buffer_records"]["kernel_dispatch"]
+        .as_array_mut()
+        .unwrap();
+    assert!(kernels.len() > 3);
+    let dispatch = |k: &serde_json::Value| k["dispatch_info"]["dispatch_id"].as_i64().unwrap();
+    let largest = kernels.iter().map(dispatch).max().unwrap();
+    // Every record keeps its own id but the two repeats, which take the next free ones.
+    let mut expected: Vec<i64> = kernels.iter().map(dispatch).collect();
+    expected.extend([largest + 1, largest + 2]);
+    expected.sort_unstable();
+    let first = kernels[0].clone();
+    let mut next = kernels[1].clone();
+    next["dispatch_info"]["dispatch_id"] = serde_json::json!(largest + 1);
+    kernels.insert(2, first);
+    kernels.push(next);
+    let n = kernels.len();
+    let with_counters = tmp.path().join("counted_results.json");
+    std::fs::write(&with_counters, serde_json::to_string(&doc).unwrap()).unwrap();
+    left_to_import(&one_run(&with_counters));
+    let callbacks = doc["rocprofiler-sdk-tool"][0]["callback_records"]
+        .as_object_mut()
+        .unwrap();
+    assert!(callbacks.remove("counter_collection").is_some());
+    let path = tmp.path().join("taken_results.json");
+    std::fs::write(&path, serde_json::to_string(&doc).unwrap()).unwrap();
+    let counts = read_directly_as_imported(&path);
+    let kernel_rows = counts
+        .iter()
+        .find(|(t, _)| *t == Table::KernelDispatch)
+        .unwrap()
+        .1;
+    assert_eq!(kernel_rows as usize, n);
+    let source = DirectRunSource::open(&one_run(&path), &ImportOptions::default())
+        .unwrap()
+        .expect("read directly");
+    let mut ids = ints(&rows(&source, Table::KernelDispatch, 100), rocpd_model::col::ID);
+    ids.sort_unstable();
+    assert_eq!(ids, expected);
+}
+
 /// A JSON object whose API records repeat correlation ids (a record given twice, and
 /// one given the id of a later record) reads directly as imported (D110).
 #[test]
