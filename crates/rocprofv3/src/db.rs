@@ -283,7 +283,7 @@ impl Agents {
             id,
             absolute_index: Some(id),
             logical_index: logical.or(Some(id)),
-            extdata: Some(r#"{"synthesized":true}"#.into()),
+            extdata: Some(SYNTHESIZED.into()),
             ..Default::default()
         });
         // Agents from a table keep their declared type; synthesized ones take the first
@@ -317,6 +317,9 @@ impl Agents {
     }
 }
 
+/// `extdata` of a row made up for an id no table gave (yet).
+pub(crate) const SYNTHESIZED: &str = r#"{"synthesized":true}"#;
+
 /// A kernel symbol.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct KernelSymbolRow {
@@ -333,6 +336,14 @@ pub(crate) struct KernelSymbolRow {
     pub arch_vgpr_count: Option<i64>,
     pub accum_vgpr_count: Option<i64>,
     pub extdata: Option<String>,
+}
+
+impl KernelSymbolRow {
+    /// A row made up for a kernel id a record named before any `kernel_symbols` entry
+    /// did. A table's row always has its record as `extdata`, never this.
+    pub fn is_synthesized(&self) -> bool {
+        self.extdata.as_deref() == Some(SYNTHESIZED)
+    }
 }
 
 /// A code object.
@@ -477,6 +488,8 @@ pub(crate) struct Out<'c> {
     streams: BTreeSet<i64>,
     pub agents: Agents,
     kernels: HashSet<i64>,
+    /// Kernel ids whose row is made up ([`KernelSymbolRow::is_synthesized`]).
+    made_up_kernels: HashSet<i64>,
     code_objects: HashSet<i64>,
     pmcs: HashSet<i64>,
     untimed: bool,
@@ -505,6 +518,7 @@ impl<'c> Out<'c> {
             streams: BTreeSet::new(),
             agents: Agents::default(),
             kernels: HashSet::new(),
+            made_up_kernels: HashSet::new(),
             code_objects: HashSet::new(),
             pmcs: HashSet::new(),
             untimed: false,
@@ -851,7 +865,18 @@ impl<'c> Out<'c> {
     /// One `rocpd_info_kernel_symbol` row (once per id).
     pub fn kernel_symbol(&mut self, pid: i64, k: &KernelSymbolRow) -> Result<()> {
         if !self.kernels.insert(k.id) {
-            return Ok(());
+            // A `kernel_symbols` table after the records that named its kernels: its row
+            // replaces the one made up for them, so the kernels keep their names.
+            if k.is_synthesized() || !self.made_up_kernels.remove(&k.id) {
+                return Ok(());
+            }
+            let sql = format!(
+                "DELETE FROM {} WHERE id = ?",
+                self.table("rocpd_info_kernel_symbol")
+            );
+            self.exec(&sql, [k.id])?;
+        } else if k.is_synthesized() {
+            self.made_up_kernels.insert(k.id);
         }
         self.exec(
             &self.sql.kernel_symbol,
@@ -1195,7 +1220,7 @@ impl<'c> Out<'c> {
         for id in missing {
             let row = CodeObjectRow {
                 id,
-                extdata: Some(r#"{"synthesized":true}"#.into()),
+                extdata: Some(SYNTHESIZED.into()),
                 ..Default::default()
             };
             self.code_object(main_pid.unwrap_or(0), &row)?;

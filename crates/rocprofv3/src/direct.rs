@@ -787,10 +787,18 @@ impl RowSink for Describe {
         Ok(())
     }
     fn kernel_symbol(&mut self, pid: i64, k: &KernelSymbolRow) -> Result<()> {
-        self.d
-            .symbols
-            .entry(k.id)
-            .or_insert_with(|| (pid, k.clone()));
+        match self.d.symbols.entry(k.id) {
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert((pid, k.clone()));
+            }
+            // A table's row replaces one made up for a record before it, as in the import.
+            std::collections::btree_map::Entry::Occupied(mut e)
+                if e.get().1.is_synthesized() && !k.is_synthesized() =>
+            {
+                e.insert((pid, k.clone()));
+            }
+            std::collections::btree_map::Entry::Occupied(_) => {}
+        }
         Ok(())
     }
     fn has_kernel(&self, id: i64) -> bool {
@@ -1953,7 +1961,7 @@ impl Source for DirectRunSource {
                 load_size: None,
                 load_delta: None,
                 storage_type: None,
-                extdata: Some(r#"{"synthesized":true}"#.into()),
+                extdata: Some(crate::db::SYNTHESIZED.into()),
             });
         }
         c.code_objects.sort_by_key(|o| o.id);

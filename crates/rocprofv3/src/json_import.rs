@@ -1142,7 +1142,7 @@ impl Json<'_, '_> {
                 self.pid,
                 &KernelSymbolRow {
                     id: kernel_id,
-                    extdata: Some(r#"{"synthesized":true}"#.into()),
+                    extdata: Some(crate::db::SYNTHESIZED.into()),
                     ..Default::default()
                 },
             )?;
@@ -1416,7 +1416,7 @@ impl Json<'_, '_> {
                         agent_id: Some(d.agent_id),
                         target_arch: Some("GPU"),
                         name: format!("counter {pmc_id}"),
-                        extdata: Some(r#"{"synthesized":true}"#.into()),
+                        extdata: Some(crate::db::SYNTHESIZED.into()),
                         ..Default::default()
                     },
                 )?;

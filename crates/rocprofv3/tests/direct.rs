@@ -898,6 +898,53 @@ fn members_moved_last(text: &str, members: &[&str]) -> String {
     rocpd_gen::members_moved_last(text, members).expect("a generated one-object document")
 }
 
+/// `kernel_symbols` after the kernel and counter records, with `metadata` and the agents
+/// before them: the records are read where they stand and make up rows for the kernels
+/// they name, which the table's rows then replace, so every dispatch keeps its kernel's
+/// name, directly and imported alike.
+#[test]
+fn json_kernel_symbols_after_the_records_name_the_kernels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json(tmp.path(), 7, false);
+    let text = std::fs::read_to_string(&json).unwrap();
+    let late = members_moved_last(&text, &["kernel_symbols"]);
+    assert!(late.find("\"kernel_symbols\"").unwrap() > late.find("\"buffer_records\"").unwrap());
+    assert!(late.find("\"metadata\"").unwrap() < late.find("\"callback_records\"").unwrap());
+    let path = tmp.path().join("late_symbols_results.json");
+    std::fs::write(&path, &late).unwrap();
+    assert_eq!(
+        read_directly_as_imported(&path),
+        read_directly_as_imported(&json)
+    );
+    let names = |p: &Path| {
+        let source = DirectRunSource::open(&one_run(p), &ImportOptions::default())
+            .unwrap()
+            .expect("read directly");
+        let b = rows(&source, Table::KernelDispatch, 1000);
+        let c = b.column(Table::KernelDispatch.column_index("kernel_name"));
+        let names: Vec<String> = c
+            .as_string::<i32>()
+            .iter()
+            .map(|n| n.unwrap_or("").to_string())
+            .collect();
+        names
+    };
+    let expected = names(&json);
+    assert!(expected.iter().all(|n| !n.is_empty()), "{expected:?}");
+    assert_eq!(names(&path), expected);
+    let db = tmp.path().join("late.db");
+    rocpd_rocprofv3::import(&one_run(&path), &db, &ImportOptions::default()).unwrap();
+    let made_up: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row(
+            "SELECT COUNT(*) FROM rocpd_info_kernel_symbol WHERE kernel_name IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(made_up, 0);
+}
+
 /// Records before the tables they need (the strings, the agents): the import reads them
 /// after the tables, in their order; so does the direct reader's second walk (D108), in
 /// a plain file (jumping over what it skips) and a gzip stream alike. When some records
@@ -1248,7 +1295,10 @@ fn json_kernel_records_with_a_taken_dispatch_id_read_as_imported() {
     let source = DirectRunSource::open(&one_run(&path), &ImportOptions::default())
         .unwrap()
         .expect("read directly");
-    let mut ids = ints(&rows(&source, Table::KernelDispatch, 100), rocpd_model::col::ID);
+    let mut ids = ints(
+        &rows(&source, Table::KernelDispatch, 100),
+        rocpd_model::col::ID,
+    );
     ids.sort_unstable();
     assert_eq!(ids, expected);
 }
