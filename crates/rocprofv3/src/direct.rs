@@ -1606,8 +1606,7 @@ impl DirectRunSource {
                 .any(|(_, k)| *k == CsvKind::CounterCollection),
             Input::Json { .. } => describe
                 .file_kinds
-                .iter()
-                .any(|k| *k == Some(CsvKind::CounterCollection)),
+                .contains(&Some(CsvKind::CounterCollection)),
         };
         if !d.moved_dispatches.is_empty() && counted {
             return Ok(None);
