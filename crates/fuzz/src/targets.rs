@@ -197,8 +197,9 @@ impl Runner {
                 // Skipping changes the read only of an input the strict import refused.
                 if !skip || strict_failed {
                     let direct = read_run_directly(run, &opts);
-                    // The direct reader reads what the import writes, or leaves the
-                    // run to it (always when the import fails), skipping the same rows.
+                    // The direct reader reads what the import writes, skipping the same
+                    // rows, or leaves the run to it, or fails as it does, word for word
+                    // (a CSV run's errors are found without the import, D115).
                     let events = |r: &rocpd_rocprofv3::ImportReport| {
                         [
                             "rocpd_region",
@@ -221,6 +222,7 @@ impl Runner {
                                 .is_ok_and(|(_, p)| p == *print);
                             *n == events(report) && *skipped == report.skipped_rows && same
                         }
+                        (Err(d), Err(i)) => *d == i.to_string(),
                         _ => false,
                     };
                     if !agree {

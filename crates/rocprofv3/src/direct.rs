@@ -36,8 +36,10 @@
 //! database: an id two rows claim (the import gives the second the next free id), rows
 //! skipped as bad (their report must keep the import's order), a run whose threads given
 //! by counter rows pass [`MAX_GROUPS`], whose dispatches with values pass [`MAX_COUNTED`]
-//! or whose correlation ids scatter (fewer than 16 kernels or copies per 512 ids), or any
-//! error (the import then reports it, in its order). JSON objects also when a kernel
+//! or whose correlation ids scatter (fewer than 16 kernels or copies per 512 ids), or a
+//! JSON object with any error (the import then reports it, in its order and words; a CSV
+//! run's error is found by reading its files again in the import's order, D115). JSON
+//! objects also when a kernel
 //! record completing a dispatch a counter record made gives it any other column than the
 //! counter record did, or completes it twice (the import overwrites the row; the streams
 //! wrote what was described), when `metadata` is given again after records, or when the
@@ -1169,7 +1171,7 @@ fn describe_run(
         let mut reports = BTreeMap::new();
         let read = csv_import::read_files(plan, &others, &mut describe, opts, &mut reports);
         if describe.failed(&read) {
-            return Ok(None);
+            return import_error(plan, opts, [read]);
         }
         let mut side = describe.for_counters(plan);
         let mut side_reports = BTreeMap::new();
@@ -1184,7 +1186,7 @@ fn describe_run(
             (side, api)
         });
         if side.failed(&side_read) || api_read.is_err() {
-            return Ok(None);
+            return import_error(plan, opts, [side_read, api_read]);
         }
         if describe.absorb_counters(side) {
             reports.extend(side_reports);
@@ -1197,10 +1199,41 @@ fn describe_run(
     for files in [targets, apis] {
         let read = csv_import::read_files(plan, &files, &mut describe, opts, &mut reports);
         if describe.failed(&read) {
-            return Ok(None);
+            return import_error(plan, opts, [read]);
         }
     }
     Ok(Some((describe, crate::merged_reports(reports))))
+}
+
+/// After a describing read of a CSV run failed with `reads` (one or two reads' results):
+/// the error the import reports, if one of them is an error of the run's input (D115).
+///
+/// The describing reads take the files in another order than the import (the API files
+/// last, the counter files beside them), so the first error they meet may not be the
+/// import's. Reading the files again in the import's order, through a describer, stops at
+/// the import's: the same row parsers on the same files in the same order, and the
+/// describer answers their lookups (dispatches, kernels, counters) as the database does.
+/// `Ok(None)` (the run is imported, which reports what it finds) when no read failed on
+/// the input (a refusal, a temporary file) or the ordered read finds no input error.
+fn import_error<const N: usize>(
+    plan: &CsvPlan,
+    opts: &ImportOptions,
+    reads: [Result<()>; N],
+) -> Result<Option<(Describe, ImportReport)>> {
+    let input_error = |r: &Result<()>| match r {
+        Err(Error::Input { file, .. }) => plan.files.iter().any(|(p, _)| p == file),
+        _ => false,
+    };
+    if !reads.iter().any(input_error) {
+        return Ok(None);
+    }
+    let mut ordered = Describe::new(plan.files.len());
+    let mut report = ImportReport::default();
+    let read = csv_import::read_files(plan, &plan.files, &mut ordered, opts, &mut report);
+    if input_error(&read) {
+        read?;
+    }
+    Ok(None)
 }
 
 /// The kinds of JSON record sections the describing pass reads first: all but the API
@@ -1534,8 +1567,9 @@ pub struct DirectRunSource {
 
 impl DirectRunSource {
     /// Reads the run once to describe it. `Ok(None)` when the run must be imported
-    /// instead (see the module documentation); errors are left to the import, which
-    /// reports them in its order.
+    /// instead (see the module documentation). An error in a CSV run's files is the one
+    /// the import would report, found without it (D115); a JSON object's errors are left
+    /// to the import, which reports them in its order and words.
     pub fn open(run: &Run, opts: &ImportOptions) -> Result<Option<Self>> {
         Self::open_on(run, opts, 2)
     }

@@ -232,11 +232,35 @@ fn import_error(run: &Run, dest: &Path) -> String {
         .to_string()
 }
 
-/// `run`, which has bad rows: left to the import without `skip_bad_rows` (which reports
+/// Asserts that read strictly, `run` fails with the import's error, word for word: the
+/// direct reader finds it itself in a CSV run (D115) and leaves a JSON object to the
+/// import. Returns the error as text.
+fn fails_as_imported(run: &Run) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let strict = ImportOptions::default();
+    let imported = rocpd_rocprofv3::import(run, &tmp.path().join("x.db"), &strict)
+        .unwrap_err()
+        .to_string();
+    let csv = matches!(run.source, rocpd_rocprofv3::RunSource::Csv { .. });
+    match DirectRunSource::open(run, &strict) {
+        Err(e) if csv => assert_eq!(e.to_string(), imported, "{}", run.label),
+        Ok(None) if !csv => {}
+        Err(e) => panic!("{}: a JSON object's error is the import's: {e}", run.label),
+        Ok(found) => panic!("{}: not an error: {}", run.label, found.is_some()),
+    }
+    // On one thread (the files in the import's order but the API files) as on two.
+    if csv {
+        let one = DirectRunSource::open_on(run, &strict, 1).map(|s| s.is_some());
+        assert_eq!(one.unwrap_err().to_string(), imported, "{}", run.label);
+    }
+    imported
+}
+
+/// `run`, which has bad rows: the import's error without `skip_bad_rows` (which reports
 /// the first), read directly with it; `capped` says whether it has more skip reasons than
 /// the report lists.
 fn read_skipping(run: &Run, capped: bool) -> DirectRunSource {
-    left_to_import(run);
+    fails_as_imported(run);
     let skip = ImportOptions {
         skip_bad_rows: true,
     };
@@ -251,6 +275,53 @@ fn read_skipping(run: &Run, capped: bool) -> DirectRunSource {
         direct.skipped()
     );
     direct
+}
+
+/// A CSV run with bad lines fails read strictly with the import's error, found without
+/// the import (D115): the first bad line of the first file in the import's order,
+/// although the describing pass reads the API files last and the counter files beside
+/// them (on two threads), so it meets another first.
+#[test]
+fn csv_runs_with_bad_lines_fail_with_the_import_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = generated_with_counters(tmp.path(), 4, false);
+    let file = |suffix: &str| {
+        std::fs::read_dir(&csv)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().ends_with(suffix))
+            .unwrap()
+    };
+    let (api, kernels, counters) = (
+        file("hip_api_trace.csv"),
+        file("kernel_trace.csv"),
+        file("counter_collection.csv"),
+    );
+    let originals: Vec<(PathBuf, String)> = [&api, &kernels, &counters]
+        .iter()
+        .map(|p| (p.to_path_buf(), std::fs::read_to_string(p).unwrap()))
+        .collect();
+    let restore = || {
+        for (p, text) in &originals {
+            std::fs::write(p, text).unwrap();
+        }
+    };
+    // (files spoiled, the file the error names)
+    let cases: [(&[&PathBuf], &PathBuf); 4] = [
+        (&[&counters], &counters),
+        (&[&kernels, &counters], &kernels),
+        (&[&counters, &api], &api),
+        (&[&kernels, &counters, &api], &api),
+    ];
+    for (spoiled, named) in cases {
+        restore();
+        for p in spoiled {
+            spoil_csv(p, 1, "End_Timestamp", false);
+        }
+        let e = fails_as_imported(&one_run(&csv));
+        let name = named.file_name().unwrap().to_string_lossy();
+        assert!(e.contains(name.as_ref()) && e.contains("line 4"), "{e}");
+    }
 }
 
 #[test]
@@ -376,9 +447,9 @@ fn runs_that_need_the_database_are_left_to_the_import() {
     );
     // Read directly since D110, with the id the import gives the second row.
     same_as_imported(&twice, SortOptions::default());
-    // A bad row: the import reports it.
+    // A bad row: the direct reader reports it as the import does.
     let bad = write("bad", "\"HIP_RUNTIME_API\",\"hipA\",1,1,5,ten,20\n");
-    left_to_import(&bad);
+    fails_as_imported(&bad);
     let skip = ImportOptions {
         skip_bad_rows: true,
     };
