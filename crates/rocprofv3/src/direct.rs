@@ -36,10 +36,11 @@
 //! database: an id two rows claim (the import gives the second the next free id), rows
 //! skipped as bad (their report must keep the import's order), a run whose threads given
 //! by counter rows pass [`MAX_GROUPS`], whose dispatches with values pass [`MAX_COUNTED`]
-//! or whose correlation ids scatter (fewer than 16 kernels or copies per 512 ids), or a
-//! JSON object with any error (the import then reports it, in its order and words; a CSV
-//! run's error is found by reading its files again in the import's order, D115). JSON
-//! objects also when a kernel
+//! or whose correlation ids scatter (fewer than 16 kernels or copies per 512 ids). An
+//! error is not a reason: after a describing read fails on the input, the input is read
+//! once more as the import reads it, through a describer, and its first error returned
+//! (D115, D116); only a JSON object whose error lies in records the import holds back
+//! for later tables is still imported to find it. JSON objects also when a kernel
 //! record completing a dispatch a counter record made gives it any other column than the
 //! counter record did, or completes it twice (the import overwrites the row; the streams
 //! wrote what was described), when `metadata` is given again after records, or when the
@@ -471,6 +472,9 @@ struct Describe {
     file_kinds: Vec<Option<CsvKind>>,
     /// Why the run must be imported instead, once known.
     refused: Option<&'static str>,
+    /// Whether a read failed on an error of the input (not a refusal, not a temporary
+    /// file): the import would report an error, which [`json_import_error`] looks for.
+    input_failed: bool,
     /// Whether a JSON object is read.
     json: bool,
     /// The dispatches a JSON object's counter records made, by dispatch id: the
@@ -956,7 +960,7 @@ impl RowSink for Describe {
     }
     fn defer(&mut self, _section: &str, _place: &str, _json: &str) -> Result<()> {
         // The scanning walk reads what comes before the tables it needs in a later walk
-        // (D108) and never defers.
+        // (D108) and never defers; the import's walk does, in [`json_import_error`].
         self.refuse("records before the tables they need");
         Ok(())
     }
@@ -1018,7 +1022,9 @@ impl Describe {
 
     /// Whether a read into this describer leaves the run to the import: it failed or
     /// refused something. Bad rows skipped do not: the streams skip the same (D109, D111).
-    fn failed(&self, read: &Result<()>) -> bool {
+    /// Notes whether the read failed on the input ([`Describe::input_failed`]).
+    fn failed(&mut self, read: &Result<()>) -> bool {
+        self.input_failed |= matches!(read, Err(Error::Input { .. }));
         read.is_err() || self.refused.is_some()
     }
 
@@ -1079,6 +1085,7 @@ impl Describe {
             file_events: vec![0; files],
             file_kinds: vec![None; files],
             refused: None,
+            input_failed: false,
             json: false,
             made: PagedMap::new(
                 page_limits(CHECK_PAGES_IN_MEMORY),
@@ -1171,7 +1178,7 @@ fn describe_run(
         let mut reports = BTreeMap::new();
         let read = csv_import::read_files(plan, &others, &mut describe, opts, &mut reports);
         if describe.failed(&read) {
-            return import_error(plan, opts, [read]);
+            return csv_import_error(plan, opts, [read]);
         }
         let mut side = describe.for_counters(plan);
         let mut side_reports = BTreeMap::new();
@@ -1186,7 +1193,7 @@ fn describe_run(
             (side, api)
         });
         if side.failed(&side_read) || api_read.is_err() {
-            return import_error(plan, opts, [side_read, api_read]);
+            return csv_import_error(plan, opts, [side_read, api_read]);
         }
         if describe.absorb_counters(side) {
             reports.extend(side_reports);
@@ -1199,7 +1206,7 @@ fn describe_run(
     for files in [targets, apis] {
         let read = csv_import::read_files(plan, &files, &mut describe, opts, &mut reports);
         if describe.failed(&read) {
-            return import_error(plan, opts, [read]);
+            return csv_import_error(plan, opts, [read]);
         }
     }
     Ok(Some((describe, crate::merged_reports(reports))))
@@ -1215,7 +1222,7 @@ fn describe_run(
 /// describer answers their lookups (dispatches, kernels, counters) as the database does.
 /// `Ok(None)` (the run is imported, which reports what it finds) when no read failed on
 /// the input (a refusal, a temporary file) or the ordered read finds no input error.
-fn import_error<const N: usize>(
+fn csv_import_error<const N: usize>(
     plan: &CsvPlan,
     opts: &ImportOptions,
     reads: [Result<()>; N],
@@ -1280,7 +1287,7 @@ fn describe_json(
     if !in_order {
         let side_by_side = describe_kernels_beside(path, index, opts, &mut describe, &mut spans);
         match side_by_side {
-            Beside::Failed => return Ok(None),
+            Beside::Failed => return json_import_error(path, index, opts, &describe),
             Beside::Done(r) => {
                 report = r;
                 report.ordered = Some(Default::default());
@@ -1324,7 +1331,7 @@ fn describe_json(
             &mut report,
         );
         if describe.failed(&read) {
-            return Ok(None);
+            return json_import_error(path, index, opts, &describe);
         }
     }
     describe.d.json_spans = spans;
@@ -1342,6 +1349,38 @@ enum Beside {
     Done(ImportReport),
     /// Nothing is known: read in order.
     InOrder,
+}
+
+/// After a describing read of a JSON object failed (into `failed`): the error the import
+/// reports, if the object has one (D116).
+///
+/// The describing reads use the byte scanner, the import serde's reader, and they word a
+/// broken document differently; the reads also take the sections in another order. So
+/// the object is read once more the way the import reads it (`json_import::read_process`,
+/// the import's own walk, in document order), through a describer instead of the
+/// database: its first error is the import's, word for word. Records the walk holds
+/// back for a table after them are parsed by the import only once the whole document
+/// has been walked, which the describer cannot (it keeps none): an error the walk meets
+/// comes before theirs, and a walk that meets none leaves the object to the import
+/// (`Ok(None)`), as does a failure that was not the input's (a refusal, a temporary
+/// file).
+fn json_import_error(
+    path: &Path,
+    index: usize,
+    opts: &ImportOptions,
+    failed: &Describe,
+) -> Result<Option<(Describe, ImportReport)>> {
+    if !failed.input_failed {
+        return Ok(None);
+    }
+    let mut ordered = Describe::for_json();
+    let mut report = ImportReport::default();
+    let read =
+        json_import::read_process(path, index, &Wanted::ALL, &mut ordered, opts, &mut report);
+    match read {
+        Err(e @ Error::Input { .. }) => Err(e),
+        _ => Ok(None),
+    }
 }
 
 /// The first describing read of a JSON object on two threads: `describe` reads every
@@ -1567,9 +1606,8 @@ pub struct DirectRunSource {
 
 impl DirectRunSource {
     /// Reads the run once to describe it. `Ok(None)` when the run must be imported
-    /// instead (see the module documentation). An error in a CSV run's files is the one
-    /// the import would report, found without it (D115); a JSON object's errors are left
-    /// to the import, which reports them in its order and words.
+    /// instead (see the module documentation). An error is the one the import would
+    /// report, word for word, found without it (D115, D116).
     pub fn open(run: &Run, opts: &ImportOptions) -> Result<Option<Self>> {
         Self::open_on(run, opts, 2)
     }
