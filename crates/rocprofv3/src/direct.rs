@@ -767,13 +767,15 @@ impl RowSink for Describe {
                 }
             }
         }
-        if from_trace && self.d.traced.insert(d.dispatch_id).is_none() {
+        // Counter rows find a dispatch by the row id the import gave it, which is its
+        // dispatch id unless an earlier row took that (D117).
+        if from_trace && self.d.traced.insert(written).is_none() {
             self.refuse("dispatch ids too scattered");
         }
-        if d.tid.is_none() && self.threadless.insert(d.dispatch_id).is_none() {
+        if d.tid.is_none() && self.threadless.insert(written).is_none() {
             self.refuse("dispatch ids too scattered");
         }
-        self.current = Some((d.dispatch_id, true));
+        self.current = Some((written, true));
         self.timed(Table::KernelDispatch, d.pid, d.start, d.end);
         self.target(d.start, d.end, d.tid.is_none())
     }
@@ -1668,14 +1670,13 @@ impl DirectRunSource {
                 .push((first.saturating_add(ordinal - 1), id));
         }
         d.moved_dispatches.sort_unstable_by_key(|(event, _)| *event);
-        // Counter rows and records find their dispatch by the row id the import moved
-        // (D112, D113). A JSON counter section counts even without records: cheaper to
-        // leave such a rare object to the import than to tell the two apart.
+        // JSON counter records find their dispatch by the row id the import moved, and
+        // kernel records complete what counter records made by it (D113): an object with
+        // both is left to the import. A counter section counts even without records:
+        // cheaper to leave such a rare object to the import than to tell the two apart.
+        // CSV counter rows are read by row id (D117).
         let counted = match &input {
-            Input::Csv(plan) => plan
-                .files
-                .iter()
-                .any(|(_, k)| *k == CsvKind::CounterCollection),
+            Input::Csv(_) => false,
             Input::Json { .. } => describe
                 .file_kinds
                 .contains(&Some(CsvKind::CounterCollection)),
@@ -2457,6 +2458,8 @@ impl Slot for Fact {
 
 /// A dispatch's facts as a row gives them.
 struct NewFact<'a> {
+    /// What the fact is found by: the dispatch's row id (its dispatch id unless taken).
+    row_id: i64,
     dispatch_id: i64,
     event_id: i64,
     start: i64,
@@ -2535,7 +2538,7 @@ impl Facts {
             return Ok(fact);
         }
         // An id kept aside stays there, so that the kernel trace's fact still wins.
-        let id = f.dispatch_id;
+        let id = f.row_id;
         let slot = if self.scattered.contains_key(&id) {
             self.scattered.entry(id).or_default()
         } else {
@@ -3012,20 +3015,25 @@ impl RowSink for Rows<'_> {
     }
     fn dispatch(&mut self, d: &DispatchRow, event_id: i64) -> Result<()> {
         let desc = &self.source.desc;
+        // What counter rows find the dispatch by: the row id the import gave it (D117).
+        let row_id = find_in(&desc.moved_dispatches, event_id)
+            .copied()
+            .unwrap_or(d.dispatch_id);
         // A dispatch in a counter file is one a counter row made.
         let created = self.kind == Some(CsvKind::CounterCollection);
         if created {
-            self.created.insert(d.dispatch_id);
+            self.created.insert(row_id);
         }
         // A thread a counter row gave, else the API call's (the import's order).
-        let counter_tid = || find_in(&desc.counter_tids, d.dispatch_id).copied();
+        let counter_tid = || find_in(&desc.counter_tids, row_id).copied();
         let tid = self.filled(d.tid.or_else(counter_tid))?;
         if let Some(facts) = &mut self.facts {
-            if desc.counted.contains(d.dispatch_id) {
+            if desc.counted.contains(row_id) {
                 let p = &self.pending;
                 debug_assert_eq!(p.stack_id, p.parent_stack_id);
                 let fact = facts.add(
                     NewFact {
+                        row_id,
                         dispatch_id: d.dispatch_id,
                         event_id,
                         start: d.start,
@@ -3403,6 +3411,7 @@ mod tests {
 
     fn new_fact(dispatch_id: i64, event_id: i64) -> NewFact<'static> {
         NewFact {
+            row_id: dispatch_id,
             dispatch_id,
             event_id,
             start: 0,

@@ -1268,8 +1268,8 @@ fn api_rows_with_a_taken_correlation_id_read_as_imported() {
 
 /// Kernel trace rows whose dispatch id an earlier row took get the next free row id, as
 /// the import's AUTOINCREMENT table gives it, while their `dispatch_id` column keeps their
-/// own; with a counter file beside them (whose rows find dispatches by row id) the run
-/// is still left to the import (D112).
+/// own (D112); a counter file beside them, whose rows find dispatches by row id, reads
+/// as imported too (D117).
 #[test]
 fn kernel_rows_with_a_taken_dispatch_id_read_as_imported() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1303,13 +1303,27 @@ fn kernel_rows_with_a_taken_dispatch_id_read_as_imported() {
     expected.extend([largest + 1, largest + 2]);
     expected.sort_unstable();
     assert_eq!(ids, expected);
-    // With counter rows the run is the import's.
-    std::fs::copy(
-        docs.join("counter_collection.csv"),
-        dir.join("counter_collection.csv"),
-    )
-    .unwrap();
-    left_to_import(&one_run(&dir));
+    // Counter rows find their dispatch by the row id the import gave it (D117): one for
+    // the repeated row's own id (the first of the two), and one for each id the repeats
+    // took (the repeat, whose own id is another, and the row moved in turn).
+    let counters = std::fs::read_to_string(docs.join("counter_collection.csv")).unwrap();
+    let row: Vec<&str> = counters.lines().nth(1).unwrap().split(',').collect();
+    let repeated = dispatch(lines[1]);
+    let mut more = counters.trim_end().to_string();
+    for id in [repeated, largest + 1, largest + 2] {
+        let mut fields: Vec<String> = row.iter().map(|f| f.to_string()).collect();
+        fields[1] = id.to_string();
+        more.push('\n');
+        more.push_str(&fields.join(","));
+    }
+    std::fs::write(dir.join("counter_collection.csv"), more + "\n").unwrap();
+    let counts = same_as_imported(&one_run(&dir), SortOptions::default());
+    let values = counts
+        .iter()
+        .find(|(t, _)| *t == Table::PmcValue)
+        .unwrap()
+        .1;
+    assert!(values >= 3, "{counts:?}");
 }
 
 /// A JSON object without counter records whose kernel records repeat a dispatch id (a
