@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rocpd_db::Database;
@@ -277,20 +278,46 @@ impl Inputs {
         // describes its counter files on a second one, and a run's streams read their
         // tables side by side on its share.
         let per_run = (options.threads() / jobs.max(1)).max(1);
-        let direct = in_parallel(jobs, options.threads(), |job| {
-            Ok(match proton.get(job) {
-                Some((path, kind)) => Some(Direct::Proton(rocpd_proton::ProtonSource::open(
-                    path, *kind,
-                )?)),
+        // An input that fails to open is not yet the error: an earlier run left to the
+        // import may fail in it, and the first failing input's error is the one reported
+        // (D75), as when every error came from the import. Inputs after a failed one are
+        // not opened: their errors could not come first.
+        let first_failed = AtomicUsize::new(usize::MAX);
+        let opened = in_parallel(jobs, options.threads(), |job| {
+            if job > first_failed.load(Ordering::SeqCst) {
+                return Ok(Err(None));
+            }
+            let found = match proton.get(job) {
+                Some((path, kind)) => {
+                    rocpd_proton::ProtonSource::open(path, *kind).map(|s| Some(Direct::Proton(s)))
+                }
                 None => {
                     let run = &runs[job - proton.len()];
-                    rocpd_rocprofv3::DirectRunSource::open_on(run, &opts, per_run)?
-                        .map(Direct::Rocprofv3)
+                    rocpd_rocprofv3::DirectRunSource::open_on(run, &opts, per_run)
+                        .map(|s| s.map(Direct::Rocprofv3))
                 }
-            })
+            };
+            Ok(found.map_err(|e| {
+                first_failed.fetch_min(job, Ordering::SeqCst);
+                Some(e)
+            }))
         })?;
+        // `Err(Some(e))`: failed to open; `Err(None)`: after a failure, not opened.
+        let failed = opened.iter().position(|o| matches!(o, Err(Some(_))));
+        let mut direct = Vec::with_capacity(jobs);
+        let mut open_error = None;
+        for o in opened {
+            match o {
+                Ok(found) => direct.push(found),
+                Err(e) => {
+                    open_error = open_error.or(e);
+                    direct.push(None);
+                }
+            }
+        }
         let imported: Vec<usize> = (0..runs.len())
             .filter(|k| direct[proton.len() + k].is_none())
+            .filter(|k| failed.is_none_or(|f| proton.len() + k < f))
             .collect();
         let tmp = if imported.is_empty() {
             // Nothing to import: no temporary directory.
@@ -304,6 +331,10 @@ impl Inputs {
             rocpd_rocprofv3::import(&runs[k], &dest(k), &opts)
         })?
         .into_iter();
+        // No run before the input that failed to open failed in its import.
+        if let Some(e) = open_error {
+            return Err(e);
+        }
         // The sorters of the inputs read directly share one budget: a run merging them in
         // time order holds all of them at once (D82); one input's together take at most
         // what one sorter would.

@@ -587,3 +587,57 @@ fn an_import_error_is_the_first_bad_input_whatever_the_thread_count() {
     assert_eq!(errors[0], errors[1]);
     assert_eq!(errors[0], errors[2]);
 }
+
+/// An input left to the import that fails there comes before a later input whose error
+/// the direct reader finds itself (D115): the first failing input's error is reported,
+/// as when every error came from the import.
+#[test]
+fn an_error_in_the_import_of_an_earlier_run_comes_before_a_later_run_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/rocprofv3-csv-llamacpp");
+    // Run a: two API rows with the largest correlation id. The second needs the next id
+    // of the import's table, which has none left: the import fails on its database.
+    let header = "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"";
+    let row = |start: u64| {
+        format!(
+            "\"HIP_RUNTIME_API\",\"hipA\",1,1,{},{start},{}",
+            i64::MAX,
+            start + 5
+        )
+    };
+    std::fs::write(
+        dir.path().join("a_hip_api_trace.csv"),
+        format!("{header}\n{}\n{}\n", row(10), row(20)),
+    )
+    .unwrap();
+    // Run b: a kernel trace cut inside a quoted field, which the direct reader reports.
+    let mut text = std::fs::read(fixture.join("decode_kernel_trace.csv")).unwrap();
+    text.truncate(text.len() / 2);
+    text.extend_from_slice(b"\n\"unterminated");
+    std::fs::write(dir.path().join("b_kernel_trace.csv"), text).unwrap();
+    let mut errors = Vec::new();
+    for threads in [1, 2, 3] {
+        let options = rocpd::OpenOptions {
+            threads,
+            ..Default::default()
+        };
+        let e = Inputs::open(&[dir.path()], &options)
+            .unwrap_err()
+            .to_string();
+        errors.push(e);
+    }
+    // The import names its temporary database, whose directory differs run to run.
+    for e in &errors {
+        assert!(
+            e.contains("import-0000.db") && e.ends_with("database or disk is full"),
+            "{e}"
+        );
+    }
+    // Alone, run b's error is the direct reader's.
+    std::fs::remove_file(dir.path().join("a_hip_api_trace.csv")).unwrap();
+    let e = Inputs::open(&[dir.path()], &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("b_kernel_trace.csv"), "{e}");
+}

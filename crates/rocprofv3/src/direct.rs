@@ -300,6 +300,11 @@ fn find_in<T>(entries: &[(i64, T)], s: i64) -> Option<&T> {
     Some(&entries[i].1)
 }
 
+/// Why a run with a taken id after the largest id is left to the import: its
+/// `AUTOINCREMENT` table has no id left, and the import fails there on a database error,
+/// not on its input (so no input error found later is the import's, D115).
+const NO_ID_LEFT: &str = "no id left for a row with a taken id";
+
 /// The row id the import gives a row whose id an earlier row took (D110, D112): the next
 /// id of its `AUTOINCREMENT` table, one past `max` (the largest so far, or 0), itself
 /// taken from then on. The row is noted in `moved` by its `place` (file or section, event
@@ -314,7 +319,7 @@ fn move_taken(
         return Err("a row with a taken id outside any file");
     };
     let Some(next) = max.checked_add(1) else {
-        return Err("no id left for a row with a taken id");
+        return Err(NO_ID_LEFT);
     };
     if moved.len() >= MAX_GROUPS {
         return Err("more rows with a taken id than the direct reader keeps");
@@ -475,6 +480,9 @@ struct Describe {
     /// Whether a read failed on an error of the input (not a refusal, not a temporary
     /// file): the import would report an error, which [`json_import_error`] looks for.
     input_failed: bool,
+    /// Whether the import would fail at a row read so far, on a database error
+    /// ([`NO_ID_LEFT`]): its first error is then not an input error.
+    import_fails_first: bool,
     /// Whether a JSON object is read.
     json: bool,
     /// The dispatches a JSON object's counter records made, by dispatch id: the
@@ -576,6 +584,7 @@ struct Speculation {
 impl Describe {
     fn refuse(&mut self, why: &'static str) {
         self.refused.get_or_insert(why);
+        self.import_fails_first |= why == NO_ID_LEFT;
     }
 
     /// The check of the dispatch a JSON counter record made, if one did. A temporary
@@ -1088,6 +1097,7 @@ impl Describe {
             file_kinds: vec![None; files],
             refused: None,
             input_failed: false,
+            import_fails_first: false,
             json: false,
             made: PagedMap::new(
                 page_limits(CHECK_PAGES_IN_MEMORY),
@@ -1239,7 +1249,7 @@ fn csv_import_error<const N: usize>(
     let mut ordered = Describe::new(plan.files.len());
     let mut report = ImportReport::default();
     let read = csv_import::read_files(plan, &plan.files, &mut ordered, opts, &mut report);
-    if input_error(&read) {
+    if input_error(&read) && !ordered.import_fails_first {
         read?;
     }
     Ok(None)
@@ -1380,7 +1390,7 @@ fn json_import_error(
     let read =
         json_import::read_process(path, index, &Wanted::ALL, &mut ordered, opts, &mut report);
     match read {
-        Err(e @ Error::Input { .. }) => Err(e),
+        Err(e @ Error::Input { .. }) if !ordered.import_fails_first => Err(e),
         _ => Ok(None),
     }
 }
@@ -1618,9 +1628,8 @@ impl DirectRunSource {
     /// counter files are described beside its API files, and its streams' tables are
     /// read side by side when the first is opened.
     pub fn open_on(run: &Run, opts: &ImportOptions, threads: usize) -> Result<Option<Self>> {
-        let Ok(guid) = crate::guid::run_guid(run) else {
-            return Ok(None);
-        };
+        // The import's first step, and so its error when the guid is bad.
+        let guid = crate::guid::run_guid(run)?;
         let (input, described) = match &run.source {
             crate::RunSource::Csv { .. } => {
                 let plan = csv_import::plan(run);

@@ -316,6 +316,35 @@ fn csv_runs_with_bad_lines_fail_with_the_import_error() {
     }
 }
 
+/// A run whose import fails on its database before the first bad line (a taken id with
+/// no larger id left for it) is left to the import, which reports that: the bad line's
+/// error would not be the import's (D115).
+#[test]
+fn a_run_whose_import_fails_first_on_its_database_is_left_to_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let row = |start: u64| {
+        format!(
+            "\"HIP_RUNTIME_API\",\"hipA\",1,1,{},{start},{}",
+            i64::MAX,
+            start + 5
+        )
+    };
+    let kernels =
+        std::fs::read_to_string("../../fixtures/rocprofv3-csv-docs/kernel_trace.csv").unwrap();
+    std::fs::create_dir(&dir).unwrap();
+    let api = format!("{API_HEADER}\n{}\n{}\n", row(10), row(20));
+    std::fs::write(dir.join("1_hip_api_trace.csv"), api).unwrap();
+    let bad = format!("{kernels}\"KERNEL_DISPATCH\",1\n");
+    std::fs::write(dir.join("1_kernel_trace.csv"), bad).unwrap();
+    let run = one_run(&dir);
+    left_to_import(&run);
+    let e = rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(!e.contains("kernel_trace.csv"), "{e}");
+}
+
 #[test]
 fn csv_runs_with_bad_lines_skipped_read_as_imported() {
     let skip = ImportOptions {

@@ -511,6 +511,11 @@ fn a_guid_column_that_is_not_a_guid_is_refused_naming_the_column() {
     let e = err_of(&run, &ImportOptions::default());
     assert!(e.contains("rocpd-to-csv.csv: column Guid"), "{e}");
     assert!(e.contains("\"not-a-hex-guid\" is not a GUID"), "{e}");
+    // The direct reader says the same, without importing (D115).
+    let direct = rocpd_rocprofv3::DirectRunSource::open(&run, &ImportOptions::default())
+        .map(|s| s.is_some())
+        .unwrap_err();
+    assert_eq!(direct.to_string(), e);
     // Found by the fuzzer: dashes alone, or a leading dash, made a table set without a guid.
     for bad in ["-", "--", "-0197c21f"] {
         let (_d, run) = one_run(&[("rocpd-to-csv.csv", &csv.replace("not-a-hex-guid", bad))]);
