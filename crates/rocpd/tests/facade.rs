@@ -558,31 +558,41 @@ fn imports_on_several_threads_give_the_same_inputs_notes_and_output() {
     assert_eq!(seen[0], seen[2], "4 threads");
 }
 
+/// Writes llama.cpp's kernel trace into `dir` as run `prefix`, cut inside a quoted field
+/// when `cut`.
+fn kernel_trace_run(dir: &Path, prefix: &str, cut: bool) {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/rocprofv3-csv-llamacpp");
+    let mut text = std::fs::read(fixture.join("decode_kernel_trace.csv")).unwrap();
+    if cut {
+        text.truncate(text.len() / 2);
+        text.extend_from_slice(b"\n\"unterminated");
+    }
+    std::fs::write(dir.join(format!("{prefix}kernel_trace.csv")), text).unwrap();
+}
+
+/// The error of opening `dir` on 1, 2 and 3 threads.
+fn open_errors(dir: &Path) -> Vec<String> {
+    [1, 2, 3]
+        .into_iter()
+        .map(|threads| {
+            let options = rocpd::OpenOptions {
+                threads,
+                ..Default::default()
+            };
+            Inputs::open(&[dir], &options).unwrap_err().to_string()
+        })
+        .collect()
+}
+
 #[test]
 fn an_import_error_is_the_first_bad_input_whatever_the_thread_count() {
     let dir = tempfile::tempdir().unwrap();
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/rocprofv3-csv-llamacpp");
     // Three runs; the second and the third have a kernel trace cut inside a quoted field.
     for prefix in ["a_", "b_", "c_"] {
-        let mut text = std::fs::read(fixture.join("decode_kernel_trace.csv")).unwrap();
-        if prefix != "a_" {
-            text.truncate(text.len() / 2);
-            text.extend_from_slice(b"\n\"unterminated");
-        }
-        std::fs::write(dir.path().join(format!("{prefix}kernel_trace.csv")), text).unwrap();
+        kernel_trace_run(dir.path(), prefix, prefix != "a_");
     }
-    let mut errors = Vec::new();
-    for threads in [1, 2, 3] {
-        let options = rocpd::OpenOptions {
-            threads,
-            ..Default::default()
-        };
-        let e = Inputs::open(&[dir.path()], &options)
-            .unwrap_err()
-            .to_string();
-        errors.push(e);
-    }
+    let errors = open_errors(dir.path());
     assert!(errors[0].contains("b_kernel_trace.csv"), "{}", errors[0]);
     assert_eq!(errors[0], errors[1]);
     assert_eq!(errors[0], errors[2]);
@@ -594,8 +604,6 @@ fn an_import_error_is_the_first_bad_input_whatever_the_thread_count() {
 #[test]
 fn an_error_in_the_import_of_an_earlier_run_comes_before_a_later_run_error() {
     let dir = tempfile::tempdir().unwrap();
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/rocprofv3-csv-llamacpp");
     // Run a: two API rows with the largest correlation id. The second needs the next id
     // of the import's table, which has none left: the import fails on its database.
     let header = "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"";
@@ -612,21 +620,8 @@ fn an_error_in_the_import_of_an_earlier_run_comes_before_a_later_run_error() {
     )
     .unwrap();
     // Run b: a kernel trace cut inside a quoted field, which the direct reader reports.
-    let mut text = std::fs::read(fixture.join("decode_kernel_trace.csv")).unwrap();
-    text.truncate(text.len() / 2);
-    text.extend_from_slice(b"\n\"unterminated");
-    std::fs::write(dir.path().join("b_kernel_trace.csv"), text).unwrap();
-    let mut errors = Vec::new();
-    for threads in [1, 2, 3] {
-        let options = rocpd::OpenOptions {
-            threads,
-            ..Default::default()
-        };
-        let e = Inputs::open(&[dir.path()], &options)
-            .unwrap_err()
-            .to_string();
-        errors.push(e);
-    }
+    kernel_trace_run(dir.path(), "b_", true);
+    let errors = open_errors(dir.path());
     // The import names its temporary database, whose directory differs run to run.
     for e in &errors {
         assert!(

@@ -1024,17 +1024,17 @@ fn json_kernel_symbols_after_the_records_name_the_kernels() {
     let expected = names(&json);
     assert!(expected.iter().all(|n| !n.is_empty()), "{expected:?}");
     assert_eq!(names(&path), expected);
-    let db = tmp.path().join("late.db");
-    rocpd_rocprofv3::import(&one_run(&path), &db, &ImportOptions::default()).unwrap();
-    let made_up: i64 = rusqlite::Connection::open(&db)
+    let sql = "SELECT COUNT(*) FROM rocpd_info_kernel_symbol WHERE kernel_name IS NULL";
+    assert_eq!(count_imported(&path, &tmp.path().join("late.db"), sql), 0);
+}
+
+/// Imports the JSON file at `path` into `db` and counts with `sql` there.
+fn count_imported(path: &Path, db: &Path, sql: &str) -> i64 {
+    rocpd_rocprofv3::import(&one_run(path), db, &ImportOptions::default()).unwrap();
+    rusqlite::Connection::open(db)
         .unwrap()
-        .query_row(
-            "SELECT COUNT(*) FROM rocpd_info_kernel_symbol WHERE kernel_name IS NULL",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(made_up, 0);
+        .query_row(sql, [], |r| r.get(0))
+        .unwrap()
 }
 
 /// Records before the tables they need (the strings, the agents): the import reads them
@@ -1149,17 +1149,11 @@ fn json_records_before_their_tables_read_as_imported() {
     let held_path = dir.join("held_results.json");
     std::fs::write(&held_path, held).unwrap();
     assert_eq!(read_directly_as_imported(&held_path), counts);
-    let db = tmp.path().join("held.db");
-    rocpd_rocprofv3::import(&one_run(&held_path), &db, &ImportOptions::default()).unwrap();
-    let made_up: i64 = rusqlite::Connection::open(&db)
-        .unwrap()
-        .query_row(
-            "SELECT COUNT(*) FROM rocpd_info_pmc WHERE name LIKE 'counter %'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(made_up, 0);
+    let sql = "SELECT COUNT(*) FROM rocpd_info_pmc WHERE name LIKE 'counter %'";
+    assert_eq!(
+        count_imported(&held_path, &tmp.path().join("held.db"), sql),
+        0
+    );
     // Counter records held back for a later `counters` table and kernel records read
     // where they stand: the kernel records make the dispatches, as in the import, also
     // when the describing pass reads the kernel records on a thread of their own.
