@@ -782,6 +782,12 @@ fn generated_json_of(dir: &Path, seed: u64, odd_names: bool, iterations: u32) ->
     json
 }
 
+/// A generated JSON file (of plain names) as a document to edit.
+fn generated_doc(dir: &Path, seed: u64) -> serde_json::Value {
+    let json = generated_json(dir, seed, false);
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
 /// The counts of the JSON file at `path`, which must be read directly, after every row
 /// is compared with its import.
 fn read_directly_as_imported(path: &Path) -> Vec<(Table, u64)> {
@@ -1356,9 +1362,7 @@ fn kernel_rows_with_a_taken_dispatch_id_read_as_imported() {
 #[test]
 fn json_kernel_records_with_a_taken_dispatch_id_read_as_imported() {
     let tmp = tempfile::tempdir().unwrap();
-    let json = generated_json(tmp.path(), 10, false);
-    let mut doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let mut doc = generated_doc(tmp.path(), 10);
     let object = &mut doc["rocprofiler-sdk-tool"][0];
     let kernels = object["buffer_records"]["kernel_dispatch"]
         .as_array_mut()
@@ -1408,9 +1412,7 @@ fn json_kernel_records_with_a_taken_dispatch_id_read_as_imported() {
 #[test]
 fn json_api_records_with_a_taken_correlation_id_read_as_imported() {
     let tmp = tempfile::tempdir().unwrap();
-    let json = generated_json(tmp.path(), 9, false);
-    let mut doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let mut doc = generated_doc(tmp.path(), 9);
     let apis = doc["rocprofiler-sdk-tool"][0]["buffer_records"]["hip_api"]
         .as_array_mut()
         .unwrap();
