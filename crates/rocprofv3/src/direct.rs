@@ -39,8 +39,8 @@
 //! or whose correlation ids scatter (fewer than 16 kernels or copies per 512 ids). An
 //! error is not a reason: after a describing read fails on the input, the input is read
 //! once more as the import reads it, through a describer, and its first error returned
-//! (D115, D116); only a JSON object whose error lies in records the import holds back
-//! for later tables is still imported to find it. JSON objects also when a kernel
+//! (D115, D116); only a JSON object whose error lies in more than [`MAX_HELD_BYTES`] of
+//! records the import holds back for later tables is still imported to find it. JSON objects also when a kernel
 //! record completing a dispatch a counter record made gives it any other column than the
 //! counter record did, or completes it twice (the import overwrites the row; the streams
 //! wrote what was described), when `metadata` is given again after records, or when the
@@ -300,6 +300,18 @@ fn find_in<T>(entries: &[(i64, T)], s: i64) -> Option<&T> {
     Some(&entries[i].1)
 }
 
+/// The most bytes of held-back JSON records [`json_import_error`] keeps to parse after
+/// its walk, as the import does; an object with more is left to the import.
+const MAX_HELD_BYTES: usize = 32 << 20;
+
+/// Records the import's walk held back for tables after them (see [`MAX_HELD_BYTES`]).
+#[derive(Default)]
+struct Held {
+    records: Vec<Deferred>,
+    bytes: usize,
+    overflow: bool,
+}
+
 /// Why a run with a taken id after the largest id is left to the import: its
 /// `AUTOINCREMENT` table has no id left, and the import fails there on a database error,
 /// not on its input (so no input error found later is the import's, D115).
@@ -480,6 +492,9 @@ struct Describe {
     /// Whether a read failed on an error of the input (not a refusal, not a temporary
     /// file): the import would report an error, which [`json_import_error`] looks for.
     input_failed: bool,
+    /// The records the import's walk held back for tables after them, kept by
+    /// [`json_import_error`]'s read only.
+    held: Option<Held>,
     /// Whether the import would fail at a row read so far, on a database error
     /// ([`NO_ID_LEFT`]): its first error is then not an input error.
     import_fails_first: bool,
@@ -969,17 +984,48 @@ impl RowSink for Describe {
     fn text(&mut self, _which: Texts, _id: i64) -> Result<Option<String>> {
         Ok(None)
     }
-    fn defer(&mut self, _section: &str, _place: &str, _json: &str) -> Result<()> {
+    fn defer(&mut self, section: &str, place: &str, json: &str) -> Result<()> {
         // The scanning walk reads what comes before the tables it needs in a later walk
-        // (D108) and never defers; the import's walk does, in [`json_import_error`].
+        // (D108) and never defers; the import's walk does, in [`json_import_error`],
+        // which keeps them to parse after the walk as the import does.
         self.refuse("records before the tables they need");
+        if let Some(held) = &mut self.held {
+            let bytes = held.bytes.saturating_add(json.len());
+            if bytes > MAX_HELD_BYTES {
+                held.overflow = true;
+            } else if !held.overflow {
+                held.bytes = bytes;
+                let seq = i64::try_from(held.records.len()).unwrap_or(i64::MAX - 1) + 1;
+                held.records.push(Deferred {
+                    seq,
+                    section: section.to_string(),
+                    place: place.to_string(),
+                    json: json.to_string(),
+                });
+            }
+        }
         Ok(())
     }
     fn late_sections(&mut self, ordinals: &[usize]) {
         self.late.extend(ordinals);
     }
-    fn deferred(&mut self, _after: i64, _limit: usize) -> Result<Vec<Deferred>> {
-        Ok(Vec::new())
+    fn deferred(&mut self, after: i64, limit: usize) -> Result<Vec<Deferred>> {
+        let Some(held) = &self.held else {
+            return Ok(Vec::new());
+        };
+        if held.overflow {
+            // Not an input error: [`json_import_error`] leaves the object to the import.
+            return Err(Error::Usage("more held-back records than kept".into()));
+        }
+        // Sequence numbers count from 1 in the order kept.
+        let from = usize::try_from(after.max(0)).unwrap_or(usize::MAX);
+        Ok(held
+            .records
+            .iter()
+            .skip(from)
+            .take(limit)
+            .cloned()
+            .collect())
     }
 }
 
@@ -1098,6 +1144,7 @@ impl Describe {
             refused: None,
             input_failed: false,
             import_fails_first: false,
+            held: None,
             json: false,
             made: PagedMap::new(
                 page_limits(CHECK_PAGES_IN_MEMORY),
@@ -1371,11 +1418,11 @@ enum Beside {
 /// the object is read once more the way the import reads it (`json_import::read_process`,
 /// the import's own walk, in document order), through a describer instead of the
 /// database: its first error is the import's, word for word. Records the walk holds
-/// back for a table after them are parsed by the import only once the whole document
-/// has been walked, which the describer cannot (it keeps none): an error the walk meets
-/// comes before theirs, and a walk that meets none leaves the object to the import
-/// (`Ok(None)`), as does a failure that was not the input's (a refusal, a temporary
-/// file).
+/// back for a table after them are parsed once the whole document has been walked, from
+/// the import's database, here from memory, up to [`MAX_HELD_BYTES`]: past that, and
+/// when the failure was not the input's (a refusal, a temporary file), the object is
+/// left to the import (`Ok(None)`). An error the walk itself meets comes before theirs
+/// either way.
 fn json_import_error(
     path: &Path,
     index: usize,
@@ -1386,6 +1433,7 @@ fn json_import_error(
         return Ok(None);
     }
     let mut ordered = Describe::for_json();
+    ordered.held = Some(Held::default());
     let mut report = ImportReport::default();
     let read =
         json_import::read_process(path, index, &Wanted::ALL, &mut ordered, opts, &mut report);

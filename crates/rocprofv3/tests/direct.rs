@@ -227,12 +227,6 @@ fn left_to_import(run: &Run) {
 /// the direct reader finds without the import (D115, D116), on one thread and two.
 /// Returns the error as text.
 fn fails_as_imported(run: &Run) -> String {
-    fails_as_imported_or_left(run, false)
-}
-
-/// [`fails_as_imported`], but a JSON object whose error the import meets only in records
-/// it held back for tables after them may be left to the import (`may_be_left`, D116).
-fn fails_as_imported_or_left(run: &Run, may_be_left: bool) -> String {
     let tmp = tempfile::tempdir().unwrap();
     let strict = ImportOptions::default();
     let imported = rocpd_rocprofv3::import(run, &tmp.path().join("x.db"), &strict)
@@ -241,7 +235,6 @@ fn fails_as_imported_or_left(run: &Run, may_be_left: bool) -> String {
     for threads in [1, 2] {
         match DirectRunSource::open_on(run, &strict, threads) {
             Err(e) => assert_eq!(e.to_string(), imported, "{}", run.label),
-            Ok(None) if may_be_left => {}
             Ok(found) => panic!("{}: not an error: {}", run.label, found.is_some()),
         }
     }
@@ -251,8 +244,8 @@ fn fails_as_imported_or_left(run: &Run, may_be_left: bool) -> String {
 /// `run`, which has bad rows: the import's error without `skip_bad_rows` (which reports
 /// the first), read directly with it; `capped` says whether it has more skip reasons than
 /// the report lists.
-fn read_skipping(run: &Run, capped: bool, may_be_left: bool) -> DirectRunSource {
-    fails_as_imported_or_left(run, may_be_left);
+fn read_skipping(run: &Run, capped: bool) -> DirectRunSource {
+    fails_as_imported(run);
     let skip = ImportOptions {
         skip_bad_rows: true,
     };
@@ -377,7 +370,7 @@ fn csv_runs_with_bad_lines_skipped_read_as_imported() {
         }
         assert_eq!(spoiled, 4, "{}", csv.display());
         let run = one_run(&csv);
-        let direct = read_skipping(&run, many, false);
+        let direct = read_skipping(&run, many);
         assert!(
             direct.skipped_rows() >= 4 * n as u64,
             "{}",
@@ -1407,6 +1400,40 @@ fn json_kernel_records_with_a_taken_dispatch_id_read_as_imported() {
     assert_eq!(ids, expected);
 }
 
+/// A JSON object with `metadata` after its records, whose import holds every record back
+/// and parses them after its walk: a bad record among them is reported without the
+/// import while the held records fit the memory kept for them (D116); past it the object
+/// is left to the import, which reports the same error.
+#[test]
+fn json_bad_records_held_back_past_the_memory_kept_are_left_to_the_import() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = generated_doc(tmp.path(), 11);
+    let apis = doc["rocprofiler-sdk-tool"][0]["buffer_records"]["hip_api"]
+        .as_array_mut()
+        .unwrap();
+    apis[5]["start_timestamp"] = serde_json::json!("soon");
+    let small = tmp.path().join("small_results.json");
+    // serde_json sorts the members: `metadata` after `buffer_records`.
+    std::fs::write(&small, serde_json::to_string(&doc).unwrap()).unwrap();
+    let e = fails_as_imported(&one_run(&small));
+    assert!(
+        e.contains("hip_api[5]") && e.contains("start_timestamp"),
+        "{e}"
+    );
+    // A record before it carries 33 MiB of a member nobody reads.
+    doc["rocprofiler-sdk-tool"][0]["buffer_records"]["hip_api"][2]["padding"] =
+        serde_json::json!("x".repeat(33 << 20));
+    let large = tmp.path().join("large_results.json");
+    std::fs::write(&large, serde_json::to_string(&doc).unwrap()).unwrap();
+    let run = one_run(&large);
+    left_to_import(&run);
+    let imported =
+        rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
+            .unwrap_err()
+            .to_string();
+    assert_eq!(imported, e.replace("small_results", "large_results"));
+}
+
 /// A JSON object whose API records repeat correlation ids (a record given twice, and
 /// one given the id of a later record) reads directly as imported (D110).
 #[test]
@@ -1493,8 +1520,8 @@ fn json_objects_with_bad_records_skipped_read_as_imported() {
             std::fs::write(&path, out).unwrap();
             let run = one_run(&path);
             // Sorted, `metadata` comes after the records, which the import holds back and
-            // parses after the walk: then the import finds the error (D116).
-            let direct = read_skipping(&run, many, order == "sorted");
+            // parses after the walk: so does the direct reader's search for its error.
+            let direct = read_skipping(&run, many);
             let n = if many { 28 } else { 4 };
             assert_eq!(direct.skipped_rows(), n, "{:?}", direct.skipped());
             same_as_imported_with(&run, SortOptions::default(), &skip);
