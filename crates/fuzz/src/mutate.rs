@@ -652,7 +652,17 @@ fn csv_op(rng: &mut Rng, data: &mut Vec<u8>) -> &'static str {
     let fields = csv_fields(&data[a..b]);
     let (fa, fb) = *rng.pick(&fields);
     let (fa, fb) = (a + fa, a + fb);
-    match rng.below(6) {
+    match rng.below(7) {
+        6 if a > 0 => {
+            // A record given twice: ids an earlier row took (correlation, dispatch), which
+            // the import moves and counter rows then look up (D110, D112, D117).
+            let mut line = data[a..b].to_vec();
+            if line.last() != Some(&b'\n') {
+                line.push(b'\n');
+            }
+            splice_in(data, a, 0, &line);
+            "csv-duplicate-line"
+        }
         0 | 1 => {
             let v: Vec<u8> = match rng.below(4) {
                 0 => rng.pick(FIELDS).to_vec(),
