@@ -112,7 +112,7 @@ impl Sql {
 }
 
 /// The machine.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct NodeRow {
     pub id: i64,
     pub hash: i64,
@@ -142,7 +142,7 @@ impl NodeRow {
 }
 
 /// What is known about a process beyond its pid.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct ProcessRow {
     pub ppid: Option<i64>,
     pub init: Option<i64>,

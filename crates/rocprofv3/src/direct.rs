@@ -43,7 +43,8 @@
 //! records the import holds back for later tables is still imported to find it. JSON objects also when a kernel
 //! record completing a dispatch a counter record made gives it any other column than the
 //! counter record did, or completes it twice (the import overwrites the row; the streams
-//! wrote what was described), when `metadata` is given again after records, or when the
+//! wrote what was described), when `metadata` is given again after records with another
+//! node or process (D118), or when the
 //! `strings` texts pass [`MAX_TEXTS`]. [`DirectRunSource::open`] says `None` for those.
 //! Rows that come before the tables they need are read in later walks, and their events
 //! numbered after the others', as the import holds them back (D108).
@@ -675,8 +676,8 @@ impl RowSink for Describe {
         &mut self.d.agents
     }
     fn set_node(&mut self, node: NodeRow) {
-        // Rows before it would carry another node id.
-        if self.json && self.seen_event {
+        // Rows before it would carry another node id; the same node again changes nothing.
+        if self.json && self.seen_event && self.d.node.as_ref() != Some(&node) {
             self.refuse("metadata after records");
         }
         self.d.node = Some(node);
@@ -930,7 +931,9 @@ impl RowSink for Describe {
         }
     }
     fn set_process(&mut self, pid: i64, row: ProcessRow) {
-        if self.json && self.seen_event {
+        // Rows after it would be another process's; the same process again changes
+        // nothing.
+        if self.json && self.seen_event && self.d.process_rows.get(&pid) != Some(&row) {
             self.refuse("metadata after records");
         }
         self.d.processes.insert(pid);

@@ -1400,6 +1400,36 @@ fn json_kernel_records_with_a_taken_dispatch_id_read_as_imported() {
     assert_eq!(ids, expected);
 }
 
+/// `metadata` given a second time after the records: the same again reads directly as
+/// imported; another node (which rows before it would not carry) or another pid is left
+/// to the import.
+#[test]
+fn json_metadata_given_again_after_the_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json(tmp.path(), 12, false);
+    let text = std::fs::read_to_string(&json).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let metadata = &doc["rocprofiler-sdk-tool"][0]["metadata"];
+    assert!(text.find("\"metadata\"").unwrap() < text.find("\"buffer_records\"").unwrap());
+    let again = |m: &serde_json::Value, name: &str| {
+        let end = text.trim_end().strip_suffix("}]}").unwrap();
+        let path = tmp.path().join(name);
+        std::fs::write(&path, format!("{end},\"metadata\":{m}}}]}}")).unwrap();
+        one_run(&path)
+    };
+    let same = again(metadata, "same_results.json");
+    let counts = same_as_imported(&same, SortOptions::default());
+    assert!(counts
+        .iter()
+        .any(|(t, n)| *t == Table::KernelDispatch && *n > 0));
+    let mut other_node = metadata.clone();
+    other_node["node"]["hostname"] = serde_json::json!("elsewhere");
+    left_to_import(&again(&other_node, "node_results.json"));
+    let mut other_pid = metadata.clone();
+    other_pid["pid"] = serde_json::json!(metadata["pid"].as_i64().unwrap() + 1);
+    left_to_import(&again(&other_pid, "pid_results.json"));
+}
+
 /// A JSON object with `metadata` after its records, whose import holds every record back
 /// and parses them after its walk: a bad record among them is reported without the
 /// import while the held records fit the memory kept for them (D116); past it the object
