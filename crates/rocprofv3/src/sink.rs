@@ -2,6 +2,14 @@
 //! JSON record readers, and implemented twice, by the database writer
 //! ([`crate::db::Out`]) and by the direct reader's passes (`crate::direct`), so both see
 //! the same rows, ids and errors.
+//!
+//! A rule the parsers keep: a row or record checks every field it reads before its first
+//! lookup here (`find_dispatch`, `completes`, `untimed_event`, `has_kernel`, `has_pmc`,
+//! `text`), and no answer of a lookup turns into an input error. The two sinks answer
+//! some lookups differently when the direct reader has refused a run (a page budget
+//! passed), and the direct reader finds the import's first error by reading the input
+//! again through its own sink (D115, D116): that is its error only while the answers
+//! cannot decide which error comes first.
 
 use rocpd_model::Result;
 
