@@ -722,7 +722,13 @@ impl RowSink for Describe {
         // The import writes a row whose id is taken with the next id SQLite gives (D110):
         // the streams give it the same, found by its event.
         let mut written = id;
-        match self.region_ids.insert(id) {
+        let inserted = self.region_ids.insert(id);
+        // However the row is refused, a taken id with no larger one left fails the import
+        // on its database (D115); an id whose page was not kept may be taken.
+        if inserted != Some(true) && self.region_max == i64::MAX {
+            self.import_fails_first = true;
+        }
+        match inserted {
             Some(true) => {}
             Some(false) if self.refused.is_some() => {}
             Some(false) => {
@@ -759,7 +765,11 @@ impl RowSink for Describe {
         self.thread(d.pid, d.tid);
         self.queue_stream(Some(d.queue_id), Some(d.stream_id));
         let mut written = d.dispatch_id;
-        match self.dispatch_ids.insert(d.dispatch_id) {
+        let inserted = self.dispatch_ids.insert(d.dispatch_id);
+        if inserted != Some(true) && self.dispatch_max == i64::MAX {
+            self.import_fails_first = true;
+        }
+        match inserted {
             Some(true) => {}
             Some(false) if self.refused.is_some() => {}
             // A kernel trace row, or a JSON kernel record: its dispatch id is looked up
@@ -933,7 +943,10 @@ impl RowSink for Describe {
     fn set_process(&mut self, pid: i64, row: ProcessRow) {
         // Rows after it would be another process's; the same process again changes
         // nothing.
-        if self.json && self.seen_event && self.d.process_rows.get(&pid) != Some(&row) {
+        // Another pid than the rows' so far (even one seen before) would give the rows
+        // after it another process.
+        let changed = self.d.process_rows.get(&pid) != Some(&row) || pid != self.d.pid;
+        if self.json && self.seen_event && changed {
             self.refuse("metadata after records");
         }
         self.d.processes.insert(pid);
@@ -993,7 +1006,9 @@ impl RowSink for Describe {
         // which keeps them to parse after the walk as the import does.
         self.refuse("records before the tables they need");
         if let Some(held) = &mut self.held {
-            let bytes = held.bytes.saturating_add(json.len());
+            // All the record costs, not its text alone: a held `0` has a longer place.
+            let cost = std::mem::size_of::<Deferred>() + section.len() + place.len() + json.len();
+            let bytes = held.bytes.saturating_add(cost);
             if bytes > MAX_HELD_BYTES {
                 held.overflow = true;
             } else if !held.overflow {

@@ -1428,6 +1428,21 @@ fn json_metadata_given_again_after_the_records() {
     let mut other_pid = metadata.clone();
     other_pid["pid"] = serde_json::json!(metadata["pid"].as_i64().unwrap() + 1);
     left_to_import(&again(&other_pid, "pid_results.json"));
+    // Another process given before the records, then the first again after them: the
+    // rows after it would be the first process's (found by review).
+    // The object's own record members (`strings` names the same keys earlier).
+    let records = ["\"callback_records\":", "\"buffer_records\":"]
+        .iter()
+        .filter_map(|k| text.rfind(k))
+        .min()
+        .unwrap();
+    assert!(text.find("\"metadata\":").unwrap() < records);
+    let between = format!("\"metadata\":{other_pid},");
+    let back = format!("{}{between}{}", &text[..records], &text[records..]);
+    let end = back.trim_end().strip_suffix("}]}").unwrap();
+    let path = tmp.path().join("back_results.json");
+    std::fs::write(&path, format!("{end},\"metadata\":{metadata}}}]}}")).unwrap();
+    left_to_import(&one_run(&path));
 }
 
 /// A JSON object with `metadata` after its records, whose import holds every record back
@@ -1462,6 +1477,55 @@ fn json_bad_records_held_back_past_the_memory_kept_are_left_to_the_import() {
             .unwrap_err()
             .to_string();
     assert_eq!(imported, e.replace("small_results", "large_results"));
+}
+
+/// Held-back records count with all they cost, not their text alone: 300,000 records `0`
+/// held for the agents (a few bytes of text, a longer place each) pass the memory kept
+/// for them, and the object is left to the import (found by review).
+#[test]
+fn json_many_tiny_held_back_records_are_left_to_the_import() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = generated_doc(tmp.path(), 13);
+    doc["rocprofiler-sdk-tool"][0]["buffer_records"]["memory_copy"] =
+        serde_json::Value::Array(vec![serde_json::json!(0); 300_000]);
+    let text = members_moved_last(&serde_json::to_string(&doc).unwrap(), &["agents"]);
+    let path = tmp.path().join("tiny_results.json");
+    std::fs::write(&path, text).unwrap();
+    let run = one_run(&path);
+    left_to_import(&run);
+    let e = rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("memory_copy[0]"), "{e}");
+}
+
+/// Two kernel records with the largest dispatch id, held back like every record, then a
+/// bad record: the import fails on its database at the second kernel record, before the
+/// bad one, so the object is left to it although the search for its error had refused
+/// the object already (found by review).
+#[test]
+fn json_held_records_whose_import_fails_first_on_its_database_are_left_to_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = generated_doc(tmp.path(), 14);
+    let object = &mut doc["rocprofiler-sdk-tool"][0];
+    object["callback_records"]
+        .as_object_mut()
+        .unwrap()
+        .remove("counter_collection");
+    let records = &mut object["buffer_records"];
+    for k in 0..2 {
+        records["kernel_dispatch"][k]["dispatch_info"]["dispatch_id"] = serde_json::json!(i64::MAX);
+    }
+    records["memory_copy"][3]["start_timestamp"] = serde_json::json!("soon");
+    let text = members_moved_last(&serde_json::to_string(&doc).unwrap(), &["agents"]);
+    let path = tmp.path().join("full_results.json");
+    std::fs::write(&path, text).unwrap();
+    let run = one_run(&path);
+    left_to_import(&run);
+    let e = rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.ends_with("database or disk is full"), "{e}");
 }
 
 /// A JSON object whose API records repeat correlation ids (a record given twice, and
