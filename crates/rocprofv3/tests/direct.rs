@@ -777,8 +777,16 @@ fn generated_json_of(dir: &Path, seed: u64, odd_names: bool, iterations: u32) ->
 
 /// A generated JSON file (of plain names) as a document to edit.
 fn generated_doc(dir: &Path, seed: u64) -> serde_json::Value {
+    generated_text_and_doc(dir, seed).1
+}
+
+/// A generated JSON file (of plain names): its text, in rocprofv3's member order, and
+/// its document.
+fn generated_text_and_doc(dir: &Path, seed: u64) -> (String, serde_json::Value) {
     let json = generated_json(dir, seed, false);
-    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+    let text = std::fs::read_to_string(json).unwrap();
+    let doc = serde_json::from_str(&text).unwrap();
+    (text, doc)
 }
 
 /// The counts of the JSON file at `path`, which must be read directly, after every row
@@ -1406,9 +1414,7 @@ fn json_kernel_records_with_a_taken_dispatch_id_read_as_imported() {
 #[test]
 fn json_metadata_given_again_after_the_records() {
     let tmp = tempfile::tempdir().unwrap();
-    let json = generated_json(tmp.path(), 12, false);
-    let text = std::fs::read_to_string(&json).unwrap();
-    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let (text, doc) = generated_text_and_doc(tmp.path(), 12);
     let metadata = &doc["rocprofiler-sdk-tool"][0]["metadata"];
     assert!(text.find("\"metadata\"").unwrap() < text.find("\"buffer_records\"").unwrap());
     let again = |m: &serde_json::Value, name: &str| {
@@ -1488,15 +1494,22 @@ fn json_many_tiny_held_back_records_are_left_to_the_import() {
     let mut doc = generated_doc(tmp.path(), 13);
     doc["rocprofiler-sdk-tool"][0]["buffer_records"]["memory_copy"] =
         serde_json::Value::Array(vec![serde_json::json!(0); 300_000]);
-    let text = members_moved_last(&serde_json::to_string(&doc).unwrap(), &["agents"]);
-    let path = tmp.path().join("tiny_results.json");
-    std::fs::write(&path, text).unwrap();
-    let run = one_run(&path);
-    left_to_import(&run);
-    let e = rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
-        .unwrap_err()
-        .to_string();
+    let e = agents_last_left_to_import(&doc, &tmp.path().join("tiny_results.json"));
     assert!(e.contains("memory_copy[0]"), "{e}");
+}
+
+/// Writes `doc` to `path` with its `agents` last (so every record is held back for
+/// them), asserts the direct reader leaves it to the import and returns the import's
+/// error.
+fn agents_last_left_to_import(doc: &serde_json::Value, path: &Path) -> String {
+    let text = members_moved_last(&serde_json::to_string(doc).unwrap(), &["agents"]);
+    std::fs::write(path, text).unwrap();
+    let run = one_run(path);
+    left_to_import(&run);
+    let tmp = tempfile::tempdir().unwrap();
+    rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
+        .unwrap_err()
+        .to_string()
 }
 
 /// Two kernel records with the largest dispatch id, held back like every record, then a
@@ -1517,14 +1530,7 @@ fn json_held_records_whose_import_fails_first_on_its_database_are_left_to_it() {
         records["kernel_dispatch"][k]["dispatch_info"]["dispatch_id"] = serde_json::json!(i64::MAX);
     }
     records["memory_copy"][3]["start_timestamp"] = serde_json::json!("soon");
-    let text = members_moved_last(&serde_json::to_string(&doc).unwrap(), &["agents"]);
-    let path = tmp.path().join("full_results.json");
-    std::fs::write(&path, text).unwrap();
-    let run = one_run(&path);
-    left_to_import(&run);
-    let e = rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
-        .unwrap_err()
-        .to_string();
+    let e = agents_last_left_to_import(&doc, &tmp.path().join("full_results.json"));
     assert!(e.ends_with("database or disk is full"), "{e}");
 }
 
