@@ -302,22 +302,24 @@ impl Inputs {
                 Some(e)
             }))
         })?;
-        // `Err(Some(e))`: failed to open; `Err(None)`: after a failure, not opened.
-        let failed = opened.iter().position(|o| matches!(o, Err(Some(_))));
+        // `Err(Some(e))`: failed to open; `Err(None)`: after a failure, not opened. The
+        // first failure (job, error) is the one that counts.
         let mut direct = Vec::with_capacity(jobs);
-        let mut open_error = None;
-        for o in opened {
+        let mut failed = None;
+        for (job, o) in opened.into_iter().enumerate() {
             match o {
                 Ok(found) => direct.push(found),
                 Err(e) => {
-                    open_error = open_error.or(e);
+                    if failed.is_none() {
+                        failed = e.map(|e| (job, e));
+                    }
                     direct.push(None);
                 }
             }
         }
         let imported: Vec<usize> = (0..runs.len())
             .filter(|k| direct[proton.len() + k].is_none())
-            .filter(|k| failed.is_none_or(|f| proton.len() + k < f))
+            .filter(|k| failed.as_ref().is_none_or(|(f, _)| proton.len() + k < *f))
             .collect();
         let tmp = if imported.is_empty() {
             // Nothing to import: no temporary directory.
@@ -332,7 +334,7 @@ impl Inputs {
         })?
         .into_iter();
         // No run before the input that failed to open failed in its import.
-        if let Some(e) = open_error {
+        if let Some((_, e)) = failed {
             return Err(e);
         }
         // The sorters of the inputs read directly share one budget: a run merging them in

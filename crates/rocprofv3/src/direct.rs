@@ -496,8 +496,9 @@ struct Describe {
     /// The records the import's walk held back for tables after them, kept by
     /// [`json_import_error`]'s read only.
     held: Option<Held>,
-    /// Whether the import would fail at a row read so far, on a database error
-    /// ([`NO_ID_LEFT`]): its first error is then not an input error.
+    /// Whether the import would fail at a row read so far, on a database error (no id
+    /// left for a taken one, [`Describe::note_taken`]): its first error is then not an
+    /// input error.
     import_fails_first: bool,
     /// Whether a JSON object is read.
     json: bool,
@@ -600,7 +601,13 @@ struct Speculation {
 impl Describe {
     fn refuse(&mut self, why: &'static str) {
         self.refused.get_or_insert(why);
-        self.import_fails_first |= why == NO_ID_LEFT;
+    }
+
+    /// Notes a row id `inserted` into a table whose largest id so far is `max`: however
+    /// the row is refused, a taken id with no larger one left fails the import on its
+    /// database (D115); an id whose page was not kept (`None`) may be taken.
+    fn note_taken(&mut self, inserted: Option<bool>, max: i64) {
+        self.import_fails_first |= inserted != Some(true) && max == i64::MAX;
     }
 
     /// The check of the dispatch a JSON counter record made, if one did. A temporary
@@ -723,11 +730,7 @@ impl RowSink for Describe {
         // the streams give it the same, found by its event.
         let mut written = id;
         let inserted = self.region_ids.insert(id);
-        // However the row is refused, a taken id with no larger one left fails the import
-        // on its database (D115); an id whose page was not kept may be taken.
-        if inserted != Some(true) && self.region_max == i64::MAX {
-            self.import_fails_first = true;
-        }
+        self.note_taken(inserted, self.region_max);
         match inserted {
             Some(true) => {}
             Some(false) if self.refused.is_some() => {}
@@ -766,9 +769,7 @@ impl RowSink for Describe {
         self.queue_stream(Some(d.queue_id), Some(d.stream_id));
         let mut written = d.dispatch_id;
         let inserted = self.dispatch_ids.insert(d.dispatch_id);
-        if inserted != Some(true) && self.dispatch_max == i64::MAX {
-            self.import_fails_first = true;
-        }
+        self.note_taken(inserted, self.dispatch_max);
         match inserted {
             Some(true) => {}
             Some(false) if self.refused.is_some() => {}
@@ -830,17 +831,15 @@ impl RowSink for Describe {
         Ok(())
     }
     fn kernel_symbol(&mut self, pid: i64, k: &KernelSymbolRow) -> Result<()> {
-        match self.d.symbols.entry(k.id) {
-            std::collections::btree_map::Entry::Vacant(e) => {
-                e.insert((pid, k.clone()));
-            }
-            // A table's row replaces one made up for a record before it, as in the import.
-            std::collections::btree_map::Entry::Occupied(mut e)
-                if e.get().1.is_synthesized() && !k.is_synthesized() =>
-            {
-                e.insert((pid, k.clone()));
-            }
-            std::collections::btree_map::Entry::Occupied(_) => {}
+        // The first row of an id stays, but a table's row replaces one made up for a
+        // record before it, as in the import.
+        let keep = self
+            .d
+            .symbols
+            .get(&k.id)
+            .is_some_and(|(_, old)| !old.is_synthesized() || k.is_synthesized());
+        if !keep {
+            self.d.symbols.insert(k.id, (pid, k.clone()));
         }
         Ok(())
     }
@@ -941,10 +940,8 @@ impl RowSink for Describe {
         }
     }
     fn set_process(&mut self, pid: i64, row: ProcessRow) {
-        // Rows after it would be another process's; the same process again changes
-        // nothing.
-        // Another pid than the rows' so far (even one seen before) would give the rows
-        // after it another process.
+        // The same process again changes nothing; another pid than the rows' so far (even
+        // one seen before) would give the rows after it another process.
         let changed = self.d.process_rows.get(&pid) != Some(&row) || pid != self.d.pid;
         if self.json && self.seen_event && changed {
             self.refuse("metadata after records");
