@@ -775,6 +775,13 @@ fn generated_json_of(dir: &Path, seed: u64, odd_names: bool, iterations: u32) ->
     json
 }
 
+/// The HIP API records of a generated document's process object.
+fn hip_api(doc: &mut serde_json::Value) -> &mut Vec<serde_json::Value> {
+    doc["rocprofiler-sdk-tool"][0]["buffer_records"]["hip_api"]
+        .as_array_mut()
+        .unwrap()
+}
+
 /// A generated JSON file (of plain names) as a document to edit.
 fn generated_doc(dir: &Path, seed: u64) -> serde_json::Value {
     generated_text_and_doc(dir, seed).1
@@ -1459,9 +1466,7 @@ fn json_metadata_given_again_after_the_records() {
 fn json_bad_records_held_back_past_the_memory_kept_are_left_to_the_import() {
     let tmp = tempfile::tempdir().unwrap();
     let mut doc = generated_doc(tmp.path(), 11);
-    let apis = doc["rocprofiler-sdk-tool"][0]["buffer_records"]["hip_api"]
-        .as_array_mut()
-        .unwrap();
+    let apis = hip_api(&mut doc);
     apis[5]["start_timestamp"] = serde_json::json!("soon");
     let small = tmp.path().join("small_results.json");
     // serde_json sorts the members: `metadata` after `buffer_records`.
@@ -1472,8 +1477,7 @@ fn json_bad_records_held_back_past_the_memory_kept_are_left_to_the_import() {
         "{e}"
     );
     // A record before it carries 33 MiB of a member nobody reads.
-    doc["rocprofiler-sdk-tool"][0]["buffer_records"]["hip_api"][2]["padding"] =
-        serde_json::json!("x".repeat(33 << 20));
+    hip_api(&mut doc)[2]["padding"] = serde_json::json!("x".repeat(33 << 20));
     let large = tmp.path().join("large_results.json");
     std::fs::write(&large, serde_json::to_string(&doc).unwrap()).unwrap();
     let run = one_run(&large);
@@ -1540,9 +1544,7 @@ fn json_held_records_whose_import_fails_first_on_its_database_are_left_to_it() {
 fn json_api_records_with_a_taken_correlation_id_read_as_imported() {
     let tmp = tempfile::tempdir().unwrap();
     let mut doc = generated_doc(tmp.path(), 9);
-    let apis = doc["rocprofiler-sdk-tool"][0]["buffer_records"]["hip_api"]
-        .as_array_mut()
-        .unwrap();
+    let apis = hip_api(&mut doc);
     assert!(apis.len() > 10);
     let first = apis[0].clone();
     apis.insert(1, first);
