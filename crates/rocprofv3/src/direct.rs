@@ -36,6 +36,7 @@
 //! database: an id two rows claim (the import gives the second the next free id), rows
 //! skipped as bad (their report must keep the import's order), a run whose threads given
 //! by counter rows pass [`MAX_GROUPS`], whose dispatches with values pass [`MAX_COUNTED`]
+//! (the PMC facts are kept by rank among them, D119)
 //! or whose correlation ids scatter (fewer than 16 kernels or copies per 512 ids). An
 //! error is not a reason: after a describing read fails on the input, the input is read
 //! once more as the import reads it, through a describer, and its first error returned
@@ -86,8 +87,9 @@ use crate::{CsvKind, ImportOptions, ImportReport, Run};
 pub const MAX_GROUPS: usize = 1 << 20;
 
 /// The most dispatches with counter values the PMC stream keeps the facts of (64 bytes
-/// each, in pages mostly on disk since D101); a run with more is imported.
-pub const MAX_COUNTED: usize = 1 << 19;
+/// each, by their rank among those dispatches, in pages mostly on disk: the temporary
+/// file stays under 1 GiB; D101, D119); a run with more is imported.
+pub const MAX_COUNTED: usize = 1 << 24;
 
 /// The most texts of a JSON object's `strings` tables (marker messages, region names)
 /// a stream keeps in memory, and their bytes; an object with more is imported.
@@ -105,10 +107,15 @@ struct IdSet {
     pages: FastMap<i64, Box<[u64; 64]>>,
 }
 
+/// The page of an [`IdSet`] an id lies in, and its bit there.
+fn id_bit(id: i64) -> (i64, usize) {
+    (id.div_euclid(4096), id.rem_euclid(4096) as usize)
+}
+
 impl IdSet {
     /// Adds `id`; `Some(false)` when it was there, `None` past the page budget.
     fn insert(&mut self, id: i64) -> Option<bool> {
-        let (page, bit) = (id.div_euclid(4096), id.rem_euclid(4096) as usize);
+        let (page, bit) = id_bit(id);
         if !self.pages.contains_key(&page) && self.pages.len() >= MAX_ID_PAGES {
             return None;
         }
@@ -120,17 +127,53 @@ impl IdSet {
     }
 
     fn contains(&self, id: i64) -> bool {
-        let (page, bit) = (id.div_euclid(4096), id.rem_euclid(4096) as usize);
+        let (page, bit) = id_bit(id);
         self.pages
             .get(&page)
             .is_some_and(|words| words[bit / 64] & (1u64 << (bit % 64)) != 0)
     }
 
     fn remove(&mut self, id: i64) {
-        let (page, bit) = (id.div_euclid(4096), id.rem_euclid(4096) as usize);
+        let (page, bit) = id_bit(id);
         if let Some(words) = self.pages.get_mut(&page) {
             words[bit / 64] &= !(1u64 << (bit % 64));
         }
+    }
+}
+
+/// Each id of an [`IdSet`] numbered by its rank among them (0 for the smallest): keys
+/// `0..len` for a [`PagedMap`], dense however the ids scatter (D119).
+struct Ranks<'a> {
+    set: &'a IdSet,
+    /// The number of the set's ids below each of its pages.
+    below: FastMap<i64, i64>,
+    len: i64,
+}
+
+impl<'a> Ranks<'a> {
+    fn new(set: &'a IdSet) -> Self {
+        let mut pages: Vec<(i64, &[u64; 64])> = set.pages.iter().map(|(p, w)| (*p, &**w)).collect();
+        pages.sort_unstable_by_key(|(p, _)| *p);
+        let mut below = FastMap::default();
+        let mut len = 0i64;
+        for (page, words) in pages {
+            below.insert(page, len);
+            len += words.iter().map(|w| i64::from(w.count_ones())).sum::<i64>();
+        }
+        Ranks { set, below, len }
+    }
+
+    /// The rank of `id`, if the set has it.
+    fn rank(&self, id: i64) -> Option<i64> {
+        let (page, bit) = id_bit(id);
+        let words = self.set.pages.get(&page)?;
+        let (word, mask) = (bit / 64, 1u64 << (bit % 64));
+        if words[word] & mask == 0 {
+            return None;
+        }
+        let before: u32 = words[..word].iter().map(|w| w.count_ones()).sum();
+        let within = (words[word] & (mask - 1)).count_ones();
+        Some(self.below.get(&page)? + i64::from(before + within))
     }
 }
 
@@ -2546,12 +2589,14 @@ struct NewFact<'a> {
 
 /// The facts of the dispatches with counter values, for the PMC stream, by dispatch id:
 /// those of the kernel trace and those the counter rows make (a kernel trace's fact wins
-/// over a counter row's of the same dispatch), a few pages in memory (D101).
-struct Facts {
-    by_dispatch: PagedMap<Fact>,
-    /// Facts of dispatch ids that scatter past what the pages take (few: their number
-    /// is bounded by [`MAX_COUNTED`]).
-    scattered: FastMap<i64, Fact>,
+/// over a counter row's of the same dispatch), a few pages in memory (D101). They are
+/// kept by the dispatch's rank among the dispatches the description counted, so that
+/// the pages are full however the ids scatter (D119).
+struct Facts<'a> {
+    /// The ranks of the dispatches with counter values (the description's).
+    ranks: Ranks<'a>,
+    /// Facts by rank.
+    by_rank: PagedMap<Fact>,
     /// Whether the facts of dispatches counter rows make are kept: always for CSV runs,
     /// whose later counter rows join them; for JSON objects only when a counter record
     /// joins a dispatch another made ([`Description::made_joined`]); otherwise nothing
@@ -2585,7 +2630,26 @@ fn too_many() -> Error {
     Error::Usage("internal: too many distinct dispatch facts".into())
 }
 
-impl Facts {
+impl<'a> Facts<'a> {
+    /// Facts of the dispatches `counted` has, `resident` pages of them in memory.
+    fn new(counted: &'a IdSet, resident: usize, keep_created: bool) -> Self {
+        let ranks = Ranks::new(counted);
+        let total = usize::try_from(ranks.len)
+            .unwrap_or(usize::MAX)
+            .div_ceil(crate::paged::SLOTS);
+        Facts {
+            ranks,
+            by_rank: PagedMap::for_dense_ids(PageLimits { resident, total }, "PMC facts"),
+            keep_created,
+            agents: Vec::new(),
+            pids: Vec::new(),
+            categories: Vec::new(),
+            correlations: Vec::new(),
+            correlation_ids: FastMap::default(),
+        }
+    }
+
+    /// Keeps the facts of `f`, a dispatch the description counted.
     fn add(&mut self, f: NewFact<'_>, created: bool) -> Result<Fact> {
         let fact = Fact {
             dispatch_id: f.dispatch_id,
@@ -2609,16 +2673,9 @@ impl Facts {
         if created && !self.keep_created {
             return Ok(fact);
         }
-        // An id kept aside stays there, so that the kernel trace's fact still wins.
-        let id = f.row_id;
-        let slot = if self.scattered.contains_key(&id) {
-            self.scattered.entry(id).or_default()
-        } else {
-            match self.by_dispatch.entry(id)? {
-                Some(slot) => slot,
-                None => self.scattered.entry(id).or_default(),
-            }
-        };
+        let missing = || Error::Usage("internal: the facts of a dispatch not counted".into());
+        let rank = self.ranks.rank(f.row_id).ok_or_else(missing)?;
+        let slot = self.by_rank.entry(rank)?.ok_or_else(missing)?;
         if !created || *slot == Fact::default() {
             *slot = fact;
         }
@@ -2626,10 +2683,10 @@ impl Facts {
     }
 
     fn get(&mut self, dispatch_id: i64) -> Result<Option<Fact>> {
-        Ok(match self.by_dispatch.get(dispatch_id)? {
-            Some(f) => Some(f),
-            None => self.scattered.get(&dispatch_id).copied(),
-        })
+        match self.ranks.rank(dispatch_id) {
+            Some(rank) => self.by_rank.get(rank),
+            None => Ok(None),
+        }
     }
 
     /// The index of external correlation id `c`, added if new.
@@ -2780,7 +2837,7 @@ struct Rows<'a> {
     /// The id of the next counter value.
     next_pmc: i64,
     /// The PMC stream's dispatch facts.
-    facts: Option<Facts>,
+    facts: Option<Facts<'a>>,
     /// A buffer for a counter value's event columns.
     pmc_event: Pending,
     /// The JSON `strings` texts this stream reads (bounded by [`MAX_TEXTS`]).
@@ -2824,16 +2881,12 @@ impl<'a> Rows<'a> {
             untimed: IdSet::default(),
             current: None,
             next_pmc: 1,
-            facts: tables.contains(&Table::PmcValue).then(|| Facts {
-                by_dispatch: PagedMap::new(page_limits(FACT_PAGES_IN_MEMORY), "PMC facts"),
-                scattered: FastMap::default(),
-                keep_created: !matches!(source.input, Input::Json { .. })
-                    || source.desc.made_joined,
-                agents: Vec::new(),
-                pids: Vec::new(),
-                categories: Vec::new(),
-                correlations: Vec::new(),
-                correlation_ids: FastMap::default(),
+            facts: tables.contains(&Table::PmcValue).then(|| {
+                Facts::new(
+                    &source.desc.counted,
+                    page_limits(FACT_PAGES_IN_MEMORY).resident,
+                    !matches!(source.input, Input::Json { .. }) || source.desc.made_joined,
+                )
             }),
             pmc_event: Pending::default(),
             texts: TextTable::new(),
@@ -3462,23 +3515,13 @@ mod tests {
         assert_eq!(t.get(Texts::External, 300).unwrap(), None);
     }
 
-    fn facts(keep_created: bool, pages: usize) -> Facts {
-        Facts {
-            by_dispatch: PagedMap::new(
-                PageLimits {
-                    resident: 1,
-                    total: pages,
-                },
-                "PMC facts",
-            ),
-            scattered: FastMap::default(),
-            keep_created,
-            agents: Vec::new(),
-            pids: Vec::new(),
-            categories: Vec::new(),
-            correlations: Vec::new(),
-            correlation_ids: FastMap::default(),
+    /// An id set of `ids`.
+    fn id_set(ids: impl IntoIterator<Item = i64>) -> IdSet {
+        let mut set = IdSet::default();
+        for id in ids {
+            assert_eq!(set.insert(id), Some(true));
         }
+        set
     }
 
     fn new_fact(dispatch_id: i64, event_id: i64) -> NewFact<'static> {
@@ -3497,40 +3540,68 @@ mod tests {
         }
     }
 
+    /// Ranks number a set's ids from 0 in ascending order, whatever their pages.
+    #[test]
+    fn ranks_number_the_ids_in_order() {
+        let ids: Vec<i64> = [-4097, -1, 0, 1, 63, 64, 65, 4095, 4096, 1 << 40]
+            .into_iter()
+            .chain((0..300).map(|i| 9000 + i * 7))
+            .collect();
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        // Inserted out of order.
+        let set = id_set(ids.iter().rev().copied());
+        let ranks = Ranks::new(&set);
+        assert_eq!(ranks.len, sorted.len() as i64);
+        for (rank, id) in sorted.iter().enumerate() {
+            assert_eq!(ranks.rank(*id), Some(rank as i64), "id {id}");
+        }
+        for absent in [-2, 2, 62, 9001, 1 << 41, i64::MIN, i64::MAX] {
+            assert_eq!(ranks.rank(absent), None, "id {absent}");
+        }
+    }
+
     /// Facts are found by dispatch id over pages written out and read back, with their
-    /// interned columns; a kernel trace's fact wins over a counter row's of the same
-    /// dispatch, whichever comes first; counter rows' facts are kept only when asked.
+    /// interned columns, however the ids scatter (they are kept by rank, D119); a kernel
+    /// trace's fact wins over a counter row's of the same dispatch, whichever comes
+    /// first; counter rows' facts are kept only when asked.
     #[test]
     fn facts_are_found_by_dispatch_and_the_kernel_trace_wins() {
-        // Six pages of ids, or two (the ids past them kept aside).
-        for pages in [64, 2] {
-            let mut f = facts(true, pages);
-            // Dispatch ids 1..3000, made by counter rows when divisible by 3 (an odd
-            // event id), the others by the kernel trace.
-            for id in (1..3000).rev() {
-                f.add(new_fact(id, id * 2 + i64::from(id % 3 == 0)), id % 3 == 0)
-                    .unwrap();
-            }
-            // Both for dispatches 10 and 2010: the trace's, before and after the counter
-            // row's.
-            for (traced, made) in [(10, 12), (2010, 2012)] {
-                f.add(new_fact(traced, -1), true).unwrap();
-                f.add(new_fact(made, -made), false).unwrap();
-            }
-            assert_eq!(f.scattered.is_empty(), pages == 64);
-            for id in 1..3000 {
-                let got = f.get(id).unwrap().unwrap();
-                let want = match id {
-                    12 | 2012 => -id,
-                    _ => id * 2 + i64::from(id % 3 == 0),
-                };
-                assert_eq!((got.dispatch_id, got.event_id), (id, want));
-                assert_eq!(f.correlation_of(got), Some(id * 5));
-                assert_eq!((f.agent(got), f.pid(got)), (id % 4, 7));
-            }
-            assert!(f.get(3000).unwrap().is_none() && f.get(0).unwrap().is_none());
+        // Dispatch ids 1..3000 and 600 ids a page apart (one page each before D119: past
+        // 256 pages such ids were kept in memory, not paged).
+        let ids: Vec<i64> = (1..3000)
+            .chain((0..600).map(|k| 1 << 30 | k << 12))
+            .collect();
+        let counted = id_set(ids.iter().copied());
+        let mut f = Facts::new(&counted, 1, true);
+        // Made by counter rows when divisible by 3 (an odd event id), the others by the
+        // kernel trace, in descending order.
+        for &id in ids.iter().rev() {
+            f.add(new_fact(id, id * 2 + i64::from(id % 3 == 0)), id % 3 == 0)
+                .unwrap();
         }
-        let mut f = facts(false, 64);
+        // Both for dispatches 10 and 2010: the trace's, before and after the counter
+        // row's.
+        for (traced, made) in [(10, 12), (2010, 2012)] {
+            f.add(new_fact(traced, -1), true).unwrap();
+            f.add(new_fact(made, -made), false).unwrap();
+        }
+        assert_eq!(f.by_rank.pages(), ids.len().div_ceil(crate::paged::SLOTS));
+        for &id in &ids {
+            let got = f.get(id).unwrap().unwrap();
+            let want = match id {
+                12 | 2012 => -id,
+                _ => id * 2 + i64::from(id % 3 == 0),
+            };
+            assert_eq!((got.dispatch_id, got.event_id), (id, want));
+            assert_eq!(f.correlation_of(got), Some(id * 5));
+            assert_eq!((f.agent(got), f.pid(got)), (id % 4, 7));
+        }
+        assert!(f.get(3000).unwrap().is_none() && f.get(0).unwrap().is_none());
+        // A dispatch the description did not count has no place.
+        assert!(f.add(new_fact(3001, 1), false).is_err());
+        let counted = id_set([4, 5]);
+        let mut f = Facts::new(&counted, 64, false);
         f.add(new_fact(4, 8), true).unwrap();
         f.add(new_fact(5, 10), false).unwrap();
         assert!(f.get(4).unwrap().is_none());

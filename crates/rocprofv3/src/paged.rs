@@ -101,6 +101,9 @@ pub(crate) struct PagedMap<V: Slot> {
     dir: PathBuf,
     /// What the records are, for errors.
     what: &'static str,
+    /// Whether a new page is refused when the ids scatter (see [`PagedMap::entry`]);
+    /// not for ids dense by construction, whose pages may come in any order.
+    refuse_sparse: bool,
 }
 
 impl<V: Slot> PagedMap<V> {
@@ -118,6 +121,17 @@ impl<V: Slot> PagedMap<V> {
             entries: 0,
             dir: std::env::temp_dir(),
             what,
+            refuse_sparse: true,
+        }
+    }
+
+    /// A map for ids that are dense by construction (ranks `0..n`): a new page is
+    /// refused only past [`PageLimits::total`], however few records the pages made so far
+    /// hold, since a page's ids may first come in any order.
+    pub(crate) fn for_dense_ids(limits: PageLimits, what: &'static str) -> Self {
+        PagedMap {
+            refuse_sparse: false,
+            ..PagedMap::new(limits, what)
         }
     }
 
@@ -150,7 +164,9 @@ impl<V: Slot> PagedMap<V> {
         self.entries = self.entries.saturating_add(1);
         if !self.resident.contains_key(&page) && !self.written.contains_key(&page) {
             let pages = self.pages();
-            let sparse = pages >= DENSE_AFTER && pages.saturating_mul(MIN_PER_PAGE) > self.entries;
+            let sparse = self.refuse_sparse
+                && pages >= DENSE_AFTER
+                && pages.saturating_mul(MIN_PER_PAGE) > self.entries;
             if pages >= self.limits.total || sparse {
                 return Ok(None);
             }
@@ -476,6 +492,16 @@ mod tests {
         );
         let refused = (0..1000).find(|&i| sparse.entry(i * SLOTS as i64).unwrap().is_none());
         assert_eq!(refused, Some(DENSE_AFTER as i64));
+        // A map of dense ids takes them all, up to its total.
+        let mut dense = PagedMap::<Pair>::for_dense_ids(
+            PageLimits {
+                resident: 4,
+                total: 1000,
+            },
+            "pairs",
+        );
+        let refused = (0..1001).find(|&i| dense.entry(i * SLOTS as i64).unwrap().is_none());
+        assert_eq!(refused, Some(1000));
         assert!(map.entry(1101).unwrap().is_some(), "an existing page");
         map.seal().unwrap();
         assert!(!map.spilled());

@@ -636,6 +636,60 @@ fn generated_traces_with_counter_files_read_as_imported() {
     }
 }
 
+/// Counter rows of dispatches whose ids lie a page apart or more, some found in a kernel
+/// trace and some made by the counter rows: their facts are kept by rank among the
+/// counted dispatches (D119), in pages written out and read back, and the run reads as
+/// imported.
+#[test]
+fn counter_rows_of_scattered_dispatch_ids_read_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = Path::new("../../fixtures/rocprofv3-csv-docs");
+    let read = |name: &str| std::fs::read_to_string(docs.join(name)).unwrap();
+    let (kernels, counters) = (read("kernel_trace.csv"), read("counter_collection.csv"));
+    // 600 dispatches 1,000 ids apart (more pages of 512 ids than the density rule of a
+    // page map of dispatch ids took), every other one in the kernel trace.
+    let (mut traced, mut counted) = (Vec::new(), Vec::new());
+    for k in 1..=600i64 {
+        let (dispatch, start, end) = (k * 1000 + k % 7, 1_000_000 + k * 100, 1_000_050 + k * 100);
+        if k % 2 == 0 {
+            traced.push(format!(
+                "\"KERNEL_DISPATCH\",\"Agent 4\",1,1,834304,{dispatch},10,\"kern\",{k},{start},{end},0,0,8,0,16,64,1,1,1024,1024,1"
+            ));
+        }
+        counted.push(format!(
+            "{k},{dispatch},\"Agent 4\",1,15606,15606,1048576,10,\"kern\",64,0,0,8,0,16,\"SQ_WAVES\",{k}.000000,{start},{end}"
+        ));
+    }
+    let dir = tmp.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    let header = |text: &str| text.lines().next().unwrap().to_string();
+    let write = |name: &str, head: String, rows: &[String]| {
+        std::fs::write(dir.join(name), format!("{head}\n{}\n", rows.join("\n"))).unwrap();
+    };
+    write("kernel_trace.csv", header(&kernels), &traced);
+    write("counter_collection.csv", header(&counters), &counted);
+    let run = one_run(&dir);
+    let counts = same_as_imported(&run, SortOptions::default());
+    let n = |t: Table| counts.iter().find(|(x, _)| *x == t).unwrap().1;
+    assert_eq!(
+        (n(Table::PmcValue), n(Table::KernelDispatch)),
+        (600, 600),
+        "{counts:?}"
+    );
+    let source = DirectRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .expect("read directly");
+    let values = rows(&source, Table::PmcValue, 1000);
+    let value = values.column_by_name("value").unwrap();
+    let value = value.as_primitive::<arrow_array::types::Float64Type>();
+    let dispatch = ints(&values, values.schema().index_of("dispatch_id").unwrap());
+    // Each value is its own dispatch's (the counter value is the row's ordinal).
+    for (i, d) in dispatch.iter().enumerate() {
+        let k = value.value(i) as i64;
+        assert_eq!(*d, k * 1000 + k % 7);
+    }
+}
+
 /// Counter files of every header generation, alone (their rows make the dispatches) and
 /// beside kernel traces (their rows find them, and give a thread to dispatches that have
 /// none), with and without time.
