@@ -37,7 +37,8 @@
 //! skipped as bad (their report must keep the import's order), a run whose threads given
 //! by counter rows pass [`MAX_GROUPS`], whose dispatches with values pass [`MAX_COUNTED`]
 //! (the PMC facts are kept by rank among them, D119)
-//! or whose correlation ids scatter (fewer than 16 kernels or copies per 512 ids). An
+//! or whose correlation ids scatter (fewer than 16 kernels or copies per 512 ids, and
+//! pages past 1.5 times the input's size, D120). An
 //! error is not a reason: after a describing read fails on the input, the input is read
 //! once more as the import reads it, through a describer, and its first error returned
 //! (D115, D116); only a JSON object whose error lies in more than [`MAX_HELD_BYTES`] of
@@ -1121,11 +1122,32 @@ impl Describe {
         self.file_kinds[index] = Some(kind);
     }
 
-    /// A describer of a JSON process object, whose sections add to the counts as they
-    /// come.
-    fn for_json() -> Self {
+    /// A describer of a JSON process object in the file at `path`, whose sections add to
+    /// the counts as they come.
+    fn for_json(path: &Path) -> Self {
         let mut d = Describe::new(0);
         d.json = true;
+        d.allow_input_bytes(file_bytes(path));
+        d
+    }
+
+    /// The size of the input described: the maps by correlation id may take pages of
+    /// ids too scattered for their records-per-page rule while their files stay within
+    /// twice that together, 1.5 times for the flow groups (20 KiB a page) and half for
+    /// the fill entries (4.5 KiB). The import such a run went to writes a database of
+    /// 1.2 to 1.5 times the input, and SQLite's sort files beside it (D120).
+    fn allow_input_bytes(&mut self, bytes: u64) {
+        self.d
+            .groups
+            .allow_input_bytes(bytes.saturating_add(bytes / 2));
+        self.d.fills.allow_input_bytes(bytes / 2);
+    }
+
+    /// A describer of the CSV run `plan`.
+    fn for_csv(plan: &CsvPlan) -> Self {
+        let mut d = Describe::new(plan.files.len());
+        let bytes = plan.files.iter().map(|(f, _)| file_bytes(f));
+        d.allow_input_bytes(bytes.fold(0, u64::saturating_add));
         d
     }
 
@@ -1263,6 +1285,12 @@ impl Describe {
     }
 }
 
+/// The size of the file at `path` (0 when it cannot be read: the maps by id then keep
+/// to their records-per-page rule alone).
+fn file_bytes(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
 /// The describing pass over `plan` (see the module documentation); `None` when the run
 /// must be imported. With `threads` of two or more, the counter files are read beside
 /// the API files, unless their rows make dispatches (then the run is described again,
@@ -1291,7 +1319,7 @@ fn describe_run(
     // Each file has its own report, merged in the plan's order at the end: skipped lines
     // are listed as the import lists them, whatever order the files were read in.
     if threads >= 2 && traced && !counters.is_empty() && !apis.is_empty() {
-        let mut describe = Describe::new(plan.files.len());
+        let mut describe = Describe::for_csv(plan);
         let mut reports = BTreeMap::new();
         let read = csv_import::read_files(plan, &others, &mut describe, opts, &mut reports);
         if describe.failed(&read) {
@@ -1318,7 +1346,7 @@ fn describe_run(
             return Ok(done.then(|| (describe, crate::merged_reports(reports))));
         }
     }
-    let mut describe = Describe::new(plan.files.len());
+    let mut describe = Describe::for_csv(plan);
     let mut reports = BTreeMap::new();
     for files in [targets, apis] {
         let read = csv_import::read_files(plan, &files, &mut describe, opts, &mut reports);
@@ -1382,7 +1410,7 @@ fn describe_json(
     opts: &ImportOptions,
     threads: usize,
 ) -> Result<Option<(Describe, ImportReport)>> {
-    let mut describe = Describe::for_json();
+    let mut describe = Describe::for_json(path);
     // The reads take the object's sections in another order than the import: skip
     // reasons are kept by place and put in its order at the end (D111).
     let keyed = || ImportReport {
@@ -1410,7 +1438,7 @@ fn describe_json(
                 report.ordered = Some(Default::default());
             }
             Beside::InOrder => {
-                (describe, report, spans) = (Describe::for_json(), keyed(), Vec::new());
+                (describe, report, spans) = (Describe::for_json(path), keyed(), Vec::new());
                 in_order = true;
             }
         }
@@ -1490,7 +1518,7 @@ fn json_import_error(
     if !failed.input_failed {
         return Ok(None);
     }
-    let mut ordered = Describe::for_json();
+    let mut ordered = Describe::for_json(path);
     ordered.held = Some(Held::default());
     let mut report = ImportReport::default();
     let read =
@@ -1540,7 +1568,7 @@ fn describe_kernels_beside(
     };
     let signal = Arc::new(CounterSignal::default());
     describe.counters_seen = Some(Arc::clone(&signal));
-    let mut side = Describe::for_json();
+    let mut side = Describe::for_json(path);
     side.speculation = Some(Speculation {
         signal: Arc::clone(&signal),
         counted: None,

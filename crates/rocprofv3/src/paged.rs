@@ -81,8 +81,8 @@ pub(crate) struct PageLimits {
 }
 
 /// Pages past which ids must be dense: each page at least [`MIN_PER_PAGE`] records on
-/// average (an entry made per record), so that the file stays smaller than the input
-/// that named the ids.
+/// average (an entry made per record), or the file within a share of the input that
+/// named the ids ([`PagedMap::allow_input_bytes`], D120).
 const DENSE_AFTER: usize = 256;
 const MIN_PER_PAGE: usize = 16;
 
@@ -104,6 +104,9 @@ pub(crate) struct PagedMap<V: Slot> {
     /// Whether a new page is refused when the ids scatter (see [`PagedMap::entry`]);
     /// not for ids dense by construction, whose pages may come in any order.
     refuse_sparse: bool,
+    /// Bytes of file allowed for pages of scattered ids, from the size of the input
+    /// the ids come from (D120).
+    input_bytes: u64,
 }
 
 impl<V: Slot> PagedMap<V> {
@@ -122,7 +125,16 @@ impl<V: Slot> PagedMap<V> {
             dir: std::env::temp_dir(),
             what,
             refuse_sparse: true,
+            input_bytes: 0,
         }
+    }
+
+    /// Takes pages of ids too scattered for the records-per-page rule while the file
+    /// would stay within `bytes`, a share of the size of the input that names the ids: a
+    /// run whose kernels are few among many ids has few records a page but many bytes
+    /// of input behind each (D120).
+    pub(crate) fn allow_input_bytes(&mut self, bytes: u64) {
+        self.input_bytes = bytes;
     }
 
     /// A map for ids that are dense by construction (ranks `0..n`): a new page is
@@ -158,15 +170,20 @@ impl<V: Slot> PagedMap<V> {
 
     /// The record of `id`, created empty when its page is new: `None` when a new page
     /// would pass [`PageLimits::total`] or the ids scatter (more than [`DENSE_AFTER`]
-    /// pages, fewer than [`MIN_PER_PAGE`] calls a page).
+    /// pages, fewer than [`MIN_PER_PAGE`] calls a page, and a file of one more page
+    /// past the bytes [`PagedMap::allow_input_bytes`] allows).
     pub(crate) fn entry(&mut self, id: i64) -> Result<Option<&mut V>> {
         let (page, slot) = split(id);
         self.entries = self.entries.saturating_add(1);
         if !self.resident.contains_key(&page) && !self.written.contains_key(&page) {
             let pages = self.pages();
+            let page_bytes = (SLOTS * V::BYTES) as u64;
+            let past_input =
+                (pages as u64).saturating_add(1).saturating_mul(page_bytes) > self.input_bytes;
             let sparse = self.refuse_sparse
                 && pages >= DENSE_AFTER
-                && pages.saturating_mul(MIN_PER_PAGE) > self.entries;
+                && pages.saturating_mul(MIN_PER_PAGE) > self.entries
+                && past_input;
             if pages >= self.limits.total || sparse {
                 return Ok(None);
             }
@@ -492,6 +509,18 @@ mod tests {
         );
         let refused = (0..1000).find(|&i| sparse.entry(i * SLOTS as i64).unwrap().is_none());
         assert_eq!(refused, Some(DENSE_AFTER as i64));
+        // Unless the file stays within the input's bytes (D120): 12-byte pairs, 6 KiB
+        // a page, an input of 300 pages.
+        let mut large = PagedMap::<Pair>::new(
+            PageLimits {
+                resident: 4,
+                total: 1 << 20,
+            },
+            "pairs",
+        );
+        large.allow_input_bytes(300 * 12 * SLOTS as u64);
+        let refused = (0..1000).find(|&i| large.entry(i * SLOTS as i64).unwrap().is_none());
+        assert_eq!(refused, Some(300));
         // A map of dense ids takes them all, up to its total.
         let mut dense = PagedMap::<Pair>::for_dense_ids(
             PageLimits {

@@ -690,6 +690,118 @@ fn counter_rows_of_scattered_dispatch_ids_read_as_imported() {
     }
 }
 
+/// A run whose kernels are few in each page of 512 correlation ids, with many bytes of
+/// input behind each page (here one launching call with a 24 KB name each; in rocprofv3's
+/// traces, many HIP calls between launches): past 256 pages it was imported, and now
+/// reads directly as imported, the groups' file staying within the input's size (D120).
+#[test]
+fn kernels_few_among_many_api_bytes_read_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let long = "Call".repeat(6000);
+    let ids = || (1..=300i64).map(|k| k * 512 + k % 7);
+    // Each call its own name, so that a JSON object's strings carry the bytes too.
+    let calls: Vec<String> = ids()
+        .map(|c| {
+            let start = 1_000_000 + c * 1000;
+            format!(
+                "\"HIP_RUNTIME_API\",\"hip{c}{long}\",1,7,{c},{start},{}",
+                start + 400
+            )
+        })
+        .collect();
+    let kernels: Vec<String> = ids()
+        .enumerate()
+        .map(|(i, c)| {
+            let start = 1_000_000 + c * 1000 + 500;
+            format!(
+                "\"KERNEL_DISPATCH\",\"Agent 4\",1,1,7,{},10,\"kern\",{c},{start},{},0,0,8,0,16,64,1,1,1024,1024,1",
+                i + 1,
+                start + 300
+            )
+        })
+        .collect();
+    let docs = Path::new("../../fixtures/rocprofv3-csv-docs");
+    let kernel_text = std::fs::read_to_string(docs.join("kernel_trace.csv")).unwrap();
+    let kernel_header = kernel_text.lines().next().unwrap();
+    let source = csv_run_as_imported(
+        &tmp.path().join("run"),
+        &[
+            ("1_hip_api_trace.csv", API_HEADER, &strs(&calls)),
+            ("1_kernel_trace.csv", kernel_header, &strs(&kernels)),
+        ],
+    );
+    // Every kernel has its launching call: the groups of all 300 pages were kept.
+    let batch = rows(&source, Table::KernelDispatch, 4096);
+    let launched = batch.column_by_name("has_launcher").unwrap().as_boolean();
+    assert_eq!((launched.len(), launched.true_count()), (300, 300));
+    // The same run as a JSON object (its import exported as rocprofv3 writes JSON).
+    let db = tmp.path().join("run.db");
+    let run = one_run(&tmp.path().join("run"));
+    rocpd_rocprofv3::import(&run, &db, &ImportOptions::default()).unwrap();
+    let (json, _) = rocpd_gen::export_json(&db, &tmp.path().join("json")).unwrap();
+    let counts = read_directly_as_imported(&json);
+    assert!(counts.contains(&(Table::KernelDispatch, 300)), "{counts:?}");
+}
+
+/// The real llama.cpp decode trace, forty times over (ids and times shifted) with every
+/// third kernel kept: a few kernels in each page of 512 correlation ids, the others
+/// taken by calls of domains not traced. Its flow groups pass 256 pages at 7 kernels a
+/// page; it was imported, and reads directly as imported (D120).
+#[test]
+fn a_long_real_decode_trace_with_sparse_kernels_reads_as_imported() {
+    let real = Path::new("../../fixtures/rocprofv3-csv-llamacpp");
+    let read = |name: &str| std::fs::read_to_string(real.join(name)).unwrap();
+    // Every field is quoted: `","` splits them.
+    let fields = |line: &str| -> Vec<String> {
+        let inner = line.trim().trim_start_matches('"').trim_end_matches('"');
+        inner.split("\",\"").map(String::from).collect()
+    };
+    let join = |f: &[String]| format!("\"{}\"", f.join("\",\""));
+    let repeated = |name: &str, shifted: &[(&str, i64)], keep: usize| -> (String, Vec<String>) {
+        let text = read(name);
+        let mut lines = text.lines();
+        let header = lines.next().unwrap().to_string();
+        let names = fields(&header);
+        let at = |n: &str| names.iter().position(|x| x == n).unwrap();
+        let body: Vec<Vec<String>> = lines.map(fields).collect();
+        let mut out = Vec::new();
+        for copy in 0..40i64 {
+            for row in body.iter().step_by(keep) {
+                let mut row = row.clone();
+                for (column, by) in shifted {
+                    let v: i64 = row[at(column)].parse().unwrap();
+                    row[at(column)] = (v + copy * by).to_string();
+                }
+                out.push(join(&row));
+            }
+        }
+        (header, out)
+    };
+    let times = 100_000_000;
+    let shift = [
+        ("Correlation_Id", 30_000),
+        ("Start_Timestamp", times),
+        ("End_Timestamp", times),
+    ];
+    let (api_header, calls) = repeated("decode_hip_api_trace.csv", &shift, 1);
+    let mut kernel_shift = shift.to_vec();
+    kernel_shift.push(("Dispatch_Id", 1000));
+    let (kernel_header, kernels) = repeated("decode_kernel_trace.csv", &kernel_shift, 3);
+    let tmp = tempfile::tempdir().unwrap();
+    let source = csv_run_as_imported(
+        &tmp.path().join("decode"),
+        &[
+            ("decode_hip_api_trace.csv", &api_header, &strs(&calls)),
+            ("decode_kernel_trace.csv", &kernel_header, &strs(&kernels)),
+        ],
+    );
+    let batch = rows(&source, Table::KernelDispatch, 4096);
+    assert_eq!(batch.num_rows(), kernels.len());
+    let launched = batch.column_by_name("has_launcher").unwrap().as_boolean();
+    // Eight of each copy's 48 kernels were launched by a call the HIP trace has.
+    assert_eq!(launched.true_count(), 8 * 40);
+}
+
 /// Counter files of every header generation, alone (their rows make the dispatches) and
 /// beside kernel traces (their rows find them, and give a thread to dispatches that have
 /// none), with and without time.
