@@ -27,10 +27,11 @@
 //!    kernel trace first, keeping the facts of each dispatch with values ([`Fact`]), then
 //!    joins each counter value to its dispatch's facts as the RocPD reader's query does.
 //!
-//! What is kept by id (flow groups by correlation id, PMC facts by dispatch id, the
-//! checks of dispatches JSON counter records make, JSON texts) lies in a
-//! [`PagedMap`]: pages of 512 ids, a few megabytes of them in memory and the rest in an
-//! anonymous temporary file, so that memory does not grow with the trace (D101).
+//! What is kept by id (flow groups by correlation id, the checks of dispatches JSON
+//! counter records make; PMC facts and JSON texts by the rank of their id among the ids
+//! the describing pass saw, D119, D121) lies in a [`PagedMap`]: pages of 512 ids, a few
+//! megabytes of them in memory and the rest in an anonymous temporary file, so that
+//! memory does not grow with the trace (D101).
 //!
 //! Some runs are imported after all, because what the import does to them needs the
 //! database: an id two rows claim (the import gives the second the next free id), rows
@@ -62,7 +63,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use arrow_array::RecordBatch;
-use rocpd_model::hash::FastMap;
+use rocpd_model::hash::{fnv1a64, FastMap, FastSet, FNV_OFFSET};
 use rocpd_model::{
     Agent, BatchBuilder, Catalog, CodeObject, ColumnBuilder, Error, KernelSymbol, Node, Pmc,
     Process, Projection, Queue, Result, SourceInfo, Table, Thread,
@@ -92,8 +93,9 @@ pub const MAX_GROUPS: usize = 1 << 20;
 /// file stays under 1 GiB; D101, D119); a run with more is imported.
 pub const MAX_COUNTED: usize = 1 << 24;
 
-/// The most texts of a JSON object's `strings` tables (marker messages, region names)
-/// a stream keeps in memory, and their bytes; an object with more is imported.
+/// The most distinct texts of a JSON object's `strings` tables (marker messages, region
+/// names) a stream keeps in memory, and their bytes; an object with more is imported.
+/// (The texts by id are paged, by rank among the ids: D121.)
 pub const MAX_TEXTS: usize = 1 << 19;
 const MAX_TEXT_BYTES: usize = 64 << 20;
 
@@ -481,9 +483,14 @@ struct Description {
     /// Dispatches JSON counter records made that a later kernel record completes: the
     /// streams skip that kernel record, as its columns are the counter record's.
     completed: IdSet,
-    /// Texts of the JSON `strings` tables, and their bytes: the streams keep them.
+    /// The distinct texts of the JSON `strings` tables, and their bytes: the streams
+    /// keep them.
     texts: usize,
     text_bytes: usize,
+    /// The ids of the marker texts and of the region names (external correlation ids):
+    /// the streams keep the texts by rank among them (D121).
+    marker_text_ids: IdSet,
+    external_text_ids: IdSet,
 }
 
 /// What the describing pass keeps of a dispatch a JSON counter record made (rocprofv3's
@@ -502,6 +509,8 @@ fn made_check(d: &DispatchRow, internal: Option<i64>, external: Option<i64>) -> 
 /// The describing pass's sink.
 struct Describe {
     d: Description,
+    /// Hashes of the distinct texts put so far (at most [`MAX_TEXTS`] and one).
+    text_hashes: FastSet<u64>,
     /// The stack id of the event just made (the next row's).
     stack: Option<i64>,
     /// The external correlation id of the event just made.
@@ -1030,11 +1039,24 @@ impl RowSink for Describe {
     fn has_pmc(&self, id: i64) -> bool {
         self.d.pmcs.contains_key(&id)
     }
-    fn put_text(&mut self, _which: Texts, _id: i64, text: &str) -> Result<()> {
-        self.d.texts += 1;
-        self.d.text_bytes = self.d.text_bytes.saturating_add(text.len());
+    fn put_text(&mut self, which: Texts, id: i64, text: &str) -> Result<()> {
+        let ids = match which {
+            Texts::Marker => &mut self.d.marker_text_ids,
+            Texts::External => &mut self.d.external_text_ids,
+        };
+        if ids.insert(id).is_none() {
+            self.refuse("text ids too scattered");
+        }
+        // Distinct texts by a hash (a collision only counts two texts as one).
+        if self
+            .text_hashes
+            .insert(fnv1a64(text.as_bytes(), FNV_OFFSET))
+        {
+            self.d.texts += 1;
+            self.d.text_bytes = self.d.text_bytes.saturating_add(text.len());
+        }
         if self.d.texts > MAX_TEXTS || self.d.text_bytes > MAX_TEXT_BYTES {
-            self.refuse("more texts than the direct reader keeps");
+            self.refuse("more distinct texts than the direct reader keeps");
         }
         Ok(())
     }
@@ -1143,10 +1165,12 @@ impl Describe {
         self.d.fills.allow_input_bytes(bytes / 2);
     }
 
-    /// A describer of the CSV run `plan`.
+    /// A describer of the CSV run `plan`, allowed the bytes of the files the import reads
+    /// (not those of PC sampling or statistics).
     fn for_csv(plan: &CsvPlan) -> Self {
         let mut d = Describe::new(plan.files.len());
-        let bytes = plan.files.iter().map(|(f, _)| file_bytes(f));
+        let imported = plan.files.iter().filter(|(_, kind)| kind.is_imported());
+        let bytes = imported.map(|(f, _)| file_bytes(f));
         d.allow_input_bytes(bytes.fold(0, u64::saturating_add));
         d
     }
@@ -1168,6 +1192,7 @@ impl Describe {
     /// A describer of `files` files (or sections, which add to the count as they come).
     fn new(files: usize) -> Self {
         Describe {
+            text_hashes: FastSet::default(),
             d: Description {
                 json_spans: Vec::new(),
                 counts: BTreeMap::new(),
@@ -1204,6 +1229,8 @@ impl Describe {
                 completed: IdSet::default(),
                 texts: 0,
                 text_bytes: 0,
+                marker_text_ids: IdSet::default(),
+                external_text_ids: IdSet::default(),
             },
             stack: None,
             external: None,
@@ -1243,7 +1270,7 @@ impl Describe {
     /// takes the dispatches read so far (the API files' rows need them not) and a copy
     /// of the agents, and knows nothing else.
     fn for_counters(&mut self, plan: &CsvPlan) -> Self {
-        let mut c = Describe::new(plan.files.len());
+        let mut c = Describe::for_csv(plan);
         c.d.agents = self.d.agents.clone();
         c.dispatch_ids = std::mem::take(&mut self.dispatch_ids);
         c.threadless = std::mem::take(&mut self.threadless);
@@ -2522,8 +2549,9 @@ struct Values<'a> {
 }
 
 /// What a counter value takes from the dispatch it belongs to, as the RocPD reader joins
-/// it in: 64 bytes, the small sets of agents, pids and categories and the external
-/// correlation ids kept once.
+/// it in: 64 bytes, the small sets of agents, pids and categories kept once. (The
+/// external correlation id is kept in the fact: interned, the distinct ids grew in memory
+/// with the counted dispatches, found by a review of D119.)
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Fact {
     dispatch_id: i64,
@@ -2535,7 +2563,7 @@ struct Fact {
     /// dispatch's event its correlation id as both).
     stack: i64,
     /// The event's external correlation id (JSON objects carry one).
-    correlation: u32,
+    correlation: i64,
     agent: u16,
     pid: u16,
     category: u16,
@@ -2572,13 +2600,13 @@ impl Slot for Fact {
             self.end,
             self.tid,
             self.stack,
+            self.correlation,
         ];
         put_i64s(out, &wide);
-        out[48..52].copy_from_slice(&self.correlation.to_le_bytes());
-        out[52..54].copy_from_slice(&self.agent.to_le_bytes());
-        out[54..56].copy_from_slice(&self.pid.to_le_bytes());
-        out[56..58].copy_from_slice(&self.category.to_le_bytes());
-        out[58] = self.flags;
+        out[56..58].copy_from_slice(&self.agent.to_le_bytes());
+        out[58..60].copy_from_slice(&self.pid.to_le_bytes());
+        out[60..62].copy_from_slice(&self.category.to_le_bytes());
+        out[62] = self.flags;
     }
     fn take(b: &[u8]) -> Self {
         let w = |i| i64::from_le_bytes(bytes_at(b, i));
@@ -2590,11 +2618,11 @@ impl Slot for Fact {
             end: w(24),
             tid: w(32),
             stack: w(40),
-            correlation: u32::from_le_bytes(bytes_at(b, 48)),
-            agent: h(52),
-            pid: h(54),
-            category: h(56),
-            flags: b[58],
+            correlation: w(48),
+            agent: h(56),
+            pid: h(58),
+            category: h(60),
+            flags: b[62],
         }
     }
 }
@@ -2633,8 +2661,6 @@ struct Facts<'a> {
     agents: Vec<i64>,
     pids: Vec<i64>,
     categories: Vec<String>,
-    correlations: Vec<i64>,
-    correlation_ids: FastMap<i64, u32>,
 }
 
 /// The position of `value` in `values`, added if new (the sets are small: agents, pids
@@ -2672,8 +2698,6 @@ impl<'a> Facts<'a> {
             agents: Vec::new(),
             pids: Vec::new(),
             categories: Vec::new(),
-            correlations: Vec::new(),
-            correlation_ids: FastMap::default(),
         }
     }
 
@@ -2686,10 +2710,7 @@ impl<'a> Facts<'a> {
             end: f.end,
             tid: f.tid.unwrap_or(0),
             stack: f.stack.unwrap_or(0),
-            correlation: match f.correlation {
-                Some(c) => self.correlation(c)?,
-                None => 0,
-            },
+            correlation: f.correlation.unwrap_or(0),
             agent: intern(&mut self.agents, &f.agent_id, || f.agent_id)?,
             pid: intern(&mut self.pids, &f.pid, || f.pid)?,
             category: intern(&mut self.categories, f.category, || f.category.to_string())?,
@@ -2717,21 +2738,8 @@ impl<'a> Facts<'a> {
         }
     }
 
-    /// The index of external correlation id `c`, added if new.
-    fn correlation(&mut self, c: i64) -> Result<u32> {
-        if let Some(i) = self.correlation_ids.get(&c) {
-            return Ok(*i);
-        }
-        let i = u32::try_from(self.correlations.len()).map_err(|_| too_many())?;
-        self.correlations.push(c);
-        self.correlation_ids.insert(c, i);
-        Ok(i)
-    }
-
     fn correlation_of(&self, f: Fact) -> Option<i64> {
-        (f.flags & Fact::HAS_CORRELATION != 0)
-            .then(|| self.correlations.get(f.correlation as usize).copied())
-            .flatten()
+        (f.flags & Fact::HAS_CORRELATION != 0).then_some(f.correlation)
     }
 
     fn category(&self, f: Fact) -> &str {
@@ -2772,29 +2780,37 @@ const TEXT_PAGES_IN_MEMORY: usize = 128;
 /// A JSON object's `strings` texts by (table, id), as a stream keeps them: each distinct
 /// text once, and by id its index in a paged map (D101). rocprofv3 writes a marker's
 /// message once per call, so the same few texts come back for every iteration of a
-/// loop; by id they took 90 bytes each, a fifth of a 3M-event file's peak. Ids that
-/// scatter past what a page map takes go to a small map.
-struct TextTable {
+/// loop; by id they took 90 bytes each, a fifth of a 3M-event file's peak. The maps are
+/// keyed by the id's rank among the ids the description saw, so their pages are full
+/// however the ids scatter (D121).
+struct TextTable<'a> {
     distinct: Vec<String>,
     index: FastMap<String, u32>,
-    marker: PagedMap<TextRef>,
-    external: PagedMap<TextRef>,
-    scattered: FastMap<(Texts, i64), TextRef>,
+    marker: (Ranks<'a>, PagedMap<TextRef>),
+    external: (Ranks<'a>, PagedMap<TextRef>),
 }
 
-impl TextTable {
-    fn new() -> Self {
-        let limits = page_limits(TEXT_PAGES_IN_MEMORY);
+impl<'a> TextTable<'a> {
+    /// Texts of the ids in `marker` and `external`.
+    fn new(marker: &'a IdSet, external: &'a IdSet) -> Self {
+        let resident = page_limits(TEXT_PAGES_IN_MEMORY).resident;
+        let by_rank = |ids: &'a IdSet, what| {
+            let ranks = Ranks::new(ids);
+            let total = usize::try_from(ranks.len)
+                .unwrap_or(usize::MAX)
+                .div_ceil(crate::paged::SLOTS);
+            let map = PagedMap::for_dense_ids(PageLimits { resident, total }, what);
+            (ranks, map)
+        };
         TextTable {
             distinct: Vec::new(),
             index: FastMap::default(),
-            marker: PagedMap::new(limits, "marker texts"),
-            external: PagedMap::new(limits, "region names"),
-            scattered: FastMap::default(),
+            marker: by_rank(marker, "marker texts"),
+            external: by_rank(external, "region names"),
         }
     }
 
-    fn map(&mut self, which: Texts) -> &mut PagedMap<TextRef> {
+    fn map(&mut self, which: Texts) -> &mut (Ranks<'a>, PagedMap<TextRef>) {
         match which {
             Texts::Marker => &mut self.marker,
             Texts::External => &mut self.external,
@@ -2812,19 +2828,18 @@ impl TextTable {
                 at
             }
         };
-        match self.map(which).entry(id)? {
-            Some(slot) => *slot = TextRef(at),
-            None => {
-                self.scattered.insert((which, id), TextRef(at));
-            }
-        }
+        let (ranks, map) = self.map(which);
+        let missing = || Error::Usage("internal: a text the description did not see".into());
+        let rank = ranks.rank(id).ok_or_else(missing)?;
+        *map.entry(rank)?.ok_or_else(missing)? = TextRef(at);
         Ok(())
     }
 
     fn get(&mut self, which: Texts, id: i64) -> Result<Option<String>> {
-        let found = match self.map(which).get(id)? {
-            Some(r) => Some(r),
-            None => self.scattered.get(&(which, id)).copied(),
+        let (ranks, map) = self.map(which);
+        let found = match ranks.rank(id) {
+            Some(rank) => map.get(rank)?,
+            None => None,
         };
         Ok(found
             .and_then(|TextRef(at)| self.distinct.get((at as usize).checked_sub(1)?))
@@ -2869,7 +2884,7 @@ struct Rows<'a> {
     /// A buffer for a counter value's event columns.
     pmc_event: Pending,
     /// The JSON `strings` texts this stream reads (bounded by [`MAX_TEXTS`]).
-    texts: TextTable,
+    texts: TextTable<'a>,
     /// The pages of flow groups and fill entries this stream read last.
     group_pages: PageCache<Group>,
     fill_pages: PageCache<FillEntry>,
@@ -2917,7 +2932,7 @@ impl<'a> Rows<'a> {
                 )
             }),
             pmc_event: Pending::default(),
-            texts: TextTable::new(),
+            texts: TextTable::new(&source.desc.marker_text_ids, &source.desc.external_text_ids),
             group_pages: PageCache::default(),
             fill_pages: PageCache::default(),
         }
@@ -3514,20 +3529,26 @@ mod tests {
     }
 
     /// Texts come back by table and id, each distinct text kept once, also for ids that
-    /// scatter one a page (past 256 pages they are kept aside).
+    /// scatter one a page (kept by rank among the ids, D121, over pages written out).
     #[test]
     fn texts_are_found_by_table_and_id_and_kept_once() {
-        let mut t = TextTable::new();
-        for i in 0..300i64 {
+        // More marker ids than the pages kept in memory take (128 of 512).
+        let n = 70_000i64;
+        let marker = id_set((0..n).map(|i| i * 512));
+        let external = id_set(0..300i64);
+        let mut t = TextTable::new(&marker, &external);
+        for i in 0..n {
             let text = if i % 2 == 0 { "even" } else { "odd" };
             t.put(Texts::Marker, i * 512, text).unwrap();
+        }
+        for i in 0..300i64 {
             t.put(Texts::External, i, "name").unwrap();
         }
         // A later text of an id replaces the earlier.
         t.put(Texts::Marker, 512, "again").unwrap();
-        assert!(!t.scattered.is_empty());
-        assert_eq!(t.distinct, ["even", "name", "odd", "again"]);
-        for i in 0..300i64 {
+        assert_eq!(t.distinct, ["even", "odd", "name", "again"]);
+        assert_eq!(t.marker.1.pages(), 137);
+        for i in 0..n {
             let want = match i {
                 1 => "again",
                 _ if i % 2 == 0 => "even",
@@ -3537,10 +3558,14 @@ mod tests {
                 t.get(Texts::Marker, i * 512).unwrap().as_deref(),
                 Some(want)
             );
-            assert_eq!(t.get(Texts::External, i).unwrap().as_deref(), Some("name"));
             assert_eq!(t.get(Texts::Marker, i * 512 + 1).unwrap(), None);
         }
+        for i in 0..300i64 {
+            assert_eq!(t.get(Texts::External, i).unwrap().as_deref(), Some("name"));
+        }
         assert_eq!(t.get(Texts::External, 300).unwrap(), None);
+        // A text of an id the description did not see has no place.
+        assert!(t.put(Texts::External, 300, "late").is_err());
     }
 
     /// An id set of `ids`.

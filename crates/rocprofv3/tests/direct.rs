@@ -743,6 +743,115 @@ fn kernels_few_among_many_api_bytes_read_as_imported() {
     assert!(counts.contains(&(Table::KernelDispatch, 300)), "{counts:?}");
 }
 
+/// Three more cases of D120's input rule, each found by a review: counter rows that make
+/// scattered dispatches are described beside the API files on two threads by a describer
+/// that had no allowance (so the run was imported on two threads and read directly on
+/// one); and the bytes of files the import does not read (PC sampling) counted as input.
+#[test]
+fn the_input_rule_counts_imported_files_on_any_thread_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = Path::new("../../fixtures/rocprofv3-csv-docs");
+    let header = |name: &str| {
+        let text = std::fs::read_to_string(docs.join(name)).unwrap();
+        text.lines().next().unwrap().to_string()
+    };
+    let long = "k".repeat(24_000);
+    let ids = || (1..=300i64).map(|k| k * 512 + k % 5);
+    let start = |c: i64| 1_000_000 + c * 1000;
+    // One traced kernel and its call, and 300 dispatches made by counter rows with long
+    // kernel names, their correlation ids one a page.
+    let kernel = format!(
+        "\"KERNEL_DISPATCH\",\"Agent 4\",1,1,7,1,10,\"kern\",1,{},{},0,0,8,0,16,64,1,1,1024,1024,1",
+        start(1) + 500,
+        start(1) + 800
+    );
+    let calls: Vec<String> = std::iter::once(1)
+        .chain(ids())
+        .map(|c| {
+            format!(
+                "\"HIP_RUNTIME_API\",\"hipLaunchKernel\",1,7,{c},{},{}",
+                start(c),
+                start(c) + 400
+            )
+        })
+        .collect();
+    let counters: Vec<String> = ids()
+        .enumerate()
+        .map(|(i, c)| {
+            format!(
+                "{c},{},\"Agent 4\",1,1,7,1048576,10,\"{long}{i}\",64,0,0,8,0,16,\"SQ_WAVES\",1.0,{},{}",
+                i + 2,
+                start(c) + 500,
+                start(c) + 800
+            )
+        })
+        .collect();
+    let dir = tmp.path().join("made");
+    let kernels = [kernel];
+    csv_run_as_imported(
+        &dir,
+        &[
+            (
+                "1_kernel_trace.csv",
+                &header("kernel_trace.csv"),
+                &strs(&kernels),
+            ),
+            ("1_hip_api_trace.csv", API_HEADER, &strs(&calls)),
+            (
+                "1_counter_collection.csv",
+                &header("counter_collection.csv"),
+                &strs(&counters),
+            ),
+        ],
+    );
+    let run = one_run(&dir);
+    for threads in [1, 2] {
+        let direct = DirectRunSource::open_on(&run, &ImportOptions::default(), threads).unwrap();
+        assert!(direct.is_some(), "{threads} threads");
+    }
+
+    // 300 kernels one a page with nothing else, and 12 MB of PC samples beside: the
+    // samples are not imported, so their bytes allow no pages.
+    let kernels: Vec<String> = ids()
+        .enumerate()
+        .map(|(i, c)| {
+            format!(
+                "\"KERNEL_DISPATCH\",\"Agent 4\",1,1,7,{},10,\"kern\",{c},{},{},0,0,8,0,16,64,1,1,1024,1024,1",
+                i + 1,
+                start(c),
+                start(c) + 300
+            )
+        })
+        .collect();
+    let samples: Vec<String> = (0..150_000)
+        .map(|i| {
+            format!(
+                "{},65535,1,\"s_endpgm {long:.40}\",\"\",1",
+                3_464_444_413_017_201i64 + i
+            )
+        })
+        .collect();
+    let dir = tmp.path().join("sampled");
+    std::fs::create_dir(&dir).unwrap();
+    let write = |name: &str, head: &str, rows: &[String]| {
+        std::fs::write(dir.join(name), format!("{head}\n{}\n", rows.join("\n"))).unwrap();
+    };
+    write("1_kernel_trace.csv", &header("kernel_trace.csv"), &kernels);
+    write(
+        "1_pc_sampling_host_trap.csv",
+        &header("pc_sampling_host_trap.csv"),
+        &samples,
+    );
+    let run = one_run(&dir);
+    assert!(
+        std::fs::metadata(dir.join("1_pc_sampling_host_trap.csv"))
+            .unwrap()
+            .len()
+            > 10 << 20
+    );
+    left_to_import(&run);
+}
+
 /// The real llama.cpp decode trace, forty times over (ids and times shifted) with every
 /// third kernel kept: a few kernels in each page of 512 correlation ids, the others
 /// taken by calls of domains not traced. Its flow groups pass 256 pages at 7 kernels a
