@@ -30,6 +30,9 @@
 //!   databases) and JSON files (read directly),
 //!   converted beside the same trace as databases: time, peak memory and the most
 //!   temporary disk (`TMPDIR`, files held open after unlinking included) each run used.
+//! * **Runs imported before** (`--fallback-only`, module `fallback`): rocprofv3 runs the
+//!   direct readers left to the import before D119-D121, read directly beside their
+//!   import followed by a read of the imported database, the Perfetto outputs compared.
 //! * **External sort** (`--sort-only`): 1M and 3M generated API-call rows in three input
 //!   orders through `rocpd_pipeline::RunSorter`, beside a floor that builds the same
 //!   batches (this binary's hidden `--step-sort` mode): the sort readers of unordered
@@ -38,7 +41,7 @@
 //! Usage (from the workspace root):
 //!   cargo build --release -p rocpd-cli -p rocpd-bench && target/release/rocpd-bench
 //!     [--quick] [--best-of-3] [--summary-only] [--baseline-only] [--many-only] [--lake-only]
-//!     [--proton-only] [--import-only] [--sort-only]
+//!     [--proton-only] [--import-only] [--sort-only] [--fallback-only]
 //!
 //! `--quick` runs every case at a tenth of its events. `--best-of-3` runs every measured
 //! conversion three times and reports the fastest (with the largest peak memory and
@@ -49,6 +52,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
+
+mod fallback;
 
 use anyhow::{bail, Context, Result};
 use rusqlite::{Connection, OpenFlags};
@@ -258,9 +263,16 @@ fn prepare(args: &[String]) -> Result<()> {
         [kind, file, scopes] if kind == "tree" => {
             write_tree(Path::new(file), scopes.parse().context("scopes")?)?;
         }
+        [kind, dir, json, scale] if kind == "fallback" => {
+            fallback::write_inputs(
+                Path::new(dir),
+                Path::new(json),
+                scale.parse().context("scale")?,
+            )?;
+        }
         _ => bail!(
             "usage: rocpd-bench --prepare db DIR PROCESSES ITERATIONS | csv|json DB_DIR OUT_DIR \
-             | chrome FILE EVENTS | tree FILE SCOPES"
+             | chrome FILE EVENTS | tree FILE SCOPES | fallback DIR JSON SCALE"
         ),
     }
     Ok(())
@@ -414,6 +426,7 @@ const FLAGS: &[&str] = &[
     "--proton-only",
     "--import-only",
     "--sort-only",
+    "--fallback-only",
 ];
 
 fn main() {
@@ -433,6 +446,7 @@ fn run() -> Result<()> {
         Some("--step-json") => return step_json(&args[1..]),
         Some("--step-any") => return step_any(&args[1..]),
         Some("--step-sort") => return step_sort(&args[1..]),
+        Some("--import-run") => return fallback::import_run(&args[1..]),
         _ => {}
     }
     if let Some(a) = args.iter().find(|a| !FLAGS.contains(&a.as_str())) {
@@ -501,6 +515,7 @@ fn run() -> Result<()> {
         "--proton-only",
         "--import-only",
         "--sort-only",
+        "--fallback-only",
     ]
     .into_iter()
     .filter(|f| flag(f))
@@ -526,6 +541,9 @@ fn run() -> Result<()> {
         }
         if only.contains(&"--sort-only") {
             sort_section(&exe, &root, scale)?;
+        }
+        if only.contains(&"--fallback-only") {
+            fallback_section(&exe, &rocpd, &cases[0], &root, scale)?;
         }
         return Ok(());
     }
@@ -626,6 +644,7 @@ fn run() -> Result<()> {
     }
 
     import_section(&rocpd, &cases, &root)?;
+    fallback_section(&exe, &rocpd, &cases[0], &root, scale)?;
     sort_section(&exe, &root, scale)?;
 
     summary_section(&rocpd, &cases, &root)?;
@@ -1462,6 +1481,22 @@ fn import_section(rocpd: &Path, cases: &[Case], root: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--fallback-only` (see [`fallback`]), its JSON case built on the smallest case's JSON.
+fn fallback_section(
+    exe: &Path,
+    rocpd: &Path,
+    smallest: &Case,
+    root: &Path,
+    scale: u32,
+) -> Result<()> {
+    let json_dir = json_for(smallest, root)?;
+    let json = std::fs::read_dir(&json_dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .context("no JSON file in the smallest case")?;
+    fallback::section(exe, rocpd, root, &json, scale)
 }
 
 /// The orders `--sort-only` feeds the external sort, as a reader of each kind would.

@@ -63,7 +63,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use arrow_array::RecordBatch;
-use rocpd_model::hash::{fnv1a64, FastMap, FastSet, FNV_OFFSET};
+use rocpd_model::hash::{FastMap, FastSet};
 use rocpd_model::{
     Agent, BatchBuilder, Catalog, CodeObject, ColumnBuilder, Error, KernelSymbol, Node, Pmc,
     Process, Projection, Queue, Result, SourceInfo, Table, Thread,
@@ -509,8 +509,11 @@ fn made_check(d: &DispatchRow, internal: Option<i64>, external: Option<i64>) -> 
 /// The describing pass's sink.
 struct Describe {
     d: Description,
-    /// Hashes of the distinct texts put so far (at most [`MAX_TEXTS`] and one).
+    /// Hashes of the distinct texts put so far (at most [`MAX_TEXTS`] and one; emptied
+    /// when the bound is passed).
     text_hashes: FastSet<u64>,
+    /// The key of those hashes (random).
+    text_key: std::collections::hash_map::RandomState,
     /// The stack id of the event just made (the next row's).
     stack: Option<i64>,
     /// The external correlation id of the event just made.
@@ -1047,16 +1050,19 @@ impl RowSink for Describe {
         if ids.insert(id).is_none() {
             self.refuse("text ids too scattered");
         }
-        // Distinct texts by a hash (a collision only counts two texts as one).
-        if self
-            .text_hashes
-            .insert(fnv1a64(text.as_bytes(), FNV_OFFSET))
-        {
-            self.d.texts += 1;
-            self.d.text_bytes = self.d.text_bytes.saturating_add(text.len());
-        }
-        if self.d.texts > MAX_TEXTS || self.d.text_bytes > MAX_TEXT_BYTES {
-            self.refuse("more distinct texts than the direct reader keeps");
+        // Distinct texts by a hash with a key of this process's own, so that no file can
+        // make texts collide on purpose (a collision counts two texts as one). Past the
+        // bound the object is imported: no more hashes are kept.
+        if self.refused.is_none() {
+            let hash = std::hash::BuildHasher::hash_one(&self.text_key, text);
+            if self.text_hashes.insert(hash) {
+                self.d.texts += 1;
+                self.d.text_bytes = self.d.text_bytes.saturating_add(text.len());
+            }
+            if self.d.texts > MAX_TEXTS || self.d.text_bytes > MAX_TEXT_BYTES {
+                self.text_hashes = FastSet::default();
+                self.refuse("more distinct texts than the direct reader keeps");
+            }
         }
         Ok(())
     }
@@ -1193,6 +1199,7 @@ impl Describe {
     fn new(files: usize) -> Self {
         Describe {
             text_hashes: FastSet::default(),
+            text_key: Default::default(),
             d: Description {
                 json_spans: Vec::new(),
                 counts: BTreeMap::new(),
@@ -3526,6 +3533,29 @@ mod tests {
             }
         }
         set_pages_in_memory(0);
+    }
+
+    /// The describing pass counts distinct texts, not texts (D121): a message repeated
+    /// at every call counts once; past the bound of distinct texts it refuses and keeps
+    /// no more hashes (found by a review: the set grew with every text after it).
+    #[test]
+    fn the_describing_pass_bounds_distinct_texts_not_texts() {
+        let mut d = Describe::for_json(Path::new("no such file"));
+        let calls = MAX_TEXTS as i64 + 100;
+        for i in 0..calls {
+            d.put_text(Texts::Marker, i, ["step", "loss", "eval"][(i % 3) as usize])
+                .unwrap();
+        }
+        assert!(d.refused.is_none());
+        assert_eq!((d.d.texts, d.d.text_bytes), (3, 12));
+        let mut d = Describe::for_json(Path::new("no such file"));
+        for i in 0..calls {
+            d.put_text(Texts::External, i, &format!("kernel {i}"))
+                .unwrap();
+        }
+        assert!(d.refused.is_some());
+        assert!(d.text_hashes.is_empty());
+        assert_eq!(d.d.texts, MAX_TEXTS + 1);
     }
 
     /// Texts come back by table and id, each distinct text kept once, also for ids that
