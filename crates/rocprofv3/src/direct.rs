@@ -514,6 +514,8 @@ struct Describe {
     text_hashes: FastSet<u64>,
     /// The key of those hashes (random).
     text_key: std::collections::hash_map::RandomState,
+    /// The events' distinct categories, up to one more than a PMC fact can index.
+    categories: FastSet<String>,
     /// The stack id of the event just made (the next row's).
     stack: Option<i64>,
     /// The external correlation id of the event just made.
@@ -757,6 +759,9 @@ impl RowSink for Describe {
     }
     fn event(&mut self, e: &EventRow<'_>) -> Result<i64> {
         self.seen_event = true;
+        if self.categories.len() <= usize::from(u16::MAX) && !self.categories.contains(e.category) {
+            self.categories.insert(e.category.to_string());
+        }
         if let Some(n) = self.file.and_then(|i| self.file_events.get_mut(i)) {
             *n += 1;
         }
@@ -1200,6 +1205,7 @@ impl Describe {
         Describe {
             text_hashes: FastSet::default(),
             text_key: Default::default(),
+            categories: FastSet::default(),
             d: Description {
                 json_spans: Vec::new(),
                 counts: BTreeMap::new(),
@@ -1859,6 +1865,15 @@ impl DirectRunSource {
                 .contains(&Some(CsvKind::CounterCollection)),
         };
         if !d.moved_dispatches.is_empty() && counted {
+            return Ok(None);
+        }
+        // A PMC fact keeps its dispatch's agent, pid and category as 2-byte indexes: a run
+        // with more distinct ones (only a crafted one) is left to the import.
+        let index = usize::from(u16::MAX);
+        let many_agents = d.agents.rows().nth(index).is_some();
+        if d.counted_dispatches > 0
+            && (many_agents || d.processes.len() > index || describe.categories.len() > index)
+        {
             return Ok(None);
         }
         // The threads the import fills in from the API calls.
@@ -2665,26 +2680,46 @@ struct Facts<'a> {
     /// joins a dispatch another made ([`Description::made_joined`]); otherwise nothing
     /// looks them up again and they would take 64 bytes per counted dispatch.
     keep_created: bool,
-    agents: Vec<i64>,
-    pids: Vec<i64>,
-    categories: Vec<String>,
+    agents: Interned<i64>,
+    pids: Interned<i64>,
+    categories: Interned<String>,
 }
 
-/// The position of `value` in `values`, added if new (the sets are small: agents, pids
-/// and categories of one run).
-fn intern<T: PartialEq + ?Sized, O: PartialEq<T>>(
-    values: &mut Vec<O>,
-    value: &T,
-    owned: impl FnOnce() -> O,
-) -> Result<u16> {
-    let i = match values.iter().position(|v| v == value) {
-        Some(i) => i,
-        None => {
-            values.push(owned());
-            values.len() - 1
+/// Values by a 2-byte index (agents, pids and categories of one run: few, and the
+/// describing pass leaves a run with more than 2^16 of any to the import).
+struct Interned<T> {
+    values: Vec<T>,
+    index: FastMap<T, u16>,
+}
+
+impl<T> Default for Interned<T> {
+    fn default() -> Self {
+        Interned {
+            values: Vec::new(),
+            index: FastMap::default(),
         }
-    };
-    u16::try_from(i).map_err(|_| too_many())
+    }
+}
+
+impl<T: std::hash::Hash + Eq + Clone> Interned<T> {
+    /// The index of `value`, added if new.
+    fn of<Q>(&mut self, value: &Q) -> Result<u16>
+    where
+        T: std::borrow::Borrow<Q>,
+        Q: std::hash::Hash + Eq + ToOwned<Owned = T> + ?Sized,
+    {
+        if let Some(&i) = self.index.get(value) {
+            return Ok(i);
+        }
+        let i = u16::try_from(self.values.len()).map_err(|_| too_many())?;
+        self.values.push(value.to_owned());
+        self.index.insert(value.to_owned(), i);
+        Ok(i)
+    }
+
+    fn get(&self, i: u16) -> Option<&T> {
+        self.values.get(usize::from(i))
+    }
 }
 
 fn too_many() -> Error {
@@ -2702,9 +2737,9 @@ impl<'a> Facts<'a> {
             ranks,
             by_rank: PagedMap::for_dense_ids(PageLimits { resident, total }, "PMC facts"),
             keep_created,
-            agents: Vec::new(),
-            pids: Vec::new(),
-            categories: Vec::new(),
+            agents: Interned::default(),
+            pids: Interned::default(),
+            categories: Interned::default(),
         }
     }
 
@@ -2718,9 +2753,9 @@ impl<'a> Facts<'a> {
             tid: f.tid.unwrap_or(0),
             stack: f.stack.unwrap_or(0),
             correlation: f.correlation.unwrap_or(0),
-            agent: intern(&mut self.agents, &f.agent_id, || f.agent_id)?,
-            pid: intern(&mut self.pids, &f.pid, || f.pid)?,
-            category: intern(&mut self.categories, f.category, || f.category.to_string())?,
+            agent: self.agents.of(&f.agent_id)?,
+            pid: self.pids.of(&f.pid)?,
+            category: self.categories.of(f.category)?,
             flags: u8::from(f.tid.is_some()) * Fact::HAS_TID
                 + u8::from(f.stack.is_some()) * Fact::HAS_STACK
                 + u8::from(f.correlation.is_some()) * Fact::HAS_CORRELATION
@@ -2750,20 +2785,15 @@ impl<'a> Facts<'a> {
     }
 
     fn category(&self, f: Fact) -> &str {
-        self.categories
-            .get(f.category as usize)
-            .map_or("", String::as_str)
+        self.categories.get(f.category).map_or("", String::as_str)
     }
 
     fn pid(&self, f: Fact) -> i64 {
-        self.pids.get(f.pid as usize).copied().unwrap_or_default()
+        self.pids.get(f.pid).copied().unwrap_or_default()
     }
 
     fn agent(&self, f: Fact) -> i64 {
-        self.agents
-            .get(f.agent as usize)
-            .copied()
-            .unwrap_or_default()
+        self.agents.get(f.agent).copied().unwrap_or_default()
     }
 }
 

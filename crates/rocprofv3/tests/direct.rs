@@ -852,6 +852,66 @@ fn the_input_rule_counts_imported_files_on_any_thread_count() {
     left_to_import(&run);
 }
 
+/// A crafted run naming a new agent on every kernel row, with counter values: more
+/// agents than a PMC fact indexes (2^16) leaves it to the import instead of failing in
+/// the PMC stream with an internal error; fewer reads directly as imported. (Agents are
+/// found through indexes now: a scan of every agent for every row took 17 s for 70,000.)
+#[test]
+fn a_run_naming_a_new_agent_on_every_row_reads_or_is_imported() {
+    let docs = Path::new("../../fixtures/rocprofv3-csv-docs");
+    let header = |name: &str| {
+        let text = std::fs::read_to_string(docs.join(name)).unwrap();
+        text.lines().next().unwrap().to_string()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, n) in [("few", 3000i64), ("many", 65_537)] {
+        let start = |k: i64| 1_000_000 + k * 1000;
+        let kernels: Vec<String> = (1..=n)
+            .map(|k| {
+                format!(
+                    "\"KERNEL_DISPATCH\",\"Agent {k}\",1,1,7,{k},10,\"kern\",{k},{},{},0,0,8,0,16,64,1,1,1024,1024,1",
+                    start(k),
+                    start(k) + 700
+                )
+            })
+            .collect();
+        let counters: Vec<String> = (1..=n)
+            .map(|k| {
+                format!(
+                    "{k},{k},\"Agent {k}\",1,15606,7,1048576,10,\"kern\",64,0,0,8,0,16,\"SQ_WAVES\",{k}.0,{},{}",
+                    start(k),
+                    start(k) + 700
+                )
+            })
+            .collect();
+        let files = [
+            ("kernel_trace.csv", header("kernel_trace.csv"), &kernels),
+            (
+                "counter_collection.csv",
+                header("counter_collection.csv"),
+                &counters,
+            ),
+        ];
+        let dir = tmp.path().join(name);
+        if name == "few" {
+            let files: Vec<(&str, &str, Vec<&str>)> = files
+                .iter()
+                .map(|(f, h, r)| (*f, h.as_str(), strs(r)))
+                .collect();
+            let borrowed: Vec<(&str, &str, &[&str])> =
+                files.iter().map(|(f, h, r)| (*f, *h, &r[..])).collect();
+            csv_run_as_imported(&dir, &borrowed);
+        } else {
+            std::fs::create_dir(&dir).unwrap();
+            for (file, head, rows) in &files {
+                let text = format!("{head}\n{}\n", rows.join("\n"));
+                std::fs::write(dir.join(file), text).unwrap();
+            }
+            left_to_import(&one_run(&dir));
+        }
+    }
+}
+
 /// The real llama.cpp decode trace, forty times over (ids and times shifted) with every
 /// third kernel kept: a few kernels in each page of 512 correlation ids, the others
 /// taken by calls of domains not traced. Its flow groups pass 256 pages at 7 kernels a
