@@ -514,8 +514,9 @@ struct Describe {
     text_hashes: FastSet<u64>,
     /// The key of those hashes (random).
     text_key: std::collections::hash_map::RandomState,
-    /// The events' distinct categories, up to one more than a PMC fact can index.
-    categories: FastSet<String>,
+    /// Hashes (keyed as the texts') of the events' distinct categories, up to one more
+    /// than a PMC fact can index: 8 bytes each whatever the category's length.
+    categories: FastSet<u64>,
     /// The stack id of the event just made (the next row's).
     stack: Option<i64>,
     /// The external correlation id of the event just made.
@@ -759,8 +760,9 @@ impl RowSink for Describe {
     }
     fn event(&mut self, e: &EventRow<'_>) -> Result<i64> {
         self.seen_event = true;
-        if self.categories.len() <= usize::from(u16::MAX) && !self.categories.contains(e.category) {
-            self.categories.insert(e.category.to_string());
+        if self.categories.len() <= usize::from(u16::MAX) {
+            let hash = std::hash::BuildHasher::hash_one(&self.text_key, e.category);
+            self.categories.insert(hash);
         }
         if let Some(n) = self.file.and_then(|i| self.file_events.get_mut(i)) {
             *n += 1;
