@@ -643,31 +643,31 @@ fn generated_traces_with_counter_files_read_as_imported() {
 #[test]
 fn counter_rows_of_scattered_dispatch_ids_read_as_imported() {
     let tmp = tempfile::tempdir().unwrap();
-    let docs = Path::new("../../fixtures/rocprofv3-csv-docs");
-    let read = |name: &str| std::fs::read_to_string(docs.join(name)).unwrap();
-    let (kernels, counters) = (read("kernel_trace.csv"), read("counter_collection.csv"));
     // 600 dispatches 1,000 ids apart (more pages of 512 ids than the density rule of a
     // page map of dispatch ids took), every other one in the kernel trace.
     let (mut traced, mut counted) = (Vec::new(), Vec::new());
     for k in 1..=600i64 {
-        let (dispatch, start, end) = (k * 1000 + k % 7, 1_000_000 + k * 100, 1_000_050 + k * 100);
+        let start = 1_000_000 + k * 100;
+        let d = Dispatch {
+            agent: "Agent 4",
+            id: k * 1000 + k % 7,
+            correlation: k,
+            kernel: "kern",
+            start,
+            end: start + 50,
+        };
         if k % 2 == 0 {
-            traced.push(format!(
-                "\"KERNEL_DISPATCH\",\"Agent 4\",1,1,834304,{dispatch},10,\"kern\",{k},{start},{end},0,0,8,0,16,64,1,1,1024,1024,1"
-            ));
+            traced.push(d.kernel_row());
         }
-        counted.push(format!(
-            "{k},{dispatch},\"Agent 4\",1,15606,15606,1048576,10,\"kern\",64,0,0,8,0,16,\"SQ_WAVES\",{k}.000000,{start},{end}"
-        ));
+        counted.push(d.counter_row(15606, k as f64));
     }
     let dir = tmp.path().join("run");
     std::fs::create_dir(&dir).unwrap();
-    let header = |text: &str| text.lines().next().unwrap().to_string();
-    let write = |name: &str, head: String, rows: &[String]| {
+    let write = |name: &str, head: &str, rows: &[String]| {
         std::fs::write(dir.join(name), format!("{head}\n{}\n", rows.join("\n"))).unwrap();
     };
-    write("kernel_trace.csv", header(&kernels), &traced);
-    write("counter_collection.csv", header(&counters), &counted);
+    write("kernel_trace.csv", KERNEL_HEADER, &traced);
+    write("counter_collection.csv", COUNTER_HEADER, &counted);
     let run = one_run(&dir);
     let counts = same_as_imported(&run, SortOptions::default());
     let n = |t: Table| counts.iter().find(|(x, _)| *x == t).unwrap().1;
@@ -710,24 +710,25 @@ fn kernels_few_among_many_api_bytes_read_as_imported() {
         })
         .collect();
     let kernels: Vec<String> = ids()
-        .enumerate()
-        .map(|(i, c)| {
+        .zip(1..)
+        .map(|(c, id)| {
             let start = 1_000_000 + c * 1000 + 500;
-            format!(
-                "\"KERNEL_DISPATCH\",\"Agent 4\",1,1,7,{},10,\"kern\",{c},{start},{},0,0,8,0,16,64,1,1,1024,1024,1",
-                i + 1,
-                start + 300
-            )
+            let d = Dispatch {
+                agent: "Agent 4",
+                id,
+                correlation: c,
+                kernel: "kern",
+                start,
+                end: start + 300,
+            };
+            d.kernel_row()
         })
         .collect();
-    let docs = Path::new("../../fixtures/rocprofv3-csv-docs");
-    let kernel_text = std::fs::read_to_string(docs.join("kernel_trace.csv")).unwrap();
-    let kernel_header = kernel_text.lines().next().unwrap();
     let source = csv_run_as_imported(
         &tmp.path().join("run"),
         &[
             ("1_hip_api_trace.csv", API_HEADER, &strs(&calls)),
-            ("1_kernel_trace.csv", kernel_header, &strs(&kernels)),
+            ("1_kernel_trace.csv", KERNEL_HEADER, &strs(&kernels)),
         ],
     );
     // Every kernel has its launching call: the groups of all 300 pages were kept.
@@ -751,20 +752,22 @@ fn kernels_few_among_many_api_bytes_read_as_imported() {
 fn the_input_rule_counts_imported_files_on_any_thread_count() {
     let tmp = tempfile::tempdir().unwrap();
     let docs = Path::new("../../fixtures/rocprofv3-csv-docs");
-    let header = |name: &str| {
-        let text = std::fs::read_to_string(docs.join(name)).unwrap();
-        text.lines().next().unwrap().to_string()
-    };
+    let pc_header = std::fs::read_to_string(docs.join("pc_sampling_host_trap.csv")).unwrap();
+    let pc_header = pc_header.lines().next().unwrap();
     let long = "k".repeat(24_000);
     let ids = || (1..=300i64).map(|k| k * 512 + k % 5);
     let start = |c: i64| 1_000_000 + c * 1000;
     // One traced kernel and its call, and 300 dispatches made by counter rows with long
     // kernel names, their correlation ids one a page.
-    let kernel = format!(
-        "\"KERNEL_DISPATCH\",\"Agent 4\",1,1,7,1,10,\"kern\",1,{},{},0,0,8,0,16,64,1,1,1024,1024,1",
-        start(1) + 500,
-        start(1) + 800
-    );
+    let dispatch = |id: i64, correlation: i64, kernel: &'static str| Dispatch {
+        agent: "Agent 4",
+        id,
+        correlation,
+        kernel,
+        start: start(correlation) + 500,
+        end: start(correlation) + 800,
+    };
+    let kernel = dispatch(1, 1, "kern").kernel_row();
     let calls: Vec<String> = std::iter::once(1)
         .chain(ids())
         .map(|c| {
@@ -776,14 +779,14 @@ fn the_input_rule_counts_imported_files_on_any_thread_count() {
         })
         .collect();
     let counters: Vec<String> = ids()
-        .enumerate()
-        .map(|(i, c)| {
-            format!(
-                "{c},{},\"Agent 4\",1,1,7,1048576,10,\"{long}{i}\",64,0,0,8,0,16,\"SQ_WAVES\",1.0,{},{}",
-                i + 2,
-                start(c) + 500,
-                start(c) + 800
-            )
+        .zip(2..)
+        .map(|(c, id)| {
+            let name = format!("{long}{id}");
+            Dispatch {
+                kernel: &name,
+                ..dispatch(id, c, "")
+            }
+            .counter_row(1, 1.0)
         })
         .collect();
     let dir = tmp.path().join("made");
@@ -791,17 +794,9 @@ fn the_input_rule_counts_imported_files_on_any_thread_count() {
     csv_run_as_imported(
         &dir,
         &[
-            (
-                "1_kernel_trace.csv",
-                &header("kernel_trace.csv"),
-                &strs(&kernels),
-            ),
+            ("1_kernel_trace.csv", KERNEL_HEADER, &strs(&kernels)),
             ("1_hip_api_trace.csv", API_HEADER, &strs(&calls)),
-            (
-                "1_counter_collection.csv",
-                &header("counter_collection.csv"),
-                &strs(&counters),
-            ),
+            ("1_counter_collection.csv", COUNTER_HEADER, &strs(&counters)),
         ],
     );
     let run = one_run(&dir);
@@ -813,15 +808,8 @@ fn the_input_rule_counts_imported_files_on_any_thread_count() {
     // 300 kernels one a page with nothing else, and 12 MB of PC samples beside: the
     // samples are not imported, so their bytes allow no pages.
     let kernels: Vec<String> = ids()
-        .enumerate()
-        .map(|(i, c)| {
-            format!(
-                "\"KERNEL_DISPATCH\",\"Agent 4\",1,1,7,{},10,\"kern\",{c},{},{},0,0,8,0,16,64,1,1,1024,1024,1",
-                i + 1,
-                start(c),
-                start(c) + 300
-            )
-        })
+        .zip(1..)
+        .map(|(c, id)| dispatch(id, c, "kern").kernel_row())
         .collect();
     let samples: Vec<String> = (0..150_000)
         .map(|i| {
@@ -836,12 +824,8 @@ fn the_input_rule_counts_imported_files_on_any_thread_count() {
     let write = |name: &str, head: &str, rows: &[String]| {
         std::fs::write(dir.join(name), format!("{head}\n{}\n", rows.join("\n"))).unwrap();
     };
-    write("1_kernel_trace.csv", &header("kernel_trace.csv"), &kernels);
-    write(
-        "1_pc_sampling_host_trap.csv",
-        &header("pc_sampling_host_trap.csv"),
-        &samples,
-    );
+    write("1_kernel_trace.csv", KERNEL_HEADER, &kernels);
+    write("1_pc_sampling_host_trap.csv", pc_header, &samples);
     let run = one_run(&dir);
     assert!(
         std::fs::metadata(dir.join("1_pc_sampling_host_trap.csv"))
@@ -858,46 +842,31 @@ fn the_input_rule_counts_imported_files_on_any_thread_count() {
 /// found through indexes now: a scan of every agent for every row took 17 s for 70,000.)
 #[test]
 fn a_run_naming_a_new_agent_on_every_row_reads_or_is_imported() {
-    let docs = Path::new("../../fixtures/rocprofv3-csv-docs");
-    let header = |name: &str| {
-        let text = std::fs::read_to_string(docs.join(name)).unwrap();
-        text.lines().next().unwrap().to_string()
-    };
     let tmp = tempfile::tempdir().unwrap();
     for (name, n) in [("few", 3000i64), ("many", 65_537)] {
-        let start = |k: i64| 1_000_000 + k * 1000;
-        let kernels: Vec<String> = (1..=n)
-            .map(|k| {
-                format!(
-                    "\"KERNEL_DISPATCH\",\"Agent {k}\",1,1,7,{k},10,\"kern\",{k},{},{},0,0,8,0,16,64,1,1,1024,1024,1",
-                    start(k),
-                    start(k) + 700
-                )
-            })
-            .collect();
-        let counters: Vec<String> = (1..=n)
-            .map(|k| {
-                format!(
-                    "{k},{k},\"Agent {k}\",1,15606,7,1048576,10,\"kern\",64,0,0,8,0,16,\"SQ_WAVES\",{k}.0,{},{}",
-                    start(k),
-                    start(k) + 700
-                )
-            })
-            .collect();
+        let (mut kernels, mut counters) = (Vec::new(), Vec::new());
+        for k in 1..=n {
+            let agent = format!("Agent {k}");
+            let start = 1_000_000 + k * 1000;
+            let d = Dispatch {
+                agent: &agent,
+                id: k,
+                correlation: k,
+                kernel: "kern",
+                start,
+                end: start + 700,
+            };
+            kernels.push(d.kernel_row());
+            counters.push(d.counter_row(15606, k as f64));
+        }
         let files = [
-            ("kernel_trace.csv", header("kernel_trace.csv"), &kernels),
-            (
-                "counter_collection.csv",
-                header("counter_collection.csv"),
-                &counters,
-            ),
+            ("kernel_trace.csv", KERNEL_HEADER, &kernels),
+            ("counter_collection.csv", COUNTER_HEADER, &counters),
         ];
         let dir = tmp.path().join(name);
         if name == "few" {
-            let files: Vec<(&str, &str, Vec<&str>)> = files
-                .iter()
-                .map(|(f, h, r)| (*f, h.as_str(), strs(r)))
-                .collect();
+            let files: Vec<(&str, &str, Vec<&str>)> =
+                files.iter().map(|(f, h, r)| (*f, *h, strs(r))).collect();
             let borrowed: Vec<(&str, &str, &[&str])> =
                 files.iter().map(|(f, h, r)| (*f, *h, &r[..])).collect();
             csv_run_as_imported(&dir, &borrowed);
@@ -1038,7 +1007,7 @@ fn counter_values_sort_by_dispatch_event_and_counter() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
     std::fs::create_dir(&dir).unwrap();
-    let kernel_header = "\"Kind\",\"Agent_Id\",\"Queue_Id\",\"Stream_Id\",\"Thread_Id\",\"Dispatch_Id\",\"Kernel_Id\",\"Kernel_Name\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\",\"LDS_Block_Size\",\"Scratch_Size\",\"VGPR_Count\",\"Accum_VGPR_Count\",\"SGPR_Count\",\"Workgroup_Size_X\",\"Workgroup_Size_Y\",\"Workgroup_Size_Z\",\"Grid_Size_X\",\"Grid_Size_Y\",\"Grid_Size_Z\"";
+    let kernel_header = KERNEL_HEADER;
     let kernel = |dispatch: i64| {
         format!("\"KERNEL_DISPATCH\",\"Agent 1\",1,1,7,{dispatch},10,\"k\",{dispatch},100,200,0,0,8,0,16,64,1,1,1024,1,1")
     };
@@ -1047,7 +1016,7 @@ fn counter_values_sort_by_dispatch_event_and_counter() {
         format!("{kernel_header}\n{}\n{}\n", kernel(5), kernel(2)),
     )
     .unwrap();
-    let counter_header = "\"Correlation_Id\",\"Dispatch_Id\",\"Agent_Id\",\"Queue_Id\",\"Process_Id\",\"Thread_Id\",\"Grid_Size\",\"Kernel_Id\",\"Kernel_Name\",\"Workgroup_Size\",\"LDS_Block_Size\",\"Scratch_Size\",\"VGPR_Count\",\"Accum_VGPR_Count\",\"SGPR_Count\",\"Counter_Name\",\"Counter_Value\",\"Start_Timestamp\",\"End_Timestamp\"";
+    let counter_header = COUNTER_HEADER;
     let value = |dispatch: i64, counter: &str, v: f64| {
         format!("{dispatch},{dispatch},\"Agent 1\",1,7,7,1024,10,\"k\",64,0,0,8,0,16,\"{counter}\",{v},100,200")
     };
@@ -1575,6 +1544,39 @@ fn api_rows(domain: &str, calls: &[(&str, i64, i64, i64, i64)]) -> Vec<String> {
 /// Borrowed rows, as [`csv_run_as_imported`] takes them.
 fn strs(rows: &[String]) -> Vec<&str> {
     rows.iter().map(String::as_str).collect()
+}
+
+const KERNEL_HEADER: &str = "\"Kind\",\"Agent_Id\",\"Queue_Id\",\"Stream_Id\",\"Thread_Id\",\"Dispatch_Id\",\"Kernel_Id\",\"Kernel_Name\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\",\"LDS_Block_Size\",\"Scratch_Size\",\"VGPR_Count\",\"Accum_VGPR_Count\",\"SGPR_Count\",\"Workgroup_Size_X\",\"Workgroup_Size_Y\",\"Workgroup_Size_Z\",\"Grid_Size_X\",\"Grid_Size_Y\",\"Grid_Size_Z\"";
+const COUNTER_HEADER: &str = "\"Correlation_Id\",\"Dispatch_Id\",\"Agent_Id\",\"Queue_Id\",\"Process_Id\",\"Thread_Id\",\"Grid_Size\",\"Kernel_Id\",\"Kernel_Name\",\"Workgroup_Size\",\"LDS_Block_Size\",\"Scratch_Size\",\"VGPR_Count\",\"Accum_VGPR_Count\",\"SGPR_Count\",\"Counter_Name\",\"Counter_Value\",\"Start_Timestamp\",\"End_Timestamp\"";
+
+/// A dispatch of kernel 10 on thread 7, as a kernel trace row or a counter row gives it.
+struct Dispatch<'a> {
+    agent: &'a str,
+    id: i64,
+    correlation: i64,
+    kernel: &'a str,
+    start: i64,
+    end: i64,
+}
+
+impl Dispatch<'_> {
+    /// Its kernel trace row.
+    fn kernel_row(&self) -> String {
+        let d = self;
+        format!(
+            "\"KERNEL_DISPATCH\",\"{}\",1,1,7,{},10,\"{}\",{},{},{},0,0,8,0,16,64,1,1,1024,1024,1",
+            d.agent, d.id, d.kernel, d.correlation, d.start, d.end
+        )
+    }
+
+    /// A counter row of it, in process `pid`: `SQ_WAVES` = `value`.
+    fn counter_row(&self, pid: i64, value: f64) -> String {
+        let d = self;
+        format!(
+            "{},{},\"{}\",1,{pid},7,1048576,10,\"{}\",64,0,0,8,0,16,\"SQ_WAVES\",{value},{},{}",
+            d.correlation, d.id, d.agent, d.kernel, d.start, d.end
+        )
+    }
 }
 
 /// API rows whose correlation id an earlier row took get the next free id, as SQLite gives
