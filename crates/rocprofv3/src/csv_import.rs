@@ -1278,7 +1278,9 @@ fn import_file(
         };
         match result {
             Ok(()) => {}
-            Err(RowError::Fatal(e)) => return Err(e),
+            Err(RowError::Fatal(e)) => {
+                return Err(crate::db::placed(e, path, format!("line {}", raw.line)))
+            }
             Err(RowError::Bad(m)) => bad_record(&mut rdr, path, &raw, m, opts, report)?,
         }
     }

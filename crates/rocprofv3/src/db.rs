@@ -516,6 +516,20 @@ pub(crate) fn handle_name(word: &str, id: i64) -> String {
 }
 
 /// Whether an error is a PRIMARY KEY (or UNIQUE) conflict.
+/// The import's error for a row whose id an earlier row took when no larger id is left;
+/// [`placed`] names the file and place of the row.
+pub(crate) const NO_ID_LEFT: &str =
+    "its id is taken by an earlier row, and no larger id is left to give it (9223372036854775807 is taken)";
+
+/// `e`, named with the file and place of the row whose insertion failed, if it is
+/// [`NO_ID_LEFT`] (the other errors of the database are the output's).
+pub(crate) fn placed(e: Error, file: &Path, place: impl Into<String>) -> Error {
+    match e {
+        Error::Usage(m) if m == NO_ID_LEFT => Error::input(file, place, m),
+        e => e,
+    }
+}
+
 fn is_key_conflict(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _)
         if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
@@ -602,8 +616,11 @@ impl<'c> Out<'c> {
         format!("\"{}\"", table_name(base, &self.guid))
     }
 
-    /// Inserts with `id`; on an id conflict, inserts with the next free id.
-    fn insert_with_id(&self, sql: &str, mut values: Vec<Value>) -> Result<()> {
+    /// Inserts with `id` into table `base`; on an id conflict, inserts with the next free
+    /// id. When none is left (the largest id is 2^63-1: SQLite would say "database or
+    /// disk is full" and roll the transaction back), the error is [`NO_ID_LEFT`], which
+    /// the readers place in the input.
+    fn insert_with_id(&self, base: &str, sql: &str, mut values: Vec<Value>) -> Result<()> {
         match self
             .conn
             .prepare_cached(sql)
@@ -611,11 +628,27 @@ impl<'c> Out<'c> {
         {
             Ok(_) => Ok(()),
             Err(e) if is_key_conflict(&e) => {
+                if self.largest_id(base)? == Some(i64::MAX) {
+                    return Err(Error::Usage(NO_ID_LEFT.into()));
+                }
                 values[0] = Value::Null;
                 self.exec(sql, params_from_iter(values.iter())).map(|_| ())
             }
             Err(e) => Err(self.err(e)),
         }
+    }
+
+    /// The largest id table `base` has had (its `AUTOINCREMENT` sequence), if any.
+    fn largest_id(&self, base: &str) -> Result<Option<i64>> {
+        let name = table_name(base, &self.guid);
+        self.conn
+            .query_row(
+                "SELECT seq FROM sqlite_sequence WHERE name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
     }
 
     /// The id of string `s` in `rocpd_string`, inserting it if new.
@@ -704,7 +737,7 @@ impl<'c> Out<'c> {
             Value::Integer(event_id),
             Value::Text("{}".into()),
         ];
-        self.insert_with_id(&self.sql.region, values)
+        self.insert_with_id("rocpd_region", &self.sql.region, values)
     }
 
     fn dispatch_values(&self, d: &DispatchRow) -> Vec<Value> {
@@ -743,7 +776,7 @@ impl<'c> Out<'c> {
         values.push(Value::Text(
             d.extdata.clone().unwrap_or_else(|| "{}".into()),
         ));
-        self.insert_with_id(&self.sql.dispatch, values)
+        self.insert_with_id("rocpd_kernel_dispatch", &self.sql.dispatch, values)
     }
 
     /// The dispatch stored under row id `dispatch_id`, if any.

@@ -784,7 +784,10 @@ impl Json<'_, '_> {
         }
         match self.record(s, v) {
             Ok(()) => Ok(()),
-            Err(RecError::Fatal(e)) => Err(e),
+            Err(RecError::Fatal(e)) => {
+                let place = format!("{}[{}]", self.section, self.index);
+                Err(crate::db::placed(e, &self.path, place))
+            }
             Err(RecError::Bad(m)) => {
                 let place = format!("{}[{}]", self.section, self.index);
                 let walk = match self.replay {
@@ -821,7 +824,9 @@ impl Json<'_, '_> {
                     .map_err(|e| Error::output("temporary table", e.to_string()))?;
                 match self.record(Section::from_code(&d.section), &v) {
                     Ok(()) => {}
-                    Err(RecError::Fatal(e)) => return Err(e),
+                    Err(RecError::Fatal(e)) => {
+                        return Err(crate::db::placed(e, &self.path, d.place))
+                    }
                     Err(RecError::Bad(m)) => {
                         skip_or_fail(self.opts, self.report, Error::input(&self.path, d.place, m))?
                     }
