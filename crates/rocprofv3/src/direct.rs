@@ -34,21 +34,23 @@
 //! memory does not grow with the trace (D101).
 //!
 //! Some runs are imported after all, because what the import does to them needs the
-//! database: an id two rows claim (the import gives the second the next free id), rows
-//! skipped as bad (their report must keep the import's order), a run whose threads given
-//! by counter rows pass [`MAX_GROUPS`], whose dispatches with values pass [`MAX_COUNTED`]
-//! (the PMC facts are kept by rank among them, D119)
-//! or whose correlation ids scatter (fewer than 16 kernels or copies per 512 ids, and
-//! pages past 1.5 times the input's size, D120). An
-//! error is not a reason: after a describing read fails on the input, the input is read
-//! once more as the import reads it, through a describer, and its first error returned
-//! (D115, D116); only a JSON object whose error lies in more than [`MAX_HELD_BYTES`] of
-//! records the import holds back for later tables is still imported to find it. JSON objects also when a kernel
-//! record completing a dispatch a counter record made gives it any other column than the
-//! counter record did, or completes it twice (the import overwrites the row; the streams
-//! wrote what was described), when `metadata` is given again after records with another
-//! node or process (D118), or when the
-//! `strings` texts pass [`MAX_TEXTS`]. [`DirectRunSource::open`] says `None` for those.
+//! database or passes the direct reader's bounds: threads given by counter rows, or rows
+//! given the next free id for a taken one (D110, D112, D113), past [`MAX_GROUPS`];
+//! dispatches with values past [`MAX_COUNTED`] (their PMC facts are kept by rank, D119);
+//! correlation ids that scatter (fewer than 16 kernels or copies per 512 ids, and pages
+//! past 1.5 times the input's size, D120); counter values in a run of more than 65,535
+//! agents, processes or event categories (D122); a taken id with no larger one left,
+//! where the import fails on its database (D123). JSON objects also when two kernel
+//! records share a dispatch id beside counter records, when a kernel record completing a
+//! dispatch a counter record made gives it any other column than the counter record
+//! did, or completes it twice (the import overwrites the row; the streams wrote what was
+//! described), when `metadata` is given again after records with another node or
+//! process (D118), or when the distinct `strings` texts pass [`MAX_TEXTS`] (D121).
+//! [`DirectRunSource::open`] says `None` for those. An error is not a reason: after a
+//! describing read fails on the input, the input is read once more as the import reads
+//! it, through a describer, and its first error returned (D115, D116); only a JSON object
+//! whose error lies in more than [`MAX_HELD_BYTES`] of records the import holds back for
+//! later tables is still imported to find it.
 //! Rows that come before the tables they need are read in later walks, and their events
 //! numbered after the others', as the import holds them back (D108).
 //!
@@ -177,6 +179,44 @@ impl<'a> Ranks<'a> {
         let before: u32 = words[..word].iter().map(|w| w.count_ones()).sum();
         let within = (words[word] & (mask - 1)).count_ones();
         Some(self.below.get(&page)? + i64::from(before + within))
+    }
+}
+
+/// Records of the ids of an [`IdSet`], kept by their rank among them (D119, D121): the
+/// page map is dense by construction, so it never refuses a page and needs no overflow,
+/// however the ids scatter.
+struct RankedMap<'a, V: Slot> {
+    ranks: Ranks<'a>,
+    map: PagedMap<V>,
+    what: &'static str,
+}
+
+impl<'a, V: Slot> RankedMap<'a, V> {
+    /// Records of the ids in `ids`, `resident` pages of them in memory.
+    fn new(ids: &'a IdSet, resident: usize, what: &'static str) -> Self {
+        let ranks = Ranks::new(ids);
+        let total = usize::try_from(ranks.len)
+            .unwrap_or(usize::MAX)
+            .div_ceil(crate::paged::SLOTS);
+        let map = PagedMap::for_dense_ids(PageLimits { resident, total }, what);
+        RankedMap { ranks, map, what }
+    }
+
+    /// The record of `id`, to set. An id the set lacks is an internal error: the streams
+    /// read what the describing pass saw.
+    fn entry(&mut self, id: i64) -> Result<&mut V> {
+        let what = self.what;
+        let missing = || Error::Usage(format!("internal: {what} of an id not described"));
+        let rank = self.ranks.rank(id).ok_or_else(missing)?;
+        self.map.entry(rank)?.ok_or_else(missing)
+    }
+
+    /// The record of `id`, if it was set.
+    fn get(&mut self, id: i64) -> Result<Option<V>> {
+        match self.ranks.rank(id) {
+            Some(rank) => self.map.get(rank),
+            None => Ok(None),
+        }
     }
 }
 
@@ -2673,10 +2713,8 @@ struct NewFact<'a> {
 /// kept by the dispatch's rank among the dispatches the description counted, so that
 /// the pages are full however the ids scatter (D119).
 struct Facts<'a> {
-    /// The ranks of the dispatches with counter values (the description's).
-    ranks: Ranks<'a>,
-    /// Facts by rank.
-    by_rank: PagedMap<Fact>,
+    /// By the dispatches with counter values the description counted.
+    by_rank: RankedMap<'a, Fact>,
     /// Whether the facts of dispatches counter rows make are kept: always for CSV runs,
     /// whose later counter rows join them; for JSON objects only when a counter record
     /// joins a dispatch another made ([`Description::made_joined`]); otherwise nothing
@@ -2731,13 +2769,8 @@ fn too_many() -> Error {
 impl<'a> Facts<'a> {
     /// Facts of the dispatches `counted` has, `resident` pages of them in memory.
     fn new(counted: &'a IdSet, resident: usize, keep_created: bool) -> Self {
-        let ranks = Ranks::new(counted);
-        let total = usize::try_from(ranks.len)
-            .unwrap_or(usize::MAX)
-            .div_ceil(crate::paged::SLOTS);
         Facts {
-            ranks,
-            by_rank: PagedMap::for_dense_ids(PageLimits { resident, total }, "PMC facts"),
+            by_rank: RankedMap::new(counted, resident, "PMC facts"),
             keep_created,
             agents: Interned::default(),
             pids: Interned::default(),
@@ -2766,9 +2799,7 @@ impl<'a> Facts<'a> {
         if created && !self.keep_created {
             return Ok(fact);
         }
-        let missing = || Error::Usage("internal: the facts of a dispatch not counted".into());
-        let rank = self.ranks.rank(f.row_id).ok_or_else(missing)?;
-        let slot = self.by_rank.entry(rank)?.ok_or_else(missing)?;
+        let slot = self.by_rank.entry(f.row_id)?;
         if !created || *slot == Fact::default() {
             *slot = fact;
         }
@@ -2776,10 +2807,7 @@ impl<'a> Facts<'a> {
     }
 
     fn get(&mut self, dispatch_id: i64) -> Result<Option<Fact>> {
-        match self.ranks.rank(dispatch_id) {
-            Some(rank) => self.by_rank.get(rank),
-            None => Ok(None),
-        }
+        self.by_rank.get(dispatch_id)
     }
 
     fn correlation_of(&self, f: Fact) -> Option<i64> {
@@ -2825,31 +2853,23 @@ const TEXT_PAGES_IN_MEMORY: usize = 128;
 struct TextTable<'a> {
     distinct: Vec<String>,
     index: FastMap<String, u32>,
-    marker: (Ranks<'a>, PagedMap<TextRef>),
-    external: (Ranks<'a>, PagedMap<TextRef>),
+    marker: RankedMap<'a, TextRef>,
+    external: RankedMap<'a, TextRef>,
 }
 
 impl<'a> TextTable<'a> {
     /// Texts of the ids in `marker` and `external`.
     fn new(marker: &'a IdSet, external: &'a IdSet) -> Self {
         let resident = page_limits(TEXT_PAGES_IN_MEMORY).resident;
-        let by_rank = |ids: &'a IdSet, what| {
-            let ranks = Ranks::new(ids);
-            let total = usize::try_from(ranks.len)
-                .unwrap_or(usize::MAX)
-                .div_ceil(crate::paged::SLOTS);
-            let map = PagedMap::for_dense_ids(PageLimits { resident, total }, what);
-            (ranks, map)
-        };
         TextTable {
             distinct: Vec::new(),
             index: FastMap::default(),
-            marker: by_rank(marker, "marker texts"),
-            external: by_rank(external, "region names"),
+            marker: RankedMap::new(marker, resident, "marker texts"),
+            external: RankedMap::new(external, resident, "region names"),
         }
     }
 
-    fn map(&mut self, which: Texts) -> &mut (Ranks<'a>, PagedMap<TextRef>) {
+    fn map(&mut self, which: Texts) -> &mut RankedMap<'a, TextRef> {
         match which {
             Texts::Marker => &mut self.marker,
             Texts::External => &mut self.external,
@@ -2867,19 +2887,12 @@ impl<'a> TextTable<'a> {
                 at
             }
         };
-        let (ranks, map) = self.map(which);
-        let missing = || Error::Usage("internal: a text the description did not see".into());
-        let rank = ranks.rank(id).ok_or_else(missing)?;
-        *map.entry(rank)?.ok_or_else(missing)? = TextRef(at);
+        *self.map(which).entry(id)? = TextRef(at);
         Ok(())
     }
 
     fn get(&mut self, which: Texts, id: i64) -> Result<Option<String>> {
-        let (ranks, map) = self.map(which);
-        let found = match ranks.rank(id) {
-            Some(rank) => map.get(rank)?,
-            None => None,
-        };
+        let found = self.map(which).get(id)?;
         Ok(found
             .and_then(|TextRef(at)| self.distinct.get((at as usize).checked_sub(1)?))
             .cloned())
@@ -3609,7 +3622,7 @@ mod tests {
         // A later text of an id replaces the earlier.
         t.put(Texts::Marker, 512, "again").unwrap();
         assert_eq!(t.distinct, ["even", "odd", "name", "again"]);
-        assert_eq!(t.marker.1.pages(), 137);
+        assert_eq!(t.marker.map.pages(), 137);
         for i in 0..n {
             let want = match i {
                 1 => "again",
@@ -3701,7 +3714,10 @@ mod tests {
             f.add(new_fact(traced, -1), true).unwrap();
             f.add(new_fact(made, -made), false).unwrap();
         }
-        assert_eq!(f.by_rank.pages(), ids.len().div_ceil(crate::paged::SLOTS));
+        assert_eq!(
+            f.by_rank.map.pages(),
+            ids.len().div_ceil(crate::paged::SLOTS)
+        );
         for &id in &ids {
             let got = f.get(id).unwrap().unwrap();
             let want = match id {
