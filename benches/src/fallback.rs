@@ -14,11 +14,11 @@
 use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use crate::{dir_size, fresh_tmp, run_measured, with_tmp_sampled};
+use crate::{dir_size, pftrace_into, run_measured};
 
 /// The hidden `--import-run INPUT DEST` mode: the one rocprofv3 run in `INPUT` imported
 /// into the RocPD database `DEST`, as the facade imported runs it could not read directly.
@@ -175,22 +175,6 @@ fn write_markers(json: &Path, out: &Path, n: i64) -> Result<()> {
     Ok(())
 }
 
-/// `rocpd convert -f pftrace` of `input` into `out`: (seconds, peak KiB, peak temporary
-/// bytes); the output is kept.
-fn convert(rocpd: &Path, input: &Path, out: &Path, tmp_parent: &Path) -> Result<(f64, i64, u64)> {
-    let _ = std::fs::remove_dir_all(out);
-    let tmp = fresh_tmp(tmp_parent)?;
-    let mut cmd = Command::new(rocpd);
-    cmd.args(["convert", "-q", "-f", "pftrace", "-o", "t", "-i"])
-        .arg(input)
-        .arg("-d")
-        .arg(out)
-        .env("TMPDIR", &tmp)
-        .stdout(Stdio::null());
-    let ((seconds, kib), tmp_bytes) = with_tmp_sampled(&tmp, || run_measured(&mut cmd))?;
-    Ok((seconds, kib, tmp_bytes))
-}
-
 /// A hash of a file's bytes, to tell two outputs apart, read a block at a time: this
 /// process must stay small, or the peaks of the children it starts after would rise.
 fn file_hash(path: &Path) -> Result<u64> {
@@ -259,7 +243,7 @@ pub fn section(
         ("markers", &markers),
     ] {
         let direct_out = dir.join("out-direct");
-        let (seconds, kib, tmp) = convert(rocpd, input, &direct_out, &dir)?;
+        let ((seconds, kib), tmp) = pftrace_into(rocpd, input, &direct_out, &dir)?;
         // Before: the import into a database, then the database read.
         let db = dir.join("imported.db");
         let _ = std::fs::remove_file(&db);
@@ -267,7 +251,7 @@ pub fn section(
         import.arg("--import-run").arg(input).arg(&db);
         let (import_s, import_kib) = run_measured(&mut import)?;
         let imported_out = dir.join("out-imported");
-        let (read_s, read_kib, _) = convert(rocpd, &db, &imported_out, &dir)?;
+        let ((read_s, read_kib), _) = pftrace_into(rocpd, &db, &imported_out, &dir)?;
         let same = file_hash(&direct_out.join("t_results.pftrace"))?
             == file_hash(&imported_out.join("t_results.pftrace"))?;
         let before = import_s + read_s;
