@@ -101,11 +101,8 @@ pub(crate) struct PagedMap<V: Slot> {
     dir: PathBuf,
     /// What the records are, for errors.
     what: &'static str,
-    /// Whether a new page is refused when the ids scatter (see [`PagedMap::entry`]);
-    /// not for ids dense by construction, whose pages may come in any order.
-    refuse_sparse: bool,
     /// Bytes of file allowed for pages of scattered ids, from the size of the input
-    /// the ids come from (D120).
+    /// the ids come from (D120); all for ids dense by construction.
     input_bytes: u64,
 }
 
@@ -124,7 +121,6 @@ impl<V: Slot> PagedMap<V> {
             entries: 0,
             dir: std::env::temp_dir(),
             what,
-            refuse_sparse: true,
             input_bytes: 0,
         }
     }
@@ -142,7 +138,7 @@ impl<V: Slot> PagedMap<V> {
     /// hold, since a page's ids may first come in any order.
     pub(crate) fn for_dense_ids(limits: PageLimits, what: &'static str) -> Self {
         PagedMap {
-            refuse_sparse: false,
+            input_bytes: u64::MAX,
             ..PagedMap::new(limits, what)
         }
     }
@@ -180,8 +176,7 @@ impl<V: Slot> PagedMap<V> {
             let page_bytes = (SLOTS * V::BYTES) as u64;
             let past_input =
                 (pages as u64).saturating_add(1).saturating_mul(page_bytes) > self.input_bytes;
-            let sparse = self.refuse_sparse
-                && pages >= DENSE_AFTER
+            let sparse = pages >= DENSE_AFTER
                 && pages.saturating_mul(MIN_PER_PAGE) > self.entries
                 && past_input;
             if pages >= self.limits.total || sparse {
