@@ -553,6 +553,32 @@ fn a_wal_database_is_read_without_writing_beside_it() {
         "files appeared beside the input"
     );
     assert_eq!(std::fs::read(inputs.join("w.db-wal")).unwrap(), wal);
+    // On more threads than inputs the database's streams are read through more than one
+    // connection to its private copy: every one sees the rows in the WAL.
+    let traces: Vec<Vec<u8>> = ["1", "4"]
+        .iter()
+        .map(|threads| {
+            let out = tmp.path().join(format!("t{threads}"));
+            let o = rocpd(&[
+                "convert",
+                "-q",
+                "-i",
+                inputs.join("w.db").to_str().unwrap(),
+                "-f",
+                "pftrace",
+                "--threads",
+                threads,
+                "-d",
+                out.to_str().unwrap(),
+            ]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            let written = files_in(&out);
+            assert_eq!(written.len(), 1, "{written:?}");
+            std::fs::read(&written[0]).unwrap()
+        })
+        .collect();
+    assert!(traces[0] == traces[1], "threads 1 and 4 differ");
+    assert_eq!(files_in(&inputs), listing);
 
     // WAL mode with no WAL file: read in place, still without a -shm beside it.
     std::fs::remove_file(inputs.join("w.db-wal")).unwrap();

@@ -20,6 +20,7 @@ mod value;
 mod views;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rocpd_model::{Catalog, Projection, Result, SourceInfo, Table};
 use rocpd_pipeline::{BatchStream, PreparedStream, Source, StageDrop, StreamOptions};
@@ -82,8 +83,11 @@ pub struct Database {
     path: PathBuf,
     /// The file SQLite reads: `path`, or its private copy (see [`Database::open`]).
     read_path: PathBuf,
-    /// The private copy of a database with pending journal or WAL content, if any.
-    _copy: Option<(tempfile::TempDir, rocpd_pipeline::cleanup::Registered)>,
+    /// The private copy of a database with pending journal or WAL content, if any (shared
+    /// with the database's forks).
+    _copy: Option<Arc<(tempfile::TempDir, rocpd_pipeline::cleanup::Registered)>>,
+    /// The page cache of each connection, KiB.
+    cache_kib: usize,
     conn: Connection,
     sets: Vec<TableSet>,
     helpers_built: std::cell::Cell<bool>,
@@ -154,6 +158,37 @@ fn private_copy(
     Ok((copy, dir, registered))
 }
 
+/// A connection to `read_path` (the input `path`, or its private copy when `copy`), with
+/// the reader's pragmas and a page cache of `kib`.
+fn connect(path: &Path, read_path: &Path, copy: bool, kib: usize) -> Result<Connection> {
+    let params = if copy {
+        "mode=rw"
+    } else {
+        "mode=ro&immutable=1"
+    };
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let flags = if copy {
+        flags
+    } else {
+        (flags - OpenFlags::SQLITE_OPEN_READ_WRITE) | OpenFlags::SQLITE_OPEN_READ_ONLY
+    };
+    let conn = Connection::open_with_flags(file_uri(read_path, params), flags)
+        .map_err(|e| rocpd_model::Error::input(path, "open", e.to_string()))?;
+    // The page cache also bounds SQLite's sorter before it spills to temporary files.
+    // The soft heap limit bounds what the page caches do not: the ephemeral tables
+    // of a statement (a materialised subquery such as the API-argument aggregation,
+    // its automatic index) each get a default 2 MB cache of their own, which made
+    // SQLite hold 10 MiB per input with arguments; past the limit SQLite recycles
+    // and spills pages to its temporary files instead of growing.
+    conn.execute_batch(&format!(
+        "PRAGMA temp_store = FILE; PRAGMA cache_size = -{kib}; PRAGMA temp.cache_size = -{kib}; PRAGMA soft_heap_limit = {SOFT_HEAP_LIMIT};"
+    ))
+    .map_err(|e| rocpd_model::Error::input(path, "open", e.to_string()))?;
+    Ok(conn)
+}
+
 /// Quotes an SQL identifier taken from `sqlite_master`.
 pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
@@ -174,40 +209,42 @@ impl Database {
     /// [`Database::open`] with `options` (the SQLite cache of a run of many inputs).
     pub fn open_with(path: &Path, options: &OpenOptions) -> Result<Database> {
         detect::check_file(path)?;
-        let (read_path, copy, params) = if has_pending_side_files(path) {
+        let (read_path, copy) = if has_pending_side_files(path) {
             let (copy, dir, reg) = private_copy(path)?;
-            (copy, Some((dir, reg)), "mode=rw")
+            (copy, Some((dir, reg)))
         } else {
-            (path.to_path_buf(), None, "mode=ro&immutable=1")
+            (path.to_path_buf(), None)
         };
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let flags = if copy.is_some() {
-            flags
-        } else {
-            (flags - OpenFlags::SQLITE_OPEN_READ_WRITE) | OpenFlags::SQLITE_OPEN_READ_ONLY
-        };
-        let conn = Connection::open_with_flags(file_uri(&read_path, params), flags)
-            .map_err(|e| rocpd_model::Error::input(path, "open", e.to_string()))?;
-        // The page cache also bounds SQLite's sorter before it spills to temporary files.
-        // The soft heap limit bounds what the page caches do not: the ephemeral tables
-        // of a statement (a materialised subquery such as the API-argument aggregation,
-        // its automatic index) each get a default 2 MB cache of their own, which made
-        // SQLite hold 10 MiB per input with arguments; past the limit SQLite recycles
-        // and spills pages to its temporary files instead of growing.
         let kib = options.cache_kib.max(64);
-        conn.execute_batch(&format!(
-            "PRAGMA temp_store = FILE; PRAGMA cache_size = -{kib}; PRAGMA temp.cache_size = -{kib}; PRAGMA soft_heap_limit = {SOFT_HEAP_LIMIT};"
-        ))
-        .map_err(|e| rocpd_model::Error::input(path, "open", e.to_string()))?;
+        let conn = connect(path, &read_path, copy.is_some(), kib)?;
         let sets = detect::table_sets(&conn, path)?;
         Ok(Database {
             path: path.to_path_buf(),
             read_path,
-            _copy: copy,
+            _copy: copy.map(Arc::new),
+            cache_kib: kib,
             conn,
             sets,
+            helpers_built: std::cell::Cell::new(false),
+        })
+    }
+
+    /// Another connection to the same file (or private copy), for [`Source::fork`]: its
+    /// table sets are this one's, its helper tables its own.
+    pub fn fork(&self) -> Result<Database> {
+        let conn = connect(
+            &self.path,
+            &self.read_path,
+            self._copy.is_some(),
+            self.cache_kib,
+        )?;
+        Ok(Database {
+            path: self.path.clone(),
+            read_path: self.read_path.clone(),
+            _copy: self._copy.clone(),
+            cache_kib: self.cache_kib,
+            conn,
+            sets: self.sets.clone(),
             helpers_built: std::cell::Cell::new(false),
         })
     }
@@ -444,6 +481,10 @@ impl PreparedStream for TableQuery<'_> {
     fn open(&mut self) -> Result<Box<dyn BatchStream + '_>> {
         Ok(Box::new(self.stream()?))
     }
+
+    fn weight(&self) -> u64 {
+        TableQuery::weight(self)
+    }
 }
 
 impl Source for Database {
@@ -505,6 +546,10 @@ impl Source for Database {
             .into_iter()
             .map(|q| Box::new(q) as Box<dyn PreparedStream + '_>)
             .collect())
+    }
+
+    fn fork(&self) -> Result<Option<Box<dyn Source>>> {
+        Ok(Some(Box::new(Database::fork(self)?)))
     }
 }
 

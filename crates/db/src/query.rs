@@ -445,6 +445,24 @@ pub(crate) fn temp_error(e: &rusqlite::Error) -> Error {
     )
 }
 
+/// The span of the row ids of the table `table` is read from, 0 when it is empty.
+fn rowid_span(conn: &Connection, set: &TableSet, table: Table) -> rusqlite::Result<u64> {
+    let Some(main) = set.table(main_base(table)) else {
+        return Ok(0);
+    };
+    let (low, high): (Option<i64>, Option<i64>) = conn.query_row(
+        &format!("SELECT MIN(rowid), MAX(rowid) FROM {main}"),
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok(match (low, high) {
+        (Some(low), Some(high)) => {
+            u64::try_from(i128::from(high) - i128::from(low) + 1).unwrap_or(u64::MAX)
+        }
+        _ => 0,
+    })
+}
+
 /// Rows of `table` in `set` (the rows the stream will yield).
 pub(crate) fn count(conn: &Connection, path: &Path, set: &TableSet, table: Table) -> Result<u64> {
     let Some(sql) = build(set, table, &Projection::all()) else {
@@ -485,6 +503,8 @@ pub struct TableQuery<'c> {
     path: PathBuf,
     main: String,
     batch_rows: usize,
+    /// Rows of the main table, about (see [`TableQuery::weight`]).
+    weight: u64,
 }
 
 /// Which source a table set's rows become, and how its references resolve.
@@ -510,6 +530,7 @@ impl<'c> TableQuery<'c> {
         let stmt = conn
             .prepare(&sql.select)
             .map_err(|e| query_error(path, &sql.main, e))?;
+        let weight = rowid_span(conn, set, table).map_err(|e| query_error(path, &sql.main, e))?;
         Ok(Some(TableQuery {
             stmt,
             table,
@@ -518,7 +539,15 @@ impl<'c> TableQuery<'c> {
             path: path.to_path_buf(),
             main: sql.main,
             batch_rows: batch_rows.max(1),
+            weight,
         }))
+    }
+
+    /// About how many rows the query reads: the span of the main table's row ids (two
+    /// index seeks, where a count would read the table). Regions and markers share their
+    /// table and so their weight.
+    pub fn weight(&self) -> u64 {
+        self.weight
     }
 
     /// The canonical table this query yields.

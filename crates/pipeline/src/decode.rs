@@ -32,16 +32,20 @@ struct Slot {
     state: State,
 }
 
-/// What a source gives once it is opened: the rows it cannot place in time and its
-/// streams (or their slots).
+/// What one handle of a source gives once it is opened: the rows the source cannot place
+/// in time (asked of its first handle only) and its streams (or, for each, the stream's
+/// position among the source's streams and its slot).
 type Opened<S> = (Vec<StageDrop>, Vec<S>);
+
+/// Per handle of a source, once prepared: its streams' (position, slot), or why it could
+/// not be prepared.
+type Handles = Vec<Option<Result<Opened<(usize, usize)>>>>;
 
 #[derive(Default)]
 struct Inner {
     slots: Vec<Slot>,
-    /// Per source, once prepared: the rows it cannot place in time and the slots of its
-    /// streams, or why it could not be prepared.
-    prepared: Vec<Option<Result<Opened<usize>>>>,
+    /// Per source, its handles.
+    prepared: Vec<Handles>,
     /// Set when the consumer is done (or failed): workers stop.
     stop: bool,
     /// Set when a worker panicked: the consumer stops waiting.
@@ -146,10 +150,48 @@ fn wait<'a>(cv: &Condvar, guard: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner>
 /// A source as the pool receives it: its position in the run and its first source number.
 pub type Numbered = (u32, Box<dyn Source>);
 
+/// One handle a worker runs: source `index`'s handle `part` of `parts` (part 0 is the
+/// source itself, the others its forks), which opens the streams [`assigned`] to it.
+struct Unit {
+    index: usize,
+    part: usize,
+    parts: usize,
+    first: u32,
+    source: Box<dyn Source>,
+}
+
+/// The positions (among `weights`) of the streams handle `part` of `parts` runs: the
+/// heaviest stream first, each to the handle with the least weight so far (the first such
+/// on ties). Every handle computes the same split from the same weights.
+fn assigned(weights: &[u64], parts: usize, part: usize) -> Vec<usize> {
+    if parts <= 1 {
+        return (0..weights.len()).collect();
+    }
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by_key(|&k| (std::cmp::Reverse(weights[k]), k));
+    let mut load = vec![0u64; parts];
+    let mut mine = Vec::new();
+    for k in order {
+        let to = (0..parts).min_by_key(|&p| (load[p], p)).unwrap_or(0);
+        load[to] = load[to].saturating_add(weights[k].max(1));
+        if to == part {
+            mine.push(k);
+        }
+    }
+    mine.sort_unstable();
+    mine
+}
+
 /// Decodes the streams of `sources` on `threads` workers and calls `consume` with the
 /// rows every source cannot place in time ([`Source::dropped`], in source order) and every
 /// stream, in source order and, within a source, in the order its `prepare` gives them.
 /// The sources are given back, in their order, when `consume` returns.
+///
+/// With fewer sources than threads, a source that can be forked ([`Source::fork`]) is
+/// read through several handles, each on its own worker running some of its streams,
+/// balanced by [`PreparedStream::weight`](crate::PreparedStream::weight): one large
+/// database then decodes on more than one core. The streams and their order are the
+/// same, so the output does not depend on it.
 ///
 /// `dropped` runs on the workers too: for a database it builds the helper tables the
 /// streams join, the costliest part of opening one, so sources dealt to different workers
@@ -162,10 +204,56 @@ pub fn decode_parallel<R>(
     consume: impl FnOnce(Vec<StageDrop>, Vec<Box<dyn BatchStream>>) -> Result<R>,
 ) -> Result<R> {
     let n = sources.len();
-    let threads = threads.clamp(1, n.max(1));
+    let threads = threads.max(1);
+    // The threads a source may use: an equal share, the first sources taking the rest;
+    // never more than the streams it will run (a table the run does not read is not
+    // run: at most one stream per table asked for and process).
+    let mut forks: Vec<Vec<Box<dyn Source>>> = Vec::with_capacity(n);
+    for (i, (_, source)) in sources.iter().enumerate() {
+        let share = (threads / n.max(1) + usize::from(i < threads % n.max(1))).max(1);
+        let runs = options.tables.as_ref().map_or(usize::MAX, |t| {
+            t.len().saturating_mul(source.source_count())
+        });
+        let wanted = share.min(source.stream_count().min(runs).max(1));
+        let mut mine = Vec::new();
+        while mine.len() + 1 < wanted {
+            match source.fork()? {
+                Some(f) => mine.push(f),
+                None => break,
+            }
+        }
+        forks.push(mine);
+    }
+    let mut units = Vec::new();
+    for (index, ((first, source), extra)) in sources.drain(..).zip(forks).enumerate() {
+        let parts = 1 + extra.len();
+        units.push(Unit {
+            index,
+            part: 0,
+            parts,
+            first,
+            source,
+        });
+        for (k, f) in extra.into_iter().enumerate() {
+            units.push(Unit {
+                index,
+                part: k + 1,
+                parts,
+                first,
+                source: f,
+            });
+        }
+    }
+    let mut prepared: Vec<Handles> = (0..n).map(|_| Vec::new()).collect();
+    for u in &units {
+        if prepared[u.index].is_empty() {
+            prepared[u.index] = (0..u.parts).map(|_| None).collect();
+        }
+    }
+    let workers_n = threads.clamp(1, units.len().max(1));
     let shared = Arc::new(Shared {
         inner: Mutex::new(Inner {
-            prepared: (0..n).map(|_| None).collect(),
+            prepared,
             ..Default::default()
         }),
         data: Condvar::new(),
@@ -175,10 +263,10 @@ pub fn decode_parallel<R>(
             bytes: limits.bytes,
         },
     });
-    // Deal the sources to the workers in turn, remembering each one's place.
-    let mut dealt: Vec<Vec<(usize, Numbered)>> = (0..threads).map(|_| Vec::new()).collect();
-    for (i, s) in sources.drain(..).enumerate() {
-        dealt[i % threads].push((i, s));
+    // Deal the handles to the workers in turn.
+    let mut dealt: Vec<Vec<Unit>> = (0..workers_n).map(|_| Vec::new()).collect();
+    for (u, unit) in units.into_iter().enumerate() {
+        dealt[u % workers_n].push(unit);
     }
     let (result, returned) = std::thread::scope(|scope| {
         let workers: Vec<_> = dealt
@@ -195,7 +283,8 @@ pub fn decode_parallel<R>(
         let mut panicked = false;
         for w in workers {
             match w.join() {
-                Ok(back) => returned.extend(back),
+                // Forks are dropped here; the sources themselves go back.
+                Ok(back) => returned.extend(back.into_iter().filter(|u| u.part == 0)),
                 Err(_) => panicked = true,
             }
         }
@@ -207,17 +296,17 @@ pub fn decode_parallel<R>(
         (result, returned)
     });
     let mut returned = returned;
-    returned.sort_by_key(|(i, _)| *i);
-    sources.extend(returned.into_iter().map(|(_, s)| s));
+    returned.sort_by_key(|u| u.index);
+    sources.extend(returned.into_iter().map(|u| (u.first, u.source)));
     result
 }
 
-/// Waits until every source is prepared, then lists their dropped rows and their streams
-/// in source order. The error of the first source (in order) that failed wins, whatever
-/// the timing.
+/// Waits until every handle of every source is prepared, then lists their dropped rows
+/// and their streams in source order (each source's in the order its `prepare` gives
+/// them). The error of the first source (in order) that failed wins, whatever the timing.
 fn gather(shared: &Arc<Shared>, n: usize) -> Result<Opened<Box<dyn BatchStream>>> {
     let mut inner = shared.lock();
-    while inner.prepared.iter().any(|p| p.is_none()) {
+    while inner.prepared.iter().flatten().any(|p| p.is_none()) {
         if inner.panicked {
             return Err(panicked());
         }
@@ -226,68 +315,76 @@ fn gather(shared: &Arc<Shared>, n: usize) -> Result<Opened<Box<dyn BatchStream>>
     let mut streams: Vec<Box<dyn BatchStream>> = Vec::new();
     let mut drops = Vec::new();
     for i in 0..n {
-        match inner.prepared[i].take().expect("every source prepared") {
-            Ok((dropped, slots)) => {
-                drops.extend(dropped);
-                for slot in slots {
-                    streams.push(Box::new(QueuedStream {
-                        shared: shared.clone(),
-                        slot,
-                        table: inner.slots[slot].table,
-                    }));
-                }
-            }
-            Err(e) => return Err(e),
+        let mut placed: Vec<(usize, usize)> = Vec::new();
+        for part in &mut inner.prepared[i] {
+            let (dropped, slots) = part.take().expect("every handle prepared")?;
+            drops.extend(dropped);
+            placed.extend(slots);
+        }
+        placed.sort_unstable();
+        for (_, slot) in placed {
+            streams.push(Box::new(QueuedStream {
+                shared: shared.clone(),
+                slot,
+                table: inner.slots[slot].table,
+            }));
         }
     }
     Ok((drops, streams))
 }
 
-/// One worker: asks each of its sources what it drops and prepares its streams, then
-/// decodes batches into their queues until every stream ended or the consumer stopped.
-/// Gives its sources back.
-fn work(
-    shared: &Shared,
-    mine: Vec<(usize, Numbered)>,
-    options: &StreamOptions,
-) -> Vec<(usize, Numbered)> {
+/// One worker: asks each of its handles what its source drops (the first handle only)
+/// and prepares its streams, opens those assigned to it, then decodes batches into their
+/// queues until every stream ended or the consumer stopped. Gives its handles back.
+fn work(shared: &Shared, mine: Vec<Unit>, options: &StreamOptions) -> Vec<Unit> {
     let _flag = PanicFlag(shared);
     {
         let mut prepared = Vec::with_capacity(mine.len());
-        for (i, (first, source)) in &mine {
-            let p = source
-                .dropped()
-                .and_then(|d| Ok((d, source.prepare(*first, options)?)));
-            prepared.push((*i, p));
+        for unit in &mine {
+            let dropped = if unit.part == 0 {
+                unit.source.dropped()
+            } else {
+                Ok(Vec::new())
+            };
+            let p = dropped.and_then(|d| Ok((d, unit.source.prepare(unit.first, options)?)));
+            prepared.push(p);
         }
         // (slot, stream) of every stream this worker runs.
         let mut streams: Vec<(usize, Box<dyn BatchStream + '_>)> = Vec::new();
-        for (i, p) in &mut prepared {
-            let opened: Result<Opened<Box<dyn BatchStream + '_>>> = match p {
-                Ok((dropped, list)) => list
-                    .iter_mut()
-                    .filter(|q| options.wants(q.table()))
-                    .map(|q| q.open())
-                    .collect::<Result<Vec<_>>>()
-                    .map(|list| (std::mem::take(dropped), list)),
+        for (unit, p) in mine.iter().zip(&mut prepared) {
+            let opened: Result<Opened<(usize, Box<dyn BatchStream + '_>)>> = match p {
+                Ok((dropped, list)) => {
+                    let wanted: Vec<usize> = (0..list.len())
+                        .filter(|&k| options.wants(list[k].table()))
+                        .collect();
+                    let weights: Vec<u64> = wanted.iter().map(|&k| list[k].weight()).collect();
+                    let runs = assigned(&weights, unit.parts, unit.part);
+                    let chosen: Vec<usize> = runs.iter().map(|&j| wanted[j]).collect();
+                    list.iter_mut()
+                        .enumerate()
+                        .filter(|(k, _)| chosen.contains(k))
+                        .map(|(k, q)| q.open().map(|s| (k, s)))
+                        .collect::<Result<Vec<_>>>()
+                        .map(|list| (std::mem::take(dropped), list))
+                }
                 Err(e) => Err(std::mem::replace(e, Error::Usage(String::new()))),
             };
             let mut inner = shared.lock();
             let outcome = opened.map(|(dropped, list)| {
                 let mut slots = Vec::with_capacity(list.len());
-                for s in list {
+                for (position, s) in list {
                     let slot = inner.slots.len();
                     inner.slots.push(Slot {
                         table: s.table(),
                         queue: VecDeque::new(),
                         state: State::Running,
                     });
-                    slots.push(slot);
+                    slots.push((position, slot));
                     streams.push((slot, s));
                 }
                 (dropped, slots)
             });
-            inner.prepared[*i] = Some(outcome);
+            inner.prepared[unit.index][unit.part] = Some(outcome);
             drop(inner);
             shared.data.notify_all();
         }
@@ -345,6 +442,7 @@ fn serve(shared: &Shared, streams: &mut [(usize, Box<dyn BatchStream + '_>)]) {
 #[cfg(test)]
 mod tests {
     use std::path::{Path, PathBuf};
+    use std::sync::{Arc, Mutex};
 
     use arrow_array::cast::AsArray;
     use arrow_array::types::Int64Type;
@@ -355,25 +453,48 @@ mod tests {
     use crate::{PreparedStream, Source, StageDrop, TimeMerge};
 
     /// An input of a few tables of random sorted rows, in small batches.
+    #[derive(Clone)]
     struct FakeSource {
         path: PathBuf,
         tables: Vec<(Table, Vec<(i64, i64)>)>,
         /// Rows this source reports as dropped (its number plus one).
         drops: u64,
+        /// Whether it gives forks, and the handles it and its forks number themselves from.
+        forks: Option<Arc<Mutex<usize>>>,
+        /// This handle's number (0 for the source itself).
+        handle: usize,
+        /// Every stream opened: (source path, handle, table).
+        opened: Arc<Mutex<Vec<(PathBuf, usize, Table)>>>,
+        /// Every `dropped` asked: the handle asked.
+        asked: Arc<Mutex<Vec<usize>>>,
+        /// Forks made, of every source.
+        forked: Arc<Mutex<usize>>,
     }
 
-    struct FakePrepared(Table, Vec<(i64, i64)>);
+    struct FakePrepared<'a> {
+        source: &'a FakeSource,
+        table: Table,
+        rows: Vec<(i64, i64)>,
+    }
 
-    impl PreparedStream for FakePrepared {
+    impl PreparedStream for FakePrepared<'_> {
         fn table(&self) -> Table {
-            self.0
+            self.table
         }
         fn open(&mut self) -> Result<Box<dyn BatchStream + '_>> {
+            let s = self.source;
+            s.opened
+                .lock()
+                .unwrap()
+                .push((s.path.clone(), s.handle, self.table));
             Ok(Box::new(VecStream {
-                table: self.0,
-                rows: std::mem::take(&mut self.1),
+                table: self.table,
+                rows: std::mem::take(&mut self.rows),
                 per: 37,
             }))
+        }
+        fn weight(&self) -> u64 {
+            self.rows.len() as u64
         }
     }
 
@@ -397,6 +518,7 @@ mod tests {
             Ok(Vec::new())
         }
         fn dropped(&self) -> Result<Vec<StageDrop>> {
+            self.asked.lock().unwrap().push(self.handle);
             Ok(vec![StageDrop {
                 stage: self.path.display().to_string(),
                 rows: [(Table::PmcValue.name(), self.drops)].into_iter().collect(),
@@ -410,19 +532,41 @@ mod tests {
                 .tables
                 .iter()
                 .map(|(t, rows)| {
-                    Box::new(FakePrepared(*t, rows.clone())) as Box<dyn PreparedStream>
+                    Box::new(FakePrepared {
+                        source: self,
+                        table: *t,
+                        rows: rows.clone(),
+                    }) as Box<dyn PreparedStream>
                 })
                 .collect())
+        }
+        fn fork(&self) -> Result<Option<Box<dyn Source>>> {
+            let Some(count) = &self.forks else {
+                return Ok(None);
+            };
+            let mut count = count.lock().unwrap();
+            *count += 1;
+            *self.forked.lock().unwrap() += 1;
+            let mut fork = self.clone();
+            fork.handle = *count;
+            Ok(Some(Box::new(fork)))
         }
     }
 
     fn sources(seed: &mut u64) -> Vec<Numbered> {
-        (0..5u32)
+        fake_sources(seed, 5, false, &Default::default())
+    }
+
+    /// `n` sources, forkable or not, logging their opens into `log`.
+    fn fake_sources(seed: &mut u64, n: u32, forkable: bool, log: &FakeLog) -> Vec<Numbered> {
+        (0..n)
             .map(|i| {
                 let tables = [Table::KernelDispatch, Table::Region, Table::MemoryCopy]
                     .into_iter()
-                    .map(|t| {
-                        let mut rows: Vec<(i64, i64)> = (0..400)
+                    .enumerate()
+                    .map(|(k, t)| {
+                        // Tables of different sizes, so that the weights matter.
+                        let mut rows: Vec<(i64, i64)> = (0..400 * (k + 1))
                             .map(|_| {
                                 let s = lcg(seed) % 50_000;
                                 (s, s + lcg(seed) % 40)
@@ -436,15 +580,37 @@ mod tests {
                     path: PathBuf::from(format!("fake-{i}")),
                     tables,
                     drops: u64::from(i) + 1,
+                    forks: forkable.then(Default::default),
+                    handle: 0,
+                    opened: log.opened.clone(),
+                    asked: log.asked.clone(),
+                    forked: log.forked.clone(),
                 };
                 (i, Box::new(source) as Box<dyn Source>)
             })
             .collect()
     }
 
+    /// What fake sources and their forks did.
+    #[derive(Default)]
+    struct FakeLog {
+        opened: Arc<Mutex<Vec<(PathBuf, usize, Table)>>>,
+        asked: Arc<Mutex<Vec<usize>>>,
+        forked: Arc<Mutex<usize>>,
+    }
+
     /// Every (table, start, end) the merge yields, in its order.
     fn merged(
         sources: &mut Vec<Numbered>,
+        threads: usize,
+        limits: QueueLimits,
+    ) -> Vec<(Table, i64, i64)> {
+        merged_n(sources, 5, threads, limits)
+    }
+
+    fn merged_n(
+        sources: &mut Vec<Numbered>,
+        n: u64,
         threads: usize,
         limits: QueueLimits,
     ) -> Vec<(Table, i64, i64)> {
@@ -460,7 +626,7 @@ mod tests {
                     .map(|d| (d.stage.clone(), d.rows[Table::PmcValue.name()]))
                     .collect();
                 let want: Vec<(String, u64)> =
-                    (0..5u64).map(|i| (format!("fake-{i}"), i + 1)).collect();
+                    (0..n).map(|i| (format!("fake-{i}"), i + 1)).collect();
                 assert_eq!(got, want, "threads {threads}");
                 let mut merge = TimeMerge::new(streams);
                 let mut rows = Vec::new();
@@ -488,7 +654,7 @@ mod tests {
             bytes: usize::MAX,
         };
         let expected = merged(&mut inputs, 1, roomy);
-        assert_eq!(expected.len(), 5 * 3 * 400);
+        assert_eq!(expected.len(), 5 * 6 * 400);
         assert_eq!(inputs.len(), 5, "the sources are given back");
         // One byte: every queue may hold only the batch the merge may be waiting for.
         let starved = QueueLimits {
@@ -504,6 +670,108 @@ mod tests {
             );
             assert_eq!(merged(&mut sources(&mut 7), threads, roomy), expected);
         }
+    }
+
+    #[test]
+    fn fewer_sources_than_threads_spread_their_streams_over_forks_with_the_same_output() {
+        let roomy = QueueLimits {
+            batches: 4,
+            bytes: usize::MAX,
+        };
+        let log = FakeLog::default();
+        let mut inputs = fake_sources(&mut 11, 2, true, &log);
+        let expected = merged_n(&mut inputs, 2, 1, roomy);
+        assert_eq!(expected.len(), 2 * 6 * 400);
+        assert_eq!(
+            inputs.len(),
+            2,
+            "the sources are given back, not their forks"
+        );
+        for threads in [2, 3, 4, 6, 9] {
+            let log = FakeLog::default();
+            let mut inputs = fake_sources(&mut 11, 2, true, &log);
+            assert_eq!(
+                merged_n(&mut inputs, 2, threads, roomy),
+                expected,
+                "threads {threads}"
+            );
+            assert_eq!(inputs.len(), 2);
+            let back: Vec<&Path> = inputs.iter().map(|(_, s)| s.path()).collect();
+            assert_eq!(back, [Path::new("fake-0"), Path::new("fake-1")]);
+            // Each stream opened once, on one handle; only the sources say what they drop.
+            let opened = log.opened.lock().unwrap().clone();
+            assert_eq!(opened.len(), 6, "threads {threads}: {opened:?}");
+            let mut streams: Vec<(PathBuf, Table)> =
+                opened.iter().map(|(p, _, t)| (p.clone(), *t)).collect();
+            streams.sort_by_key(|(p, t)| (p.clone(), t.name()));
+            streams.dedup();
+            assert_eq!(streams.len(), 6);
+            assert_eq!(*log.asked.lock().unwrap(), vec![0, 0]);
+            // Each source gets half the threads (the first the odd one), at most one a stream.
+            for (source, share) in [("fake-0", threads.div_ceil(2)), ("fake-1", threads / 2)] {
+                let mut handles: Vec<usize> = opened
+                    .iter()
+                    .filter(|(p, _, _)| p == Path::new(source))
+                    .map(|(_, h, _)| *h)
+                    .collect();
+                handles.sort_unstable();
+                handles.dedup();
+                assert_eq!(
+                    handles.len(),
+                    share.clamp(1, 3),
+                    "threads {threads} {source}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn no_fork_is_made_for_streams_the_run_does_not_read() {
+        let log = FakeLog::default();
+        let mut inputs = fake_sources(&mut 11, 2, true, &log);
+        let options = StreamOptions {
+            tables: Some(vec![Table::Region]),
+            ..Default::default()
+        };
+        let limits = QueueLimits {
+            batches: 4,
+            bytes: usize::MAX,
+        };
+        let rows = decode_parallel(&mut inputs, &options, 6, limits, |_, streams| {
+            Ok(streams.len())
+        })
+        .unwrap();
+        assert_eq!(rows, 2);
+        assert_eq!(*log.forked.lock().unwrap(), 0);
+        // Two tables: one fork each.
+        let log = FakeLog::default();
+        let mut inputs = fake_sources(&mut 11, 2, true, &log);
+        let options = StreamOptions {
+            tables: Some(vec![Table::Region, Table::MemoryCopy]),
+            ..Default::default()
+        };
+        decode_parallel(&mut inputs, &options, 6, limits, |_, _| Ok(())).unwrap();
+        assert_eq!(*log.forked.lock().unwrap(), 2);
+    }
+
+    #[test]
+    fn streams_split_over_handles_by_weight_each_on_one() {
+        let weights = [462, 284, 284, 21, 107, 28, 10];
+        let a = assigned(&weights, 2, 0);
+        let b = assigned(&weights, 2, 1);
+        // Heaviest first, each to the lighter handle: 462+107+21+10 against 284+284+28.
+        assert_eq!(a, vec![0, 3, 4, 6]);
+        assert_eq!(b, vec![1, 2, 5]);
+        assert_eq!(assigned(&weights, 1, 0), (0..7).collect::<Vec<_>>());
+        for parts in 1..=9 {
+            let mut all: Vec<usize> = (0..parts)
+                .flat_map(|p| assigned(&weights, parts, p))
+                .collect();
+            all.sort_unstable();
+            assert_eq!(all, (0..7).collect::<Vec<_>>(), "{parts} parts");
+        }
+        // Weights of zero still spread.
+        assert_eq!(assigned(&[0, 0, 0], 3, 2), vec![2]);
     }
 
     #[test]

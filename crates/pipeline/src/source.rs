@@ -74,6 +74,14 @@ pub trait Source: Send {
         first_source: u32,
         options: &StreamOptions,
     ) -> Result<Vec<Box<dyn PreparedStream + '_>>>;
+    /// Another handle on the same input that can run some of its streams on another
+    /// thread at the same time (for a database: a second connection), or `None` when the
+    /// input cannot be read that way. Its [`Source::prepare`] must give the same streams,
+    /// in the same order, with the same rows; the decode pool opens each stream on one
+    /// handle only and asks only the first handle what it drops.
+    fn fork(&self) -> Result<Option<Box<dyn Source>>> {
+        Ok(None)
+    }
 }
 
 /// A stream ready to run (for SQLite: a prepared statement).
@@ -82,4 +90,10 @@ pub trait PreparedStream {
     fn table(&self) -> Table;
     /// Starts it.
     fn open(&mut self) -> Result<Box<dyn BatchStream + '_>>;
+    /// A rough measure of the work of running it (a row count or an estimate of one),
+    /// the same on every handle of a source: the decode pool balances a source's
+    /// streams over its forks ([`Source::fork`]) by it.
+    fn weight(&self) -> u64 {
+        1
+    }
 }
