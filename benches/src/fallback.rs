@@ -10,6 +10,8 @@
 //!   correlation ids, the others taken by calls of domains not traced (D120).
 //! * **markers**: the generated 0.1M JSON object with marker calls added, one `strings`
 //!   text each but few distinct, more than the 2^19 texts kept before D121.
+//! * **distinct**: the same with every text distinct, more than the 2^19 distinct texts
+//!   kept before D125 (past 2^17 a stream keeps them in a file).
 
 use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
@@ -126,9 +128,9 @@ fn write_decode(dir: &Path, copies: i64, keep: usize) -> Result<()> {
     Ok(())
 }
 
-/// The markers object: `json` with `n` marker calls added, each with its text (one of a
-/// thousand), at correlation ids past the object's, spread over its markers' time.
-fn write_markers(json: &Path, out: &Path, n: i64) -> Result<()> {
+/// The markers object: `json` with `n` marker calls added, each with its text (one of
+/// `distinct`), at correlation ids past the object's, spread over its markers' time.
+fn write_markers(json: &Path, out: &Path, n: i64, distinct: i64) -> Result<()> {
     let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(json)?)?;
     let object = &mut doc["rocprofiler-sdk-tool"][0];
     let records = &object["buffer_records"];
@@ -160,7 +162,7 @@ fn write_markers(json: &Path, out: &Path, n: i64) -> Result<()> {
             "end_timestamp": start + 500, "kind": 4, "operation": 1, "size": 1,
             "start_timestamp": start, "thread_id": 4000
         }));
-        texts.push(serde_json::json!({"key": id, "value": format!("step {}", k % 1000)}));
+        texts.push(serde_json::json!({"key": id, "value": format!("step {}", k % distinct)}));
     }
     let push = |v: &mut serde_json::Value, more: Vec<serde_json::Value>| -> Result<()> {
         v.as_array_mut().context("not a list")?.extend(more);
@@ -197,7 +199,9 @@ pub fn write_inputs(dir: &Path, markers_base: &Path, scale: i64) -> Result<()> {
     write_counted(&dir.join("counted"), 700_000 / scale)?;
     write_decode(&dir.join("decode"), 400 / scale, 3)?;
     let markers = dir.join("markers").join("markers_results.json");
-    write_markers(markers_base, &markers, 700_000 / scale)
+    write_markers(markers_base, &markers, 700_000 / scale, 1000)?;
+    let distinct = dir.join("distinct").join("distinct_results.json");
+    write_markers(markers_base, &distinct, 700_000 / scale, 700_000 / scale)
 }
 
 pub fn section(
@@ -211,7 +215,8 @@ pub fn section(
     let counted = dir.join("counted");
     let decode = dir.join("decode");
     let markers = dir.join("markers").join("markers_results.json");
-    if !dir.join("done").exists() {
+    let distinct = dir.join("distinct").join("distinct_results.json");
+    if !dir.join("distinct-done").exists() {
         let _ = std::fs::remove_dir_all(&dir);
         crate::prepare_in_child(&[
             "fallback".as_ref(),
@@ -219,9 +224,9 @@ pub fn section(
             markers_base.as_os_str(),
             scale.to_string().as_ref(),
         ])?;
-        std::fs::write(dir.join("done"), "")?;
+        std::fs::write(dir.join("distinct-done"), "")?;
     }
-    println!("\nRuns imported before D119-D121, read directly against their import (-f pftrace):");
+    println!("\nRuns imported before D119-D121 and D125, read directly against their import (-f pftrace):");
     let mut table = String::new();
     writeln!(
         table,
@@ -241,6 +246,7 @@ pub fn section(
         ("counted", &counted),
         ("decode", &decode),
         ("markers", &markers),
+        ("distinct", &distinct),
     ] {
         let direct_out = dir.join("out-direct");
         let ((seconds, kib), tmp) = pftrace_into(rocpd, input, &direct_out, &dir)?;

@@ -44,8 +44,9 @@
 //! records share a dispatch id beside counter records, when a kernel record completing a
 //! dispatch a counter record made gives it any other column than the counter record
 //! did, or completes it twice (the import overwrites the row; the streams wrote what was
-//! described), when `metadata` is given again after records with another node or
-//! process (D118), or when the distinct `strings` texts pass [`MAX_TEXTS`] (D121).
+//! described), or when `metadata` is given again after records with another node or
+//! process (D118). (Any number of distinct `strings` texts reads directly: a stream keeps
+//! those past its memory in a file, D121, D125.)
 //! [`DirectRunSource::open`] says `None` for those. An error is not a reason: after a
 //! describing read fails on the input, the input is read once more as the import reads
 //! it, through a describer, and its first error returned (D115, D116); only a JSON object
@@ -94,12 +95,6 @@ pub const MAX_GROUPS: usize = 1 << 20;
 /// each, by their rank among those dispatches, in pages mostly on disk: the temporary
 /// file stays under 1 GiB; D101, D119); a run with more is imported.
 pub const MAX_COUNTED: usize = 1 << 24;
-
-/// The most distinct texts of a JSON object's `strings` tables (marker messages, region
-/// names) a stream keeps in memory, and their bytes; an object with more is imported.
-/// (The texts by id are paged, by rank among the ids: D121.)
-pub const MAX_TEXTS: usize = 1 << 19;
-const MAX_TEXT_BYTES: usize = 64 << 20;
 
 /// The most pages of 4,096 ids each set of ids may use (512 bytes a page); a run whose
 /// ids scatter more is imported.
@@ -303,6 +298,15 @@ static PAGES_IN_MEMORY: AtomicUsize = AtomicUsize::new(0);
 #[doc(hidden)]
 pub fn set_pages_in_memory(pages: usize) {
     PAGES_IN_MEMORY.store(pages, Ordering::Relaxed);
+}
+
+static TEXTS_IN_MEMORY_SET: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets how many distinct texts each JSON stream keeps in memory; 0 for the default.
+/// Tests: 1 sends nearly every text to the stream's file (D125).
+#[doc(hidden)]
+pub fn set_texts_in_memory(texts: usize) {
+    TEXTS_IN_MEMORY_SET.store(texts, Ordering::Relaxed);
 }
 
 /// `default` pages in memory, or the test's setting; at most 2^15 pages in all (16M ids).
@@ -523,10 +527,6 @@ struct Description {
     /// Dispatches JSON counter records made that a later kernel record completes: the
     /// streams skip that kernel record, as its columns are the counter record's.
     completed: IdSet,
-    /// The distinct texts of the JSON `strings` tables, and their bytes: the streams
-    /// keep them.
-    texts: usize,
-    text_bytes: usize,
     /// The ids of the marker texts and of the region names (external correlation ids):
     /// the streams keep the texts by rank among them (D121).
     marker_text_ids: IdSet,
@@ -549,10 +549,8 @@ fn made_check(d: &DispatchRow, internal: Option<i64>, external: Option<i64>) -> 
 /// The describing pass's sink.
 struct Describe {
     d: Description,
-    /// Hashes of the distinct texts put so far (at most [`MAX_TEXTS`] and one; emptied
-    /// when the bound is passed).
-    text_hashes: FastSet<u64>,
-    /// The key of those hashes (random).
+    /// The key of the category hashes (random, so that no file can make categories
+    /// collide on purpose).
     text_key: std::collections::hash_map::RandomState,
     /// Hashes (keyed as the texts') of the events' distinct categories, up to one more
     /// than a PMC fact can index: 8 bytes each whatever the category's length.
@@ -1089,7 +1087,7 @@ impl RowSink for Describe {
     fn has_pmc(&self, id: i64) -> bool {
         self.d.pmcs.contains_key(&id)
     }
-    fn put_text(&mut self, which: Texts, id: i64, text: &str) -> Result<()> {
+    fn put_text(&mut self, which: Texts, id: i64, _text: &str) -> Result<()> {
         let ids = match which {
             Texts::Marker => &mut self.d.marker_text_ids,
             Texts::External => &mut self.d.external_text_ids,
@@ -1097,20 +1095,8 @@ impl RowSink for Describe {
         if ids.insert(id).is_none() {
             self.refuse("text ids too scattered");
         }
-        // Distinct texts by a hash with a key of this process's own, so that no file can
-        // make texts collide on purpose (a collision counts two texts as one). Past the
-        // bound the object is imported: no more hashes are kept.
-        if self.refused.is_none() {
-            let hash = std::hash::BuildHasher::hash_one(&self.text_key, text);
-            if self.text_hashes.insert(hash) {
-                self.d.texts += 1;
-                self.d.text_bytes = self.d.text_bytes.saturating_add(text.len());
-            }
-            if self.d.texts > MAX_TEXTS || self.d.text_bytes > MAX_TEXT_BYTES {
-                self.text_hashes = FastSet::default();
-                self.refuse("more distinct texts than the direct reader keeps");
-            }
-        }
+        // Any number of distinct texts: the streams keep those past their memory in a
+        // file (D125).
         Ok(())
     }
     fn text(&mut self, _which: Texts, _id: i64) -> Result<Option<String>> {
@@ -1245,7 +1231,6 @@ impl Describe {
     /// A describer of `files` files (or sections, which add to the count as they come).
     fn new(files: usize) -> Self {
         Describe {
-            text_hashes: FastSet::default(),
             text_key: Default::default(),
             categories: FastSet::default(),
             d: Description {
@@ -1282,8 +1267,6 @@ impl Describe {
                 process_rows: BTreeMap::new(),
                 code_objects: BTreeMap::new(),
                 completed: IdSet::default(),
-                texts: 0,
-                text_bytes: 0,
                 marker_text_ids: IdSet::default(),
                 external_text_ids: IdSet::default(),
             },
@@ -2827,34 +2810,148 @@ impl<'a> Facts<'a> {
     }
 }
 
-/// A text of a [`TextTable`]: its index among the distinct texts, plus one (0: none).
+/// Distinct texts a stream keeps in memory, and their bytes (counted twice: the list and
+/// its index hold a copy each); a text past them goes to the stream's [`TextSpill`]
+/// (D125).
+const TEXTS_IN_MEMORY: usize = 1 << 17;
+const TEXT_BYTES_IN_MEMORY: usize = 16 << 20;
+
+/// The length a [`TextRef`] gives a text kept in memory.
+const IN_MEMORY: u32 = u32::MAX;
+
+/// A text of a [`TextTable`]: none (all zero); one of the distinct texts in memory (`at`
+/// its index plus one, `len` [`IN_MEMORY`]); or one in the spill file (`at` its offset
+/// plus one, `len` its bytes).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-struct TextRef(u32);
+struct TextRef {
+    at: u64,
+    len: u32,
+}
 
 impl Slot for TextRef {
-    const BYTES: usize = 4;
+    const BYTES: usize = 12;
     fn put(&self, out: &mut [u8]) {
-        out.copy_from_slice(&self.0.to_le_bytes());
+        out[..8].copy_from_slice(&self.at.to_le_bytes());
+        out[8..].copy_from_slice(&self.len.to_le_bytes());
     }
     fn take(b: &[u8]) -> Self {
-        TextRef(u32::from_le_bytes(bytes_at(b, 0)))
+        TextRef {
+            at: u64::from_le_bytes(bytes_at(b, 0)),
+            len: u32::from_le_bytes(bytes_at(b, 8)),
+        }
     }
 }
 
-/// Pages of text references (2 KiB each) a stream keeps in memory per text table.
+/// Pages of text references (6 KiB each) a stream keeps in memory per text table.
 const TEXT_PAGES_IN_MEMORY: usize = 128;
+
+/// Bytes of texts a [`TextSpill`] gathers before it writes them.
+const SPILL_PENDING: usize = 256 << 10;
+
+/// The texts a [`TextTable`] does not keep in memory: each one put is appended to an
+/// anonymous temporary file (gone with the stream, by a signal too) and read back by its
+/// place. Every text put comes from the input, so the file is smaller than the input.
+struct TextSpill {
+    file: Option<std::fs::File>,
+    /// Bytes in the file.
+    written: u64,
+    /// Bytes put since, not yet written: a text lies whole in one or the other.
+    pending: Vec<u8>,
+}
+
+impl TextSpill {
+    fn new() -> Self {
+        TextSpill {
+            file: None,
+            written: 0,
+            pending: Vec::new(),
+        }
+    }
+
+    fn fail(e: std::io::Error) -> Error {
+        Error::output(
+            std::env::temp_dir(),
+            format!("cannot keep texts in a temporary file: {e}"),
+        )
+    }
+
+    fn append(&mut self, text: &str) -> Result<TextRef> {
+        let len = u32::try_from(text.len())
+            .ok()
+            .filter(|&l| l != IN_MEMORY)
+            .ok_or_else(|| Error::Usage("internal: a text of 4 GiB or more".into()))?;
+        let offset = self
+            .written
+            .checked_add(self.pending.len() as u64)
+            .ok_or_else(|| Error::Usage("internal: text file offset".into()))?;
+        self.pending.extend_from_slice(text.as_bytes());
+        if self.pending.len() >= SPILL_PENDING {
+            self.flush()?;
+        }
+        Ok(TextRef {
+            at: offset + 1,
+            len,
+        })
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        if self.file.is_none() {
+            self.file = Some(tempfile::tempfile().map_err(Self::fail)?);
+        }
+        let file = self.file.as_ref().expect("created above");
+        file.write_all_at(&self.pending, self.written)
+            .map_err(Self::fail)?;
+        self.written += self.pending.len() as u64;
+        self.pending.clear();
+        Ok(())
+    }
+
+    fn read(&self, r: TextRef) -> Result<String> {
+        use std::os::unix::fs::FileExt;
+        let bad = || Error::Usage("internal: a text reference past the texts kept".into());
+        let offset = r.at.checked_sub(1).ok_or_else(bad)?;
+        let len = r.len as usize;
+        let bytes = if offset >= self.written {
+            let from = usize::try_from(offset - self.written).map_err(|_| bad())?;
+            self.pending
+                .get(from..from.checked_add(len).ok_or_else(bad)?)
+                .ok_or_else(bad)?
+                .to_vec()
+        } else {
+            let mut buf = vec![0; len];
+            self.file
+                .as_ref()
+                .ok_or_else(bad)?
+                .read_exact_at(&mut buf, offset)
+                .map_err(Self::fail)?;
+            buf
+        };
+        String::from_utf8(bytes).map_err(|_| bad())
+    }
+}
 
 /// A JSON object's `strings` texts by (table, id), as a stream keeps them: each distinct
 /// text once, and by id its index in a paged map (D101). rocprofv3 writes a marker's
 /// message once per call, so the same few texts come back for every iteration of a
 /// loop; by id they took 90 bytes each, a fifth of a 3M-event file's peak. The maps are
 /// keyed by the id's rank among the ids the description saw, so their pages are full
-/// however the ids scatter (D121).
+/// however the ids scatter (D121). Past [`TEXTS_IN_MEMORY`] distinct texts or
+/// [`TEXT_BYTES_IN_MEMORY`], new texts go to a [`TextSpill`] (D125).
 struct TextTable<'a> {
     distinct: Vec<String>,
     index: FastMap<String, u32>,
+    /// Bytes of `distinct` and `index` together.
+    bytes: usize,
+    spill: TextSpill,
     marker: RankedMap<'a, TextRef>,
     external: RankedMap<'a, TextRef>,
+    /// Distinct texts and bytes kept in memory, at most.
+    max_texts: usize,
+    max_bytes: usize,
 }
 
 impl<'a> TextTable<'a> {
@@ -2864,8 +2961,15 @@ impl<'a> TextTable<'a> {
         TextTable {
             distinct: Vec::new(),
             index: FastMap::default(),
+            bytes: 0,
+            spill: TextSpill::new(),
             marker: RankedMap::new(marker, resident, "marker texts"),
             external: RankedMap::new(external, resident, "region names"),
+            max_texts: match TEXTS_IN_MEMORY_SET.load(Ordering::Relaxed) {
+                0 => TEXTS_IN_MEMORY,
+                set => set,
+            },
+            max_bytes: TEXT_BYTES_IN_MEMORY,
         }
     }
 
@@ -2877,25 +2981,41 @@ impl<'a> TextTable<'a> {
     }
 
     fn put(&mut self, which: Texts, id: i64, text: &str) -> Result<()> {
-        let at = match self.index.get(text) {
-            Some(&at) => at,
+        let found = match self.index.get(text) {
+            Some(&at) => TextRef {
+                at: u64::from(at),
+                len: IN_MEMORY,
+            },
             None => {
-                let at = u32::try_from(self.distinct.len() + 1)
-                    .map_err(|_| Error::Usage("internal: too many texts".into()))?;
-                self.distinct.push(text.to_string());
-                self.index.insert(text.to_string(), at);
-                at
+                let bytes = self.bytes.saturating_add(text.len().saturating_mul(2));
+                if self.distinct.len() < self.max_texts && bytes <= self.max_bytes {
+                    let at = u32::try_from(self.distinct.len() + 1)
+                        .map_err(|_| Error::Usage("internal: too many texts".into()))?;
+                    self.distinct.push(text.to_string());
+                    self.index.insert(text.to_string(), at);
+                    self.bytes = bytes;
+                    TextRef {
+                        at: u64::from(at),
+                        len: IN_MEMORY,
+                    }
+                } else {
+                    self.spill.append(text)?
+                }
             }
         };
-        *self.map(which).entry(id)? = TextRef(at);
+        *self.map(which).entry(id)? = found;
         Ok(())
     }
 
     fn get(&mut self, which: Texts, id: i64) -> Result<Option<String>> {
-        let found = self.map(which).get(id)?;
-        Ok(found
-            .and_then(|TextRef(at)| self.distinct.get((at as usize).checked_sub(1)?))
-            .cloned())
+        match self.map(which).get(id)? {
+            None => Ok(None),
+            Some(r) if r.len == IN_MEMORY => Ok(usize::try_from(r.at)
+                .ok()
+                .and_then(|at| self.distinct.get(at.checked_sub(1)?))
+                .cloned()),
+            Some(r) => self.spill.read(r).map(Some),
+        }
     }
 }
 
@@ -2935,7 +3055,7 @@ struct Rows<'a> {
     facts: Option<Facts<'a>>,
     /// A buffer for a counter value's event columns.
     pmc_event: Pending,
-    /// The JSON `strings` texts this stream reads (bounded by [`MAX_TEXTS`]).
+    /// The JSON `strings` texts this stream reads (D121, D125).
     texts: TextTable<'a>,
     /// The pages of flow groups and fill entries this stream read last.
     group_pages: PageCache<Group>,
@@ -3580,27 +3700,58 @@ mod tests {
         set_pages_in_memory(0);
     }
 
-    /// The describing pass counts distinct texts, not texts (D121): a message repeated
-    /// at every call counts once; past the bound of distinct texts it refuses and keeps
-    /// no more hashes (found by a review: the set grew with every text after it).
+    /// The describing pass takes any number of distinct texts (D125): an object of
+    /// 2^19 and more (the bound of D121, past which it was imported) is read directly.
     #[test]
-    fn the_describing_pass_bounds_distinct_texts_not_texts() {
+    fn the_describing_pass_takes_any_number_of_distinct_texts() {
         let mut d = Describe::for_json(Path::new("no such file"));
-        let calls = MAX_TEXTS as i64 + 100;
-        for i in 0..calls {
-            d.put_text(Texts::Marker, i, ["step", "loss", "eval"][(i % 3) as usize])
-                .unwrap();
-        }
-        assert!(d.refused.is_none());
-        assert_eq!((d.d.texts, d.d.text_bytes), (3, 12));
-        let mut d = Describe::for_json(Path::new("no such file"));
-        for i in 0..calls {
+        for i in 0..(1i64 << 19) + 100 {
             d.put_text(Texts::External, i, &format!("kernel {i}"))
                 .unwrap();
         }
-        assert!(d.refused.is_some());
-        assert!(d.text_hashes.is_empty());
-        assert_eq!(d.d.texts, MAX_TEXTS + 1);
+        assert!(d.refused.is_none());
+    }
+
+    /// Texts past the memory of a [`TextTable`] go to its spill file and come back the
+    /// same, in memory or written out, mixed with texts kept in memory (D125).
+    #[test]
+    fn texts_past_the_memory_kept_come_back_from_a_file() {
+        let n = 40_000i64;
+        let marker = id_set(0..n);
+        let external = id_set(0..10i64);
+        let mut t = TextTable::new(&marker, &external);
+        (t.max_texts, t.max_bytes) = (100, 1_000_000);
+        let text = |i: i64| {
+            if i % 3 == 0 {
+                format!("step {}", i % 90)
+            } else {
+                // Long enough that the file is written several times over.
+                format!("message {i} {}", "é".repeat((i % 50) as usize))
+            }
+        };
+        for i in 0..n {
+            t.put(Texts::Marker, i, &text(i)).unwrap();
+        }
+        t.put(Texts::External, 3, "").unwrap();
+        assert_eq!(t.distinct.len(), 100);
+        assert!(
+            t.spill.written > SPILL_PENDING as u64,
+            "{}",
+            t.spill.written
+        );
+        assert!(!t.spill.pending.is_empty());
+        for i in (0..n).rev() {
+            assert_eq!(t.get(Texts::Marker, i).unwrap(), Some(text(i)), "{i}");
+        }
+        assert_eq!(t.get(Texts::External, 3).unwrap().as_deref(), Some(""));
+        assert_eq!(t.get(Texts::External, 4).unwrap(), None);
+        // The byte bound holds too: one text over it goes to the file.
+        let mut t = TextTable::new(&marker, &external);
+        t.max_bytes = 10;
+        t.put(Texts::Marker, 0, "abc").unwrap();
+        t.put(Texts::Marker, 1, "abcdef").unwrap();
+        assert_eq!(t.distinct, ["abc"]);
+        assert_eq!(t.get(Texts::Marker, 1).unwrap().as_deref(), Some("abcdef"));
     }
 
     /// Texts come back by table and id, each distinct text kept once, also for ids that

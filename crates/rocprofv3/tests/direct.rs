@@ -1270,6 +1270,55 @@ fn json_region_names_read_as_imported() {
     assert!((0..kernels.num_rows()).any(|i| !names.is_null(i)));
 }
 
+/// Texts past what a stream keeps in memory come back from its file (D125): the region
+/// names and marker messages of an object read with one distinct text in memory, as
+/// imported; objects with more than 2^19 distinct texts were imported (D121).
+#[test]
+fn json_texts_past_the_memory_kept_read_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json(tmp.path(), 7, false);
+    let text = std::fs::read_to_string(&json).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let records = &doc["rocprofiler-sdk-tool"][0]["buffer_records"];
+    let mut externals: Vec<i64> = ["kernel_dispatch", "memory_copy"]
+        .iter()
+        .flat_map(|k| records[k].as_array().unwrap())
+        .filter_map(|r| r["correlation_id"]["external"].as_i64())
+        .filter(|e| *e != 0)
+        .collect();
+    externals.sort_unstable();
+    externals.dedup();
+    assert!(externals.len() >= 4, "{externals:?}");
+    let entries: Vec<String> = externals
+        .iter()
+        .map(|e| {
+            format!(
+                "{{\"key\":{e},\"value\":\"range {e} {}\"}}",
+                "x".repeat(*e as usize % 7)
+            )
+        })
+        .collect();
+    let named = text.replacen(
+        "\"correlation_id\":{\"external\":[]}",
+        &format!(
+            "\"correlation_id\":{{\"external\":[{}]}}",
+            entries.join(",")
+        ),
+        1,
+    );
+    assert_ne!(named, text);
+    std::fs::write(&json, named).unwrap();
+    let run = one_run(&json);
+    rocpd_rocprofv3::set_texts_in_memory(1);
+    let counts = same_as_imported(&run, SortOptions::default());
+    rocpd_rocprofv3::set_texts_in_memory(0);
+    let n = |t: Table| counts.iter().find(|(x, _)| *x == t).map_or(0, |(_, n)| *n);
+    assert!(
+        n(Table::Marker) > 0 && n(Table::KernelDispatch) > 0,
+        "{counts:?}"
+    );
+}
+
 #[test]
 fn json_markers_are_found_as_the_database_finds_them() {
     let tmp = tempfile::tempdir().unwrap();
