@@ -320,3 +320,40 @@ fn more_than_five_hundred_processes_merge_with_their_views() {
     assert_eq!(count(&m, "SELECT COUNT(DISTINCT guid) FROM kernels"), 501);
     assert_eq!(count(&m, "SELECT COUNT(*) FROM rocpd_info_process"), 501);
 }
+
+/// A merged database holds one table set per process: on more threads than inputs its
+/// streams are split over forks (D124), across its table sets, and the Perfetto file is
+/// the same as on one thread.
+#[test]
+fn a_merged_database_converts_the_same_on_any_number_of_threads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ins = generate(&tmp.path().join("in"), 43, 3, 6);
+    let merged = merge(&ins, &tmp.path().join("m"), &[]);
+    let trace = |threads: &str| {
+        let out = tmp.path().join(format!("t{threads}"));
+        let o = rocpd(&[
+            "convert",
+            "-q",
+            "-i",
+            merged.to_str().unwrap(),
+            "-f",
+            "pftrace",
+            "--threads",
+            threads,
+            "-d",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let files: Vec<PathBuf> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        std::fs::read(&files[0]).unwrap()
+    };
+    let one = trace("1");
+    assert!(one.len() > 10_000);
+    for threads in ["2", "5", "16"] {
+        assert!(trace(threads) == one, "threads {threads}");
+    }
+}

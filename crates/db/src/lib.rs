@@ -83,14 +83,15 @@ pub struct Database {
     path: PathBuf,
     /// The file SQLite reads: `path`, or its private copy (see [`Database::open`]).
     read_path: PathBuf,
-    /// The private copy of a database with pending journal or WAL content, if any (shared
-    /// with the database's forks).
-    _copy: Option<Arc<(tempfile::TempDir, rocpd_pipeline::cleanup::Registered)>>,
     /// The page cache of each connection, KiB.
     cache_kib: usize,
     conn: Connection,
     sets: Vec<TableSet>,
     helpers_built: std::cell::Cell<bool>,
+    /// The private copy of a database with pending journal or WAL content, if any (shared
+    /// with the database's forks). Last, so that the connection is closed before the
+    /// copy is removed.
+    _copy: Option<Arc<(tempfile::TempDir, rocpd_pipeline::cleanup::Registered)>>,
 }
 
 /// An SQLite URI for `path` with query `params`: every byte outside the unreserved set
@@ -550,6 +551,18 @@ impl Source for Database {
 
     fn fork(&self) -> Result<Option<Box<dyn Source>>> {
         Ok(Some(Box::new(Database::fork(self)?)))
+    }
+
+    fn busy_streams(&self, options: &StreamOptions) -> usize {
+        self.sets
+            .iter()
+            .map(|set| {
+                Table::ALL
+                    .iter()
+                    .filter(|t| options.wants(**t) && query::has_rows(&self.conn, set, **t))
+                    .count()
+            })
+            .sum()
     }
 }
 

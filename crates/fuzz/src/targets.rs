@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use rocpd_model::Result;
 use rocpd_pipeline::Message;
 
 use crate::input::Input;
@@ -471,17 +470,61 @@ pub fn read_db(path: &Path, out: &mut Outcome) {
         out.err("untimed_pmc_rows", e);
     }
     drop(db);
-    let mut streamed = 0u64;
-    let r: Result<()> = rocpd_db::produce(&[path.to_path_buf()], true, &|_| {}, &mut |m| {
-        if let Message::Chunk(c) = m {
-            streamed += c.rows() as u64;
-            let _ = c.time_order().count();
-            let _ = c.max_start();
-        }
-        Ok(())
-    });
-    if let Err(e) = r {
-        out.err("produce", e);
+    let inline = stream_db(path, 1);
+    match &inline {
+        Ok((rows, _)) => out.rows += rows,
+        Err(e) => out.err("produce", e),
     }
-    out.rows += streamed;
+    // On three threads the database is read through forks (D124): the same rows in the
+    // same order, or the same error.
+    let pooled = stream_db(path, 3);
+    if pooled != inline {
+        out.mismatch.get_or_insert(format!(
+            "one thread gave {inline:?}, three threads (forks) {pooled:?}"
+        ));
+    }
+}
+
+/// Every row of the database at `path` in time order (with API arguments), decoded on
+/// `threads` threads: the rows and a hash of (table, start, end, id) in the order they
+/// came, or the error.
+fn stream_db(path: &Path, threads: usize) -> std::result::Result<(u64, u64), String> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use rocpd_model::col;
+    let db = rocpd_db::Database::open(path).map_err(|e| e.to_string())?;
+    let catalog = db.catalog(0).map_err(|e| e.to_string())?;
+    let mut sources: Vec<rocpd_pipeline::Numbered> = vec![(0, Box::new(db))];
+    let options = rocpd_pipeline::ProduceOptions {
+        threads,
+        ..Default::default()
+    };
+    let (mut rows, mut hash) = (0u64, rocpd_model::hash::FNV_OFFSET);
+    rocpd_pipeline::produce(
+        &mut sources,
+        std::sync::Arc::new(catalog),
+        &options,
+        &mut |m| {
+            if let Message::Chunk(c) = m {
+                rows += c.rows() as u64;
+                let _ = c.max_start();
+                for (b, r) in c.time_order() {
+                    let batch = &c.batches[b].batch;
+                    let at = |k: usize| batch.column(k).as_primitive::<Int64Type>().value(r);
+                    let key = [
+                        c.batches[b].table as i64,
+                        at(col::START),
+                        at(col::END),
+                        at(col::ID),
+                    ];
+                    for v in key {
+                        hash = rocpd_model::hash::fnv1a64(&v.to_le_bytes(), hash);
+                    }
+                }
+            }
+            Ok(())
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    Ok((rows, hash))
 }

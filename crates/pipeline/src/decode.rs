@@ -1,8 +1,10 @@
 //! Parallel decode: the streams of many sources decoded on a pool of worker threads.
 //!
 //! Each source is owned by one worker (a SQLite connection must stay on one thread at a
-//! time, and its statements with it), sources are dealt to workers in turn, and every
-//! stream feeds a queue of at most [`QueueLimits::batches`] batches. All queues together
+//! time, and its statements with it); a source given more threads than one is read
+//! through forks too ([`Source::fork`]: another connection), each owned by its own worker
+//! and running some of the source's streams. These handles are dealt to workers in turn,
+//! and every stream feeds a queue of at most [`QueueLimits::batches`] batches. All queues together
 //! hold at most [`QueueLimits::bytes`], except that a stream whose queue is empty may always
 //! take one batch: that is the stream the merge may be waiting for. A worker never blocks
 //! while one of its streams has room: it decodes the next batch of its emptiest stream, so
@@ -38,8 +40,9 @@ struct Slot {
 type Opened<S> = (Vec<StageDrop>, Vec<S>);
 
 /// Per handle of a source, once prepared: its streams' (position, slot), or why it could
-/// not be prepared.
-type Handles = Vec<Option<Result<Opened<(usize, usize)>>>>;
+/// not be prepared and where: 0 when asking what the source drops or preparing it
+/// failed, a stream's position plus one when opening that stream failed.
+type Handles = Vec<Option<std::result::Result<Opened<(usize, usize)>, (usize, Error)>>>;
 
 #[derive(Default)]
 struct Inner {
@@ -206,20 +209,21 @@ pub fn decode_parallel<R>(
     let n = sources.len();
     let threads = threads.max(1);
     // The threads a source may use: an equal share, the first sources taking the rest;
-    // never more than the streams it will run (a table the run does not read is not
-    // run: at most one stream per table asked for and process).
+    // never more than the streams with rows it will run. A fork is only a speed-up: one
+    // that cannot be made (no file descriptor left, say) leaves the source with fewer.
     let mut forks: Vec<Vec<Box<dyn Source>>> = Vec::with_capacity(n);
     for (i, (_, source)) in sources.iter().enumerate() {
         let share = (threads / n.max(1) + usize::from(i < threads % n.max(1))).max(1);
-        let runs = options.tables.as_ref().map_or(usize::MAX, |t| {
-            t.len().saturating_mul(source.source_count())
-        });
-        let wanted = share.min(source.stream_count().min(runs).max(1));
+        let wanted = if share > 1 {
+            share.min(source.busy_streams(options).max(1))
+        } else {
+            1
+        };
         let mut mine = Vec::new();
         while mine.len() + 1 < wanted {
-            match source.fork()? {
-                Some(f) => mine.push(f),
-                None => break,
+            match source.fork() {
+                Ok(Some(f)) => mine.push(f),
+                Ok(None) | Err(_) => break,
             }
         }
         forks.push(mine);
@@ -303,7 +307,8 @@ pub fn decode_parallel<R>(
 
 /// Waits until every handle of every source is prepared, then lists their dropped rows
 /// and their streams in source order (each source's in the order its `prepare` gives
-/// them). The error of the first source (in order) that failed wins, whatever the timing.
+/// them). The error of the first source (in order) that failed wins, whatever the timing;
+/// within it, the first failure in the order of its streams, whatever the split.
 fn gather(shared: &Arc<Shared>, n: usize) -> Result<Opened<Box<dyn BatchStream>>> {
     let mut inner = shared.lock();
     while inner.prepared.iter().flatten().any(|p| p.is_none()) {
@@ -316,10 +321,25 @@ fn gather(shared: &Arc<Shared>, n: usize) -> Result<Opened<Box<dyn BatchStream>>
     let mut drops = Vec::new();
     for i in 0..n {
         let mut placed: Vec<(usize, usize)> = Vec::new();
+        // Of a source's handles that failed, the one whose failure comes first in the
+        // order one handle would have met it, so the error does not depend on the split.
+        let mut failed: Option<(usize, Error)> = None;
         for part in &mut inner.prepared[i] {
-            let (dropped, slots) = part.take().expect("every handle prepared")?;
-            drops.extend(dropped);
-            placed.extend(slots);
+            match part.take() {
+                Some(Ok((dropped, slots))) => {
+                    drops.extend(dropped);
+                    placed.extend(slots);
+                }
+                Some(Err((place, e))) => {
+                    if failed.as_ref().is_none_or(|(first, _)| place < *first) {
+                        failed = Some((place, e));
+                    }
+                }
+                None => return Err(Error::Usage("internal: a handle was not prepared".into())),
+            }
+        }
+        if let Some((_, e)) = failed {
+            return Err(e);
         }
         placed.sort_unstable();
         for (_, slot) in placed {
@@ -332,6 +352,11 @@ fn gather(shared: &Arc<Shared>, n: usize) -> Result<Opened<Box<dyn BatchStream>>
     }
     Ok((drops, streams))
 }
+
+/// What a worker opened of one handle: its streams with their positions, or where and
+/// why it failed (see [`Handles`]).
+type OpenedHere<'a> =
+    std::result::Result<Opened<(usize, Box<dyn BatchStream + 'a>)>, (usize, Error)>;
 
 /// One worker: asks each of its handles what its source drops (the first handle only)
 /// and prepares its streams, opens those assigned to it, then decodes batches into their
@@ -352,22 +377,24 @@ fn work(shared: &Shared, mine: Vec<Unit>, options: &StreamOptions) -> Vec<Unit> 
         // (slot, stream) of every stream this worker runs.
         let mut streams: Vec<(usize, Box<dyn BatchStream + '_>)> = Vec::new();
         for (unit, p) in mine.iter().zip(&mut prepared) {
-            let opened: Result<Opened<(usize, Box<dyn BatchStream + '_>)>> = match p {
+            let opened: OpenedHere<'_> = match p {
                 Ok((dropped, list)) => {
                     let wanted: Vec<usize> = (0..list.len())
                         .filter(|&k| options.wants(list[k].table()))
                         .collect();
                     let weights: Vec<u64> = wanted.iter().map(|&k| list[k].weight()).collect();
-                    let runs = assigned(&weights, unit.parts, unit.part);
-                    let chosen: Vec<usize> = runs.iter().map(|&j| wanted[j]).collect();
+                    let mut chosen = vec![false; list.len()];
+                    for j in assigned(&weights, unit.parts, unit.part) {
+                        chosen[wanted[j]] = true;
+                    }
                     list.iter_mut()
                         .enumerate()
-                        .filter(|(k, _)| chosen.contains(k))
-                        .map(|(k, q)| q.open().map(|s| (k, s)))
-                        .collect::<Result<Vec<_>>>()
+                        .filter(|(k, _)| chosen[*k])
+                        .map(|(k, q)| q.open().map(|s| (k, s)).map_err(|e| (k + 1, e)))
+                        .collect::<std::result::Result<Vec<_>, _>>()
                         .map(|list| (std::mem::take(dropped), list))
                 }
-                Err(e) => Err(std::mem::replace(e, Error::Usage(String::new()))),
+                Err(e) => Err((0, std::mem::replace(e, Error::Usage(String::new())))),
             };
             let mut inner = shared.lock();
             let outcome = opened.map(|(dropped, list)| {
@@ -469,6 +496,10 @@ mod tests {
         asked: Arc<Mutex<Vec<usize>>>,
         /// Forks made, of every source.
         forked: Arc<Mutex<usize>>,
+        /// Tables whose stream fails to open.
+        fails: Vec<Table>,
+        /// Whether making a fork fails.
+        fork_fails: bool,
     }
 
     struct FakePrepared<'a> {
@@ -483,6 +514,9 @@ mod tests {
         }
         fn open(&mut self) -> Result<Box<dyn BatchStream + '_>> {
             let s = self.source;
+            if s.fails.contains(&self.table) {
+                return Err(Error::Usage(format!("cannot open {}", self.table.name())));
+            }
             s.opened
                 .lock()
                 .unwrap()
@@ -540,10 +574,19 @@ mod tests {
                 })
                 .collect())
         }
+        fn busy_streams(&self, options: &StreamOptions) -> usize {
+            self.tables
+                .iter()
+                .filter(|(t, rows)| options.wants(*t) && !rows.is_empty())
+                .count()
+        }
         fn fork(&self) -> Result<Option<Box<dyn Source>>> {
             let Some(count) = &self.forks else {
                 return Ok(None);
             };
+            if self.fork_fails {
+                return Err(Error::Usage("no file descriptor left".into()));
+            }
             let mut count = count.lock().unwrap();
             *count += 1;
             *self.forked.lock().unwrap() += 1;
@@ -585,6 +628,8 @@ mod tests {
                     opened: log.opened.clone(),
                     asked: log.asked.clone(),
                     forked: log.forked.clone(),
+                    fails: Vec::new(),
+                    fork_fails: log.fork_fails,
                 };
                 (i, Box::new(source) as Box<dyn Source>)
             })
@@ -597,6 +642,8 @@ mod tests {
         opened: Arc<Mutex<Vec<(PathBuf, usize, Table)>>>,
         asked: Arc<Mutex<Vec<usize>>>,
         forked: Arc<Mutex<usize>>,
+        /// Whether the sources' forks fail to be made.
+        fork_fails: bool,
     }
 
     /// Every (table, start, end) the merge yields, in its order.
@@ -696,6 +743,22 @@ mod tests {
                 "threads {threads}"
             );
             assert_eq!(inputs.len(), 2);
+            // A fork that cannot be made leaves the source on the handles it has.
+            let unforked = FakeLog {
+                fork_fails: true,
+                ..Default::default()
+            };
+            let mut alone = fake_sources(&mut 11, 2, true, &unforked);
+            assert_eq!(merged_n(&mut alone, 2, threads, roomy), expected);
+            assert_eq!(*unforked.forked.lock().unwrap(), 0);
+            let handles: Vec<usize> = unforked
+                .opened
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|o| o.1)
+                .collect();
+            assert_eq!(handles, vec![0; 6]);
             let back: Vec<&Path> = inputs.iter().map(|(_, s)| s.path()).collect();
             assert_eq!(back, [Path::new("fake-0"), Path::new("fake-1")]);
             // Each stream opened once, on one handle; only the sources say what they drop.
@@ -722,6 +785,46 @@ mod tests {
                     "threads {threads} {source}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn the_first_stream_that_fails_to_open_is_the_error_whatever_the_split() {
+        let limits = QueueLimits {
+            batches: 4,
+            bytes: usize::MAX,
+        };
+        for threads in [1, 2, 3] {
+            let log = FakeLog::default();
+            // Dispatch (400 rows), region (800) and copy (1,200): on two handles the copy
+            // stream goes to the first and the region stream to the second.
+            let source = FakeSource {
+                path: PathBuf::from("fake-0"),
+                tables: [Table::KernelDispatch, Table::Region, Table::MemoryCopy]
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, t)| (t, (0..400 * (k as i64 + 1)).map(|i| (i, i)).collect()))
+                    .collect(),
+                drops: 1,
+                forks: Some(Default::default()),
+                handle: 0,
+                opened: log.opened.clone(),
+                asked: log.asked.clone(),
+                forked: log.forked.clone(),
+                fails: vec![Table::Region, Table::MemoryCopy],
+                fork_fails: false,
+            };
+            let mut inputs: Vec<Numbered> = vec![(0, Box::new(source))];
+            let e = decode_parallel(
+                &mut inputs,
+                &StreamOptions::default(),
+                threads,
+                limits,
+                |_, _| Ok(()),
+            )
+            .unwrap_err();
+            assert_eq!(e.to_string(), "cannot open region", "threads {threads}");
+            assert_eq!(inputs.len(), 1);
         }
     }
 

@@ -82,6 +82,12 @@ pub trait Source: Send {
     fn fork(&self) -> Result<Option<Box<dyn Source>>> {
         Ok(None)
     }
+    /// How many of the streams a run with `options` opens have rows, at most: the decode
+    /// pool makes no more handles of the source than this. By default every stream.
+    fn busy_streams(&self, options: &StreamOptions) -> usize {
+        let _ = options;
+        self.stream_count()
+    }
 }
 
 /// A stream ready to run (for SQLite: a prepared statement).

@@ -551,8 +551,8 @@ struct Describe {
     d: Description,
     /// The key of the category hashes (random, so that no file can make categories
     /// collide on purpose).
-    text_key: std::collections::hash_map::RandomState,
-    /// Hashes (keyed as the texts') of the events' distinct categories, up to one more
+    category_key: std::collections::hash_map::RandomState,
+    /// Hashes (keyed by `category_key`) of the events' distinct categories, up to one more
     /// than a PMC fact can index: 8 bytes each whatever the category's length.
     categories: FastSet<u64>,
     /// The stack id of the event just made (the next row's).
@@ -799,7 +799,7 @@ impl RowSink for Describe {
     fn event(&mut self, e: &EventRow<'_>) -> Result<i64> {
         self.seen_event = true;
         if self.categories.len() <= usize::from(u16::MAX) {
-            let hash = std::hash::BuildHasher::hash_one(&self.text_key, e.category);
+            let hash = std::hash::BuildHasher::hash_one(&self.category_key, e.category);
             self.categories.insert(hash);
         }
         if let Some(n) = self.file.and_then(|i| self.file_events.get_mut(i)) {
@@ -1231,7 +1231,7 @@ impl Describe {
     /// A describer of `files` files (or sections, which add to the count as they come).
     fn new(files: usize) -> Self {
         Describe {
-            text_key: Default::default(),
+            category_key: Default::default(),
             categories: FastSet::default(),
             d: Description {
                 json_spans: Vec::new(),
