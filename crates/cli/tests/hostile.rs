@@ -559,22 +559,7 @@ fn a_wal_database_is_read_without_writing_beside_it() {
         .iter()
         .map(|threads| {
             let out = tmp.path().join(format!("t{threads}"));
-            let o = rocpd(&[
-                "convert",
-                "-q",
-                "-i",
-                inputs.join("w.db").to_str().unwrap(),
-                "-f",
-                "pftrace",
-                "--threads",
-                threads,
-                "-d",
-                out.to_str().unwrap(),
-            ]);
-            assert!(o.status.success(), "{}", stderr(&o));
-            let written = files_in(&out);
-            assert_eq!(written.len(), 1, "{written:?}");
-            std::fs::read(&written[0]).unwrap()
+            pftrace_on_threads(&inputs.join("w.db"), &out, threads)
         })
         .collect();
     assert!(traces[0] == traces[1], "threads 1 and 4 differ");

@@ -330,26 +330,7 @@ fn a_merged_database_converts_the_same_on_any_number_of_threads() {
     let ins = generate(&tmp.path().join("in"), 43, 3, 6);
     let merged = merge(&ins, &tmp.path().join("m"), &[]);
     let trace = |threads: &str| {
-        let out = tmp.path().join(format!("t{threads}"));
-        let o = rocpd(&[
-            "convert",
-            "-q",
-            "-i",
-            merged.to_str().unwrap(),
-            "-f",
-            "pftrace",
-            "--threads",
-            threads,
-            "-d",
-            out.to_str().unwrap(),
-        ]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let files: Vec<PathBuf> = std::fs::read_dir(&out)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        assert_eq!(files.len(), 1, "{files:?}");
-        std::fs::read(&files[0]).unwrap()
+        pftrace_on_threads(&merged, &tmp.path().join(format!("t{threads}")), threads)
     };
     let one = trace("1");
     assert!(one.len() > 10_000);

@@ -1226,12 +1226,11 @@ fn json_counter_records_joining_a_made_dispatch_read_as_imported() {
     );
 }
 
-/// Region names of kernels and copies come from `strings.correlation_id.external`.
-#[test]
-fn json_region_names_read_as_imported() {
-    let tmp = tempfile::tempdir().unwrap();
-    let json = generated_json(tmp.path(), 7, false);
-    let text = std::fs::read_to_string(&json).unwrap();
+/// Gives the external correlation ids of the generated JSON object at `json`'s kernels
+/// and copies (every `step`-th one) the region names `name` makes of them, in its
+/// `strings.correlation_id.external` table; returns how many it named.
+fn name_regions(json: &Path, step: usize, name: impl Fn(i64) -> String) -> usize {
+    let text = std::fs::read_to_string(json).unwrap();
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     let records = &doc["rocprofiler-sdk-tool"][0]["buffer_records"];
     let mut externals: Vec<i64> = ["kernel_dispatch", "memory_copy"]
@@ -1242,11 +1241,10 @@ fn json_region_names_read_as_imported() {
         .collect();
     externals.sort_unstable();
     externals.dedup();
-    assert!(externals.len() >= 2, "{externals:?}");
     let entries: Vec<String> = externals
         .iter()
-        .step_by(2)
-        .map(|e| format!("{{\"key\":{e},\"value\":\"range {e}\"}}"))
+        .step_by(step)
+        .map(|&e| format!("{{\"key\":{e},\"value\":\"{}\"}}", name(e)))
         .collect();
     let named = text.replacen(
         "\"correlation_id\":{\"external\":[]}",
@@ -1257,7 +1255,17 @@ fn json_region_names_read_as_imported() {
         1,
     );
     assert_ne!(named, text);
-    std::fs::write(&json, named).unwrap();
+    std::fs::write(json, named).unwrap();
+    entries.len()
+}
+
+/// Region names of kernels and copies come from `strings.correlation_id.external`.
+#[test]
+fn json_region_names_read_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json(tmp.path(), 7, false);
+    let named = name_regions(&json, 2, |e| format!("range {e}"));
+    assert!(named >= 1, "{named}");
     let run = one_run(&json);
     same_as_imported(&run, SortOptions::default());
     let direct = DirectRunSource::open(&run, &ImportOptions::default())
@@ -1277,38 +1285,11 @@ fn json_region_names_read_as_imported() {
 fn json_texts_past_the_memory_kept_read_as_imported() {
     let tmp = tempfile::tempdir().unwrap();
     let json = generated_json(tmp.path(), 7, false);
-    let text = std::fs::read_to_string(&json).unwrap();
-    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let records = &doc["rocprofiler-sdk-tool"][0]["buffer_records"];
-    let mut externals: Vec<i64> = ["kernel_dispatch", "memory_copy"]
-        .iter()
-        .flat_map(|k| records[k].as_array().unwrap())
-        .filter_map(|r| r["correlation_id"]["external"].as_i64())
-        .filter(|e| *e != 0)
-        .collect();
-    externals.sort_unstable();
-    externals.dedup();
-    assert!(externals.len() >= 16, "{} external ids", externals.len());
-    let entries: Vec<String> = externals
-        .iter()
-        // Long enough that the stream's file is written (past 256 KiB) and read back.
-        .map(|e| {
-            format!(
-                "{{\"key\":{e},\"value\":\"range {e} {}\"}}",
-                "x".repeat(20_000 + *e as usize % 7)
-            )
-        })
-        .collect();
-    let named = text.replacen(
-        "\"correlation_id\":{\"external\":[]}",
-        &format!(
-            "\"correlation_id\":{{\"external\":[{}]}}",
-            entries.join(",")
-        ),
-        1,
-    );
-    assert_ne!(named, text);
-    std::fs::write(&json, named).unwrap();
+    // Long enough that the stream's file is written (past 256 KiB) and read back.
+    let named = name_regions(&json, 1, |e| {
+        format!("range {e} {}", "x".repeat(20_000 + e as usize % 7))
+    });
+    assert!(named >= 16, "{named} external ids");
     let run = one_run(&json);
     rocpd_rocprofv3::set_texts_in_memory(1);
     let counts = same_as_imported(&run, SortOptions::default());

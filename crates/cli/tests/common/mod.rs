@@ -310,6 +310,22 @@ pub fn convert_args(args: &[&str]) {
     assert!(o.status.success(), "rocpd {args:?} failed: {}", stderr(&o));
 }
 
+/// The bytes of the one Perfetto file `convert -f pftrace` writes of `input` into `out`
+/// on `threads` threads.
+pub fn pftrace_on_threads(input: &Path, out: &Path, threads: &str) -> Vec<u8> {
+    convert_args(&[
+        "-i",
+        input.to_str().unwrap(),
+        "--threads",
+        threads,
+        "-d",
+        out.to_str().unwrap(),
+    ]);
+    let written = traces(out);
+    assert_eq!(written.len(), 1, "{written:?}");
+    std::fs::read(&written[0]).unwrap()
+}
+
 /// The `.pftrace` files in `dir`, sorted.
 pub fn traces(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
