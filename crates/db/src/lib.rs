@@ -87,7 +87,8 @@ pub struct Database {
     cache_kib: usize,
     conn: Connection,
     sets: Vec<TableSet>,
-    helpers_built: std::cell::Cell<bool>,
+    /// Whether the helper tables exist, and which are filled.
+    helpers_built: std::cell::Cell<(bool, query::Helpers)>,
     /// The private copy of a database with pending journal or WAL content, if any (shared
     /// with the database's forks). Last, so that the connection is closed before the
     /// copy is removed.
@@ -226,7 +227,7 @@ impl Database {
             cache_kib: kib,
             conn,
             sets,
-            helpers_built: std::cell::Cell::new(false),
+            helpers_built: Default::default(),
         })
     }
 
@@ -246,17 +247,29 @@ impl Database {
             cache_kib: self.cache_kib,
             conn,
             sets: self.sets.clone(),
-            helpers_built: std::cell::Cell::new(false),
+            helpers_built: Default::default(),
         })
     }
 
-    /// Builds the per-set helper tables (once) that the event queries join.
-    fn helpers(&self) -> Result<()> {
-        if !self.helpers_built.get() {
+    /// Creates the per-set helper tables the event queries join (once, empty) and fills
+    /// those of `fill` not filled yet.
+    pub(crate) fn helpers(&self, fill: query::Helpers) -> Result<()> {
+        let (created, done) = self.helpers_built.get();
+        let todo = query::Helpers {
+            links: fill.links && !done.links,
+            times: fill.times && !done.times,
+        };
+        if !created || todo != query::Helpers::default() {
             for set in &self.sets {
-                query::build_helpers(&self.conn, &self.path, set)?;
+                query::build_helpers(&self.conn, &self.path, set, todo)?;
             }
-            self.helpers_built.set(true);
+            self.helpers_built.set((
+                true,
+                query::Helpers {
+                    links: done.links || todo.links,
+                    times: done.times || todo.times,
+                },
+            ));
         }
         Ok(())
     }
@@ -309,7 +322,7 @@ impl Database {
         batch_rows: usize,
         projection: &Projection,
     ) -> Result<Vec<TableQuery<'_>>> {
-        self.helpers()?;
+        self.helpers(query::Helpers::default())?;
         let mut out = Vec::new();
         for (i, set) in self.sets.iter().enumerate() {
             let ids = catalog::read_ids(&self.conn, &self.path, set)?;
@@ -327,7 +340,7 @@ impl Database {
                     batch_rows,
                     projection,
                 )? {
-                    out.push(q);
+                    out.push(q.with_helpers_of(self));
                 }
             }
         }
@@ -336,7 +349,7 @@ impl Database {
 
     /// Rows per canonical table over all sets (a full count; used by `info` and tests).
     pub fn count_rows(&self) -> Result<Vec<(Table, u64)>> {
-        self.helpers()?;
+        self.helpers(query::Helpers::ALL)?;
         let mut out = Vec::new();
         for table in Table::ALL {
             let mut n = 0;
@@ -351,7 +364,10 @@ impl Database {
     /// PMC rows that cannot be placed in time (no kernel dispatch or sample carries their
     /// event): they are not streamed, and the driver reports them.
     pub fn untimed_pmc_rows(&self) -> Result<u64> {
-        self.helpers()?;
+        self.helpers(query::Helpers {
+            links: false,
+            times: true,
+        })?;
         let mut n = 0;
         for set in &self.sets {
             n += query::count_untimed_pmc(&self.conn, &self.path, set)?;
@@ -567,3 +583,69 @@ impl Source for Database {
 }
 
 pub use rocpd_pipeline::UNTIMED_PMC;
+
+#[cfg(test)]
+mod tests {
+    use rocpd_model::{Projection, Table};
+
+    use crate::query::Helpers;
+    use crate::Database;
+
+    /// Rows in the helper table `base` of the database's one table set.
+    fn helper_rows(db: &Database, base: &str) -> i64 {
+        let name = crate::quote_ident(&format!("{base}{}", db.sets[0].suffix));
+        db.conn
+            .query_row(&format!("SELECT COUNT(*) FROM temp.{name}"), [], |r| {
+                r.get(0)
+            })
+            .unwrap()
+    }
+
+    /// A stream fills the helper tables it joins when it starts, no others, once: a fork
+    /// that runs only some streams (D124) builds only theirs.
+    #[test]
+    fn helper_tables_are_filled_when_a_stream_joining_them_starts() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = rocpd_gen::GenConfig {
+            seed: 5,
+            processes: 1,
+            iterations: 4,
+            ..Default::default()
+        };
+        let path = rocpd_gen::generate(&cfg, &tmp.path().join("gen"))
+            .unwrap()
+            .remove(0);
+        let db = Database::open(&path).unwrap();
+        let links = |db: &Database| helper_rows(db, "rocpd_rs_links");
+        let times = |db: &Database| helper_rows(db, "rocpd_rs_event_times");
+        let mut queries = db.queries(0, 100, &Projection::all()).unwrap();
+        assert_eq!((links(&db), times(&db)), (0, 0), "prepared, nothing filled");
+        let at = |qs: &[crate::TableQuery<'_>], t: Table| {
+            qs.iter().position(|q| q.table() == t).unwrap()
+        };
+        let sample = at(&queries, Table::Sample);
+        drop(queries[sample].stream().unwrap());
+        assert_eq!((links(&db), times(&db)), (0, 0), "samples join neither");
+        let pmc = at(&queries, Table::PmcValue);
+        drop(queries[pmc].stream().unwrap());
+        let filled_times = times(&db);
+        assert!(filled_times > 0);
+        assert_eq!(links(&db), 0, "PMC values join the event times only");
+        let region = at(&queries, Table::Region);
+        drop(queries[region].stream().unwrap());
+        let filled_links = links(&db);
+        assert!(filled_links > 0);
+        // Once each: a second start, or a count of every table, fills nothing again.
+        let kernels = at(&queries, Table::KernelDispatch);
+        drop(queries[kernels].stream().unwrap());
+        db.helpers(Helpers::ALL).unwrap();
+        assert_eq!((links(&db), times(&db)), (filled_links, filled_times));
+        // A fork has tables of its own, filled as its streams start.
+        let fork = db.fork().unwrap();
+        let mut forked = fork.queries(0, 100, &Projection::all()).unwrap();
+        assert_eq!((links(&fork), times(&fork)), (0, 0));
+        let copies = at(&forked, Table::MemoryCopy);
+        drop(forked[copies].stream().unwrap());
+        assert_eq!((links(&fork), times(&fork)), (filled_links, 0));
+    }
+}

@@ -297,7 +297,36 @@ fn helper_table(base: &str, suffix: &str) -> String {
 /// generated traces, and 13% less time to build); per event, the time and
 /// place of the kernel dispatch or sample it belongs to (PMC values). One sorted pass
 /// each, instead of a materialisation inside every query that needs them.
-pub(crate) fn build_helpers(conn: &Connection, path: &Path, set: &TableSet) -> Result<()> {
+/// Which helper tables to fill ([`build_helpers`] creates both, empty, either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Helpers {
+    /// The flow links, which the tables with flows join.
+    pub links: bool,
+    /// The event times, which PMC values join.
+    pub times: bool,
+}
+
+impl Helpers {
+    pub(crate) const ALL: Helpers = Helpers {
+        links: true,
+        times: true,
+    };
+
+    /// What the stream of `table` joins.
+    pub(crate) fn of(table: Table) -> Helpers {
+        Helpers {
+            links: table.has_flows(),
+            times: table == Table::PmcValue,
+        }
+    }
+}
+
+pub(crate) fn build_helpers(
+    conn: &Connection,
+    path: &Path,
+    set: &TableSet,
+    fill: Helpers,
+) -> Result<()> {
     let t = |base: &str| set.table(base);
     let links = helper_table(LINKS, &set.suffix);
     let times = helper_table(EVENT_TIMES, &set.suffix);
@@ -308,7 +337,7 @@ pub(crate) fn build_helpers(conn: &Connection, path: &Path, set: &TableSet) -> R
         crate::quote_ident(&format!("{LINKS}{}", set.suffix)),
         crate::quote_ident(&format!("{EVENT_TIMES}{}", set.suffix)),
     );
-    if let Some(e) = t("rocpd_event") {
+    if let Some(e) = t("rocpd_event").filter(|_| fill.links) {
         let mut parts = Vec::new();
         for (base, target, source) in [
             ("rocpd_kernel_dispatch", 1, 0),
@@ -344,7 +373,7 @@ pub(crate) fn build_helpers(conn: &Connection, path: &Path, set: &TableSet) -> R
             ));
         }
     }
-    if t("rocpd_pmc_event").is_some() {
+    if t("rocpd_pmc_event").is_some() && fill.times {
         if let Some(k) = t("rocpd_kernel_dispatch") {
             sql.push_str(&format!(
                 "INSERT OR IGNORE INTO {times} SELECT event_id, nid, pid, tid, start, \"end\", agent_id, dispatch_id \
@@ -515,6 +544,8 @@ pub struct TableQuery<'c> {
     batch_rows: usize,
     /// Rows of the main table, about (see [`TableQuery::weight`]).
     weight: u64,
+    /// The database, which fills the helper tables the query joins when it starts.
+    db: Option<&'c crate::Database>,
 }
 
 /// Which source a table set's rows become, and how its references resolve.
@@ -556,7 +587,14 @@ impl<'c> TableQuery<'c> {
             main: sql.main,
             batch_rows: batch_rows.max(1),
             weight,
+            db: None,
         }))
+    }
+
+    /// Has the helper tables this query joins filled by `db` when it starts.
+    pub(crate) fn with_helpers_of(mut self, db: &'c crate::Database) -> Self {
+        self.db = Some(db);
+        self
     }
 
     /// About how many rows the query reads: the span of the main table's row ids (two
@@ -573,6 +611,13 @@ impl<'c> TableQuery<'c> {
 
     /// Starts the query.
     pub fn stream(&mut self) -> Result<RowStream<'_>> {
+        // Filled when the first stream joining a helper table starts, not when the
+        // queries are prepared: a fork runs some of the streams only (D124), and one
+        // fill is never seen half done by a stream that joins it, as that stream's own
+        // start comes after it.
+        if let Some(db) = self.db {
+            db.helpers(Helpers::of(self.table))?;
+        }
         let rows = self
             .stmt
             .query([])
@@ -714,7 +759,7 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(&rocpd_schema::create_tables_sql("x"))
             .unwrap();
-        build_helpers(&conn, Path::new("mem"), &set).unwrap();
+        build_helpers(&conn, Path::new("mem"), &set, Helpers::ALL).unwrap();
         for table in Table::ALL {
             let sql = build(&set, table, &Projection::all()).unwrap();
             let stmt = conn.prepare(&sql.select).unwrap();
@@ -768,7 +813,7 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(&rocpd_schema::create_tables_sql("x"))
             .unwrap();
-        build_helpers(&conn, Path::new("mem"), &set).unwrap();
+        build_helpers(&conn, Path::new("mem"), &set, Helpers::ALL).unwrap();
         let lean = Projection::without_json_text().without_in(Table::PmcValue, "category");
         let stmt = conn
             .prepare(&build(&set, Table::PmcValue, &lean).unwrap().select)
