@@ -87,8 +87,8 @@ pub struct Database {
     cache_kib: usize,
     conn: Connection,
     sets: Vec<TableSet>,
-    /// Whether the helper tables exist, and which are filled.
-    helpers_built: std::cell::Cell<(bool, query::Helpers)>,
+    /// Per table set, whether its helper tables exist, and which are filled.
+    helpers_built: Vec<std::cell::Cell<(bool, query::Helpers)>>,
     /// The private copy of a database with pending journal or WAL content, if any (shared
     /// with the database's forks). Last, so that the connection is closed before the
     /// copy is removed.
@@ -226,8 +226,8 @@ impl Database {
             _copy: copy.map(Arc::new),
             cache_kib: kib,
             conn,
+            helpers_built: sets.iter().map(|_| Default::default()).collect(),
             sets,
-            helpers_built: Default::default(),
         })
     }
 
@@ -247,23 +247,34 @@ impl Database {
             cache_kib: self.cache_kib,
             conn,
             sets: self.sets.clone(),
-            helpers_built: Default::default(),
+            helpers_built: self.sets.iter().map(|_| Default::default()).collect(),
         })
     }
 
     /// Creates the per-set helper tables the event queries join (once, empty) and fills
-    /// those of `fill` not filled yet.
+    /// those of `fill` not filled yet, in every table set.
     pub(crate) fn helpers(&self, fill: query::Helpers) -> Result<()> {
-        let (created, done) = self.helpers_built.get();
+        for i in 0..self.sets.len() {
+            self.set_helpers(i, fill)?;
+        }
+        Ok(())
+    }
+
+    /// [`Database::helpers`] for the table set `i` alone: a stream fills only its own
+    /// set's tables, so a fork running one process's streams of a merged database does
+    /// not build the others'.
+    pub(crate) fn set_helpers(&self, i: usize, fill: query::Helpers) -> Result<()> {
+        let (Some(set), Some(state)) = (self.sets.get(i), self.helpers_built.get(i)) else {
+            return Ok(());
+        };
+        let (created, done) = state.get();
         let todo = query::Helpers {
             links: fill.links && !done.links,
             times: fill.times && !done.times,
         };
         if !created || todo != query::Helpers::default() {
-            for set in &self.sets {
-                query::build_helpers(&self.conn, &self.path, set, todo)?;
-            }
-            self.helpers_built.set((
+            query::build_helpers(&self.conn, &self.path, set, todo)?;
+            state.set((
                 true,
                 query::Helpers {
                     links: done.links || todo.links,
@@ -340,7 +351,7 @@ impl Database {
                     batch_rows,
                     projection,
                 )? {
-                    out.push(q.with_helpers_of(self));
+                    out.push(q.with_helpers_of(self, i));
                 }
             }
         }
@@ -349,7 +360,11 @@ impl Database {
 
     /// Rows per canonical table over all sets (a full count; used by `info` and tests).
     pub fn count_rows(&self) -> Result<Vec<(Table, u64)>> {
-        self.helpers(query::Helpers::ALL)?;
+        // The counts join the event times (PMC values), never the flow links.
+        self.helpers(query::Helpers {
+            links: false,
+            times: true,
+        })?;
         let mut out = Vec::new();
         for table in Table::ALL {
             let mut n = 0;
@@ -588,6 +603,8 @@ pub use rocpd_pipeline::UNTIMED_PMC;
 mod tests {
     use rocpd_model::{Projection, Table};
 
+    use rocpd_pipeline::Source;
+
     use crate::query::Helpers;
     use crate::Database;
 
@@ -635,10 +652,13 @@ mod tests {
         drop(queries[region].stream().unwrap());
         let filled_links = links(&db);
         assert!(filled_links > 0);
-        // Once each: a second start, or a count of every table, fills nothing again.
+        // Once each: a second start, or a count of every table, writes nothing again.
+        let changes = db.conn.total_changes();
         let kernels = at(&queries, Table::KernelDispatch);
         drop(queries[kernels].stream().unwrap());
         db.helpers(Helpers::ALL).unwrap();
+        Source::count_rows(&db).unwrap();
+        assert_eq!(db.conn.total_changes(), changes);
         assert_eq!((links(&db), times(&db)), (filled_links, filled_times));
         // A fork has tables of its own, filled as its streams start.
         let fork = db.fork().unwrap();

@@ -290,13 +290,6 @@ fn helper_table(base: &str, suffix: &str) -> String {
     format!("temp.{}", crate::quote_ident(&format!("{base}{suffix}")))
 }
 
-/// Builds the set's helper tables in the connection's TEMP database (temporary files,
-/// never beside the input): per internal correlation id, how many kernels and copies
-/// it launched and how many API calls carry it (flow ends), kept only for ids with both
-/// ends (the only ones a query reads anything but zero or null from: half the rows on
-/// generated traces, and 13% less time to build); per event, the time and
-/// place of the kernel dispatch or sample it belongs to (PMC values). One sorted pass
-/// each, instead of a materialisation inside every query that needs them.
 /// Which helper tables to fill ([`build_helpers`] creates both, empty, either way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Helpers {
@@ -307,6 +300,7 @@ pub(crate) struct Helpers {
 }
 
 impl Helpers {
+    #[cfg(test)]
     pub(crate) const ALL: Helpers = Helpers {
         links: true,
         times: true,
@@ -321,6 +315,14 @@ impl Helpers {
     }
 }
 
+/// Creates the set's helper tables in the connection's TEMP database (temporary files,
+/// never beside the input): per internal correlation id, how many kernels and copies
+/// it launched and how many API calls carry it (flow ends), kept only for ids with both
+/// ends (the only ones a query reads anything but zero or null from: half the rows on
+/// generated traces, and 13% less time to build); per event, the time and
+/// place of the kernel dispatch or sample it belongs to (PMC values). One sorted pass
+/// each, instead of a materialisation inside every query that needs them. Both are
+/// created (empty) every time; only those of `fill` are filled.
 pub(crate) fn build_helpers(
     conn: &Connection,
     path: &Path,
@@ -544,8 +546,9 @@ pub struct TableQuery<'c> {
     batch_rows: usize,
     /// Rows of the main table, about (see [`TableQuery::weight`]).
     weight: u64,
-    /// The database, which fills the helper tables the query joins when it starts.
-    db: Option<&'c crate::Database>,
+    /// The database and the index of the query's table set in it, which fill the helper
+    /// tables the query joins when it starts.
+    db: Option<(&'c crate::Database, usize)>,
 }
 
 /// Which source a table set's rows become, and how its references resolve.
@@ -591,9 +594,10 @@ impl<'c> TableQuery<'c> {
         }))
     }
 
-    /// Has the helper tables this query joins filled by `db` when it starts.
-    pub(crate) fn with_helpers_of(mut self, db: &'c crate::Database) -> Self {
-        self.db = Some(db);
+    /// Has the helper tables this query joins filled by `db` (for its table set `set`)
+    /// when it starts.
+    pub(crate) fn with_helpers_of(mut self, db: &'c crate::Database, set: usize) -> Self {
+        self.db = Some((db, set));
         self
     }
 
@@ -615,8 +619,8 @@ impl<'c> TableQuery<'c> {
         // queries are prepared: a fork runs some of the streams only (D124), and one
         // fill is never seen half done by a stream that joins it, as that stream's own
         // start comes after it.
-        if let Some(db) = self.db {
-            db.helpers(Helpers::of(self.table))?;
+        if let Some((db, set)) = self.db {
+            db.set_helpers(set, Helpers::of(self.table))?;
         }
         let rows = self
             .stmt

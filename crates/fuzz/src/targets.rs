@@ -476,22 +476,45 @@ pub fn read_db(path: &Path, out: &mut Outcome) {
         Err(e) => out.err("produce", e),
     }
     // On three threads the database is read through forks (D124): the same rows in the
-    // same order, or the same error.
+    // same order, or the same error. Not asked of a database whose B-trees are broken:
+    // what SQLite reads of one (and whether it notices) depends on the pages it read
+    // before, which differ between connections (D124).
     let pooled = stream_db(path, 3);
-    if pooled != inline {
+    if pooled != inline && btrees_intact(path) {
         out.mismatch.get_or_insert(format!(
             "one thread gave {inline:?}, three threads (forks) {pooled:?}"
         ));
     }
 }
 
+/// Whether SQLite's `quick_check` finds the database's B-trees sound (values of another
+/// type than their column's are fine: the readers take them).
+fn btrees_intact(path: &Path) -> bool {
+    let uri = rocpd_db::file_uri(path, "mode=ro&immutable=1");
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+    let Ok(conn) = rusqlite::Connection::open_with_flags(uri, flags) else {
+        return false;
+    };
+    let Ok(mut st) = conn.prepare("PRAGMA quick_check(1000)") else {
+        return false;
+    };
+    let Ok(rows) = st.query_map([], |r| r.get::<_, String>(0)) else {
+        return false;
+    };
+    let mut intact = true;
+    for row in rows {
+        match row {
+            Ok(m) if m == "ok" || m.contains(" value in ") => {}
+            _ => intact = false,
+        }
+    }
+    intact
+}
+
 /// Every row of the database at `path` in time order (with API arguments), decoded on
-/// `threads` threads: the rows and a hash of (table, start, end, id) in the order they
-/// came, or the error.
+/// `threads` threads: the rows and a hash of every chunk's batches, every column (as
+/// Arrow IPC bytes), in the order they came, or the error.
 fn stream_db(path: &Path, threads: usize) -> std::result::Result<(u64, u64), String> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::Int64Type;
-    use rocpd_model::col;
     let db = rocpd_db::Database::open(path).map_err(|e| e.to_string())?;
     let catalog = db.catalog(0).map_err(|e| e.to_string())?;
     let mut sources: Vec<rocpd_pipeline::Numbered> = vec![(0, Box::new(db))];
@@ -500,6 +523,7 @@ fn stream_db(path: &Path, threads: usize) -> std::result::Result<(u64, u64), Str
         ..Default::default()
     };
     let (mut rows, mut hash) = (0u64, rocpd_model::hash::FNV_OFFSET);
+    let mut bytes = Vec::new();
     rocpd_pipeline::produce(
         &mut sources,
         std::sync::Arc::new(catalog),
@@ -508,18 +532,18 @@ fn stream_db(path: &Path, threads: usize) -> std::result::Result<(u64, u64), Str
             if let Message::Chunk(c) = m {
                 rows += c.rows() as u64;
                 let _ = c.max_start();
-                for (b, r) in c.time_order() {
-                    let batch = &c.batches[b].batch;
-                    let at = |k: usize| batch.column(k).as_primitive::<Int64Type>().value(r);
-                    let key = [
-                        c.batches[b].table as i64,
-                        at(col::START),
-                        at(col::END),
-                        at(col::ID),
-                    ];
-                    for v in key {
-                        hash = rocpd_model::hash::fnv1a64(&v.to_le_bytes(), hash);
-                    }
+                let _ = c.time_order().count();
+                for b in &c.batches {
+                    bytes.clear();
+                    let mut w =
+                        arrow_ipc::writer::StreamWriter::try_new(&mut bytes, &b.batch.schema())
+                            .map_err(|e| rocpd_model::Error::Usage(e.to_string()))?;
+                    w.write(&b.batch)
+                        .and_then(|_| w.finish())
+                        .map_err(|e| rocpd_model::Error::Usage(e.to_string()))?;
+                    drop(w);
+                    hash = rocpd_model::hash::fnv1a64(&[b.table as u8], hash);
+                    hash = rocpd_model::hash::fnv1a64(&bytes, hash);
                 }
             }
             Ok(())

@@ -196,9 +196,9 @@ fn assigned(weights: &[u64], parts: usize, part: usize) -> Vec<usize> {
 /// database then decodes on more than one core. The streams and their order are the
 /// same, so the output does not depend on it.
 ///
-/// `dropped` runs on the workers too: for a database it builds the helper tables the
-/// streams join, the costliest part of opening one, so sources dealt to different workers
-/// build theirs at the same time.
+/// `dropped` and the opening of streams run on the workers too: for a database they fill
+/// the helper tables the streams join, the costliest part of opening one, so sources and
+/// handles dealt to different workers fill theirs at the same time.
 pub fn decode_parallel<R>(
     sources: &mut Vec<Numbered>,
     options: &StreamOptions,
@@ -500,6 +500,8 @@ mod tests {
         fails: Vec<Table>,
         /// Whether making a fork fails.
         fork_fails: bool,
+        /// Whether asking what it drops fails.
+        drop_fails: bool,
     }
 
     struct FakePrepared<'a> {
@@ -553,6 +555,12 @@ mod tests {
         }
         fn dropped(&self) -> Result<Vec<StageDrop>> {
             self.asked.lock().unwrap().push(self.handle);
+            if self.drop_fails {
+                return Err(Error::Usage(format!(
+                    "{}: cannot count",
+                    self.path.display()
+                )));
+            }
             Ok(vec![StageDrop {
                 stage: self.path.display().to_string(),
                 rows: [(Table::PmcValue.name(), self.drops)].into_iter().collect(),
@@ -630,6 +638,7 @@ mod tests {
                     forked: log.forked.clone(),
                     fails: Vec::new(),
                     fork_fails: log.fork_fails,
+                    drop_fails: false,
                 };
                 (i, Box::new(source) as Box<dyn Source>)
             })
@@ -750,7 +759,6 @@ mod tests {
             };
             let mut alone = fake_sources(&mut 11, 2, true, &unforked);
             assert_eq!(merged_n(&mut alone, 2, threads, roomy), expected);
-            assert_eq!(*unforked.forked.lock().unwrap(), 0);
             let handles: Vec<usize> = unforked
                 .opened
                 .lock()
@@ -813,6 +821,7 @@ mod tests {
                 forked: log.forked.clone(),
                 fails: vec![Table::Region, Table::MemoryCopy],
                 fork_fails: false,
+                drop_fails: false,
             };
             let mut inputs: Vec<Numbered> = vec![(0, Box::new(source))];
             let e = decode_parallel(
@@ -825,6 +834,43 @@ mod tests {
             .unwrap_err();
             assert_eq!(e.to_string(), "cannot open region", "threads {threads}");
             assert_eq!(inputs.len(), 1);
+        }
+    }
+
+    /// Of several sources, the first that fails at any step (asking what it drops,
+    /// preparing, opening a stream) gives the error, on one thread as in the pool.
+    #[test]
+    fn the_first_failing_source_is_the_error_on_one_thread_as_on_many() {
+        for threads in [1, 2, 3, 6] {
+            let log = FakeLog::default();
+            let mut failing: Vec<Numbered> = Vec::new();
+            for k in 0..2u32 {
+                let source = FakeSource {
+                    path: PathBuf::from(format!("fake-{k}")),
+                    tables: vec![(Table::Region, vec![(1, 2)])],
+                    drops: 1,
+                    forks: Some(Default::default()),
+                    handle: 0,
+                    opened: log.opened.clone(),
+                    asked: log.asked.clone(),
+                    forked: log.forked.clone(),
+                    // The first fails to open its stream, the second to say what it drops.
+                    fails: if k == 0 {
+                        vec![Table::Region]
+                    } else {
+                        Vec::new()
+                    },
+                    fork_fails: false,
+                    drop_fails: k == 1,
+                };
+                failing.push((k, Box::new(source)));
+            }
+            let options = crate::ProduceOptions {
+                threads,
+                ..Default::default()
+            };
+            let e = crate::produce_events(&mut failing, &options, &mut |_| Ok(())).unwrap_err();
+            assert_eq!(e.to_string(), "cannot open region", "threads {threads}");
         }
     }
 

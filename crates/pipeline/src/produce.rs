@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use rocpd_model::{Catalog, Projection, Result, Table};
+use rocpd_model::{Catalog, Error, Projection, Result, Table};
 
 use crate::{
     decode_parallel, BatchStream, Message, Numbered, PreparedStream, QueueLimits, StageDrop,
@@ -108,16 +108,25 @@ pub fn produce_events(
             &mut merge_all,
         );
     }
+    // Every source is asked what it drops and prepared, then opened, one source after
+    // another: the first source that fails at any step gives the error, as in the pool
+    // (a database fills helper tables both when asked and when a stream starts).
     let mut drops = Vec::new();
-    let mut prepared: Vec<Box<dyn PreparedStream + '_>> = Vec::new();
+    let mut prepared: Vec<Result<Vec<Box<dyn PreparedStream + '_>>>> = Vec::new();
     for (first, s) in sources.iter() {
-        drops.extend(s.dropped()?);
-        prepared.extend(s.prepare(*first, &stream_options)?);
+        prepared.push(s.dropped().and_then(|d| {
+            drops.extend(d);
+            s.prepare(*first, &stream_options)
+        }));
     }
-    let streams = prepared
-        .iter_mut()
-        .filter(|p| stream_options.wants(p.table()))
-        .map(|p| p.open())
-        .collect::<Result<Vec<_>>>()?;
+    let mut streams = Vec::new();
+    for list in &mut prepared {
+        let list = list
+            .as_mut()
+            .map_err(|e| std::mem::replace(e, Error::Usage(String::new())))?;
+        for p in list.iter_mut().filter(|p| stream_options.wants(p.table())) {
+            streams.push(p.open()?);
+        }
+    }
     merge_all(drops, streams)
 }

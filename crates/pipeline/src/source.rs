@@ -83,10 +83,14 @@ pub trait Source: Send {
         Ok(None)
     }
     /// How many of the streams a run with `options` opens have rows, at most: the decode
-    /// pool makes no more handles of the source than this. By default every stream.
+    /// pool makes no more handles of the source than this. By default every stream, and
+    /// no more than one per table the run reads and process.
     fn busy_streams(&self, options: &StreamOptions) -> usize {
-        let _ = options;
-        self.stream_count()
+        let tables = options
+            .tables
+            .as_ref()
+            .map_or(usize::MAX, |t| t.len().saturating_mul(self.source_count()));
+        self.stream_count().min(tables)
     }
 }
 
