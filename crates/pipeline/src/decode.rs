@@ -504,6 +504,26 @@ mod tests {
         drop_fails: bool,
     }
 
+    impl FakeSource {
+        /// A forkable source of `tables` at `path`, logging into `log`, that drops one row
+        /// and fails nowhere.
+        fn new(path: &str, tables: Vec<(Table, Vec<(i64, i64)>)>, log: &FakeLog) -> Self {
+            FakeSource {
+                path: PathBuf::from(path),
+                tables,
+                drops: 1,
+                forks: Some(Default::default()),
+                handle: 0,
+                opened: log.opened.clone(),
+                asked: log.asked.clone(),
+                forked: log.forked.clone(),
+                fails: Vec::new(),
+                fork_fails: log.fork_fails,
+                drop_fails: false,
+            }
+        }
+    }
+
     struct FakePrepared<'a> {
         source: &'a FakeSource,
         table: Table,
@@ -627,19 +647,11 @@ mod tests {
                         (t, rows)
                     })
                     .collect();
-                let source = FakeSource {
-                    path: PathBuf::from(format!("fake-{i}")),
-                    tables,
-                    drops: u64::from(i) + 1,
-                    forks: forkable.then(Default::default),
-                    handle: 0,
-                    opened: log.opened.clone(),
-                    asked: log.asked.clone(),
-                    forked: log.forked.clone(),
-                    fails: Vec::new(),
-                    fork_fails: log.fork_fails,
-                    drop_fails: false,
-                };
+                let mut source = FakeSource::new(&format!("fake-{i}"), tables, log);
+                source.drops = u64::from(i) + 1;
+                if !forkable {
+                    source.forks = None;
+                }
                 (i, Box::new(source) as Box<dyn Source>)
             })
             .collect()
@@ -806,23 +818,13 @@ mod tests {
             let log = FakeLog::default();
             // Dispatch (400 rows), region (800) and copy (1,200): on two handles the copy
             // stream goes to the first and the region stream to the second.
-            let source = FakeSource {
-                path: PathBuf::from("fake-0"),
-                tables: [Table::KernelDispatch, Table::Region, Table::MemoryCopy]
-                    .into_iter()
-                    .enumerate()
-                    .map(|(k, t)| (t, (0..400 * (k as i64 + 1)).map(|i| (i, i)).collect()))
-                    .collect(),
-                drops: 1,
-                forks: Some(Default::default()),
-                handle: 0,
-                opened: log.opened.clone(),
-                asked: log.asked.clone(),
-                forked: log.forked.clone(),
-                fails: vec![Table::Region, Table::MemoryCopy],
-                fork_fails: false,
-                drop_fails: false,
-            };
+            let tables = [Table::KernelDispatch, Table::Region, Table::MemoryCopy]
+                .into_iter()
+                .enumerate()
+                .map(|(k, t)| (t, (0..400 * (k as i64 + 1)).map(|i| (i, i)).collect()))
+                .collect();
+            let mut source = FakeSource::new("fake-0", tables, &log);
+            source.fails = vec![Table::Region, Table::MemoryCopy];
             let mut inputs: Vec<Numbered> = vec![(0, Box::new(source))];
             let e = decode_parallel(
                 &mut inputs,
@@ -845,24 +847,13 @@ mod tests {
             let log = FakeLog::default();
             let mut failing: Vec<Numbered> = Vec::new();
             for k in 0..2u32 {
-                let source = FakeSource {
-                    path: PathBuf::from(format!("fake-{k}")),
-                    tables: vec![(Table::Region, vec![(1, 2)])],
-                    drops: 1,
-                    forks: Some(Default::default()),
-                    handle: 0,
-                    opened: log.opened.clone(),
-                    asked: log.asked.clone(),
-                    forked: log.forked.clone(),
-                    // The first fails to open its stream, the second to say what it drops.
-                    fails: if k == 0 {
-                        vec![Table::Region]
-                    } else {
-                        Vec::new()
-                    },
-                    fork_fails: false,
-                    drop_fails: k == 1,
-                };
+                let path = format!("fake-{k}");
+                let mut source = FakeSource::new(&path, vec![(Table::Region, vec![(1, 2)])], &log);
+                // The first fails to open its stream, the second to say what it drops.
+                if k == 0 {
+                    source.fails = vec![Table::Region];
+                }
+                source.drop_fails = k == 1;
                 failing.push((k, Box::new(source)));
             }
             let options = crate::ProduceOptions {
