@@ -600,13 +600,28 @@ impl Source for Database {
 pub use rocpd_pipeline::UNTIMED_PMC;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use std::path::{Path, PathBuf};
+
     use rocpd_model::{Projection, Table};
 
     use rocpd_pipeline::Source;
 
     use crate::query::Helpers;
     use crate::Database;
+
+    /// A generated one-process database under `dir`.
+    pub(crate) fn one_process(dir: &Path, seed: u64, iterations: u32) -> PathBuf {
+        let cfg = rocpd_gen::GenConfig {
+            seed,
+            processes: 1,
+            iterations,
+            ..Default::default()
+        };
+        rocpd_gen::generate(&cfg, &dir.join("gen"))
+            .unwrap()
+            .remove(0)
+    }
 
     /// Rows in the helper table `base` of the database's one table set.
     fn helper_rows(db: &Database, base: &str) -> i64 {
@@ -623,16 +638,7 @@ mod tests {
     #[test]
     fn helper_tables_are_filled_when_a_stream_joining_them_starts() {
         let tmp = tempfile::tempdir().unwrap();
-        let cfg = rocpd_gen::GenConfig {
-            seed: 5,
-            processes: 1,
-            iterations: 4,
-            ..Default::default()
-        };
-        let path = rocpd_gen::generate(&cfg, &tmp.path().join("gen"))
-            .unwrap()
-            .remove(0);
-        let db = Database::open(&path).unwrap();
+        let db = Database::open(&one_process(tmp.path(), 5, 4)).unwrap();
         let links = |db: &Database| helper_rows(db, "rocpd_rs_links");
         let times = |db: &Database| helper_rows(db, "rocpd_rs_event_times");
         let mut queries = db.queries(0, 100, &Projection::all()).unwrap();

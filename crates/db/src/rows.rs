@@ -692,15 +692,7 @@ mod tests {
     #[test]
     fn args_text_that_is_not_an_array_of_objects_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
-        let cfg = rocpd_gen::GenConfig {
-            seed: 2,
-            processes: 1,
-            iterations: 1,
-            ..Default::default()
-        };
-        let db = rocpd_gen::generate(&cfg, &tmp.path().join("gen"))
-            .unwrap()
-            .remove(0);
+        let db = crate::tests::one_process(tmp.path(), 2, 1);
         let catalog = Database::open(&db).unwrap().catalog(0).unwrap();
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         // As the output database is written: event 7 need not exist.

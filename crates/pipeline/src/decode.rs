@@ -228,30 +228,20 @@ pub fn decode_parallel<R>(
         }
         forks.push(mine);
     }
+    // Each source, then its forks, as handles; and a place for each handle's outcome.
     let mut units = Vec::new();
+    let mut prepared: Vec<Handles> = Vec::with_capacity(n);
     for (index, ((first, source), extra)) in sources.drain(..).zip(forks).enumerate() {
         let parts = 1 + extra.len();
-        units.push(Unit {
-            index,
-            part: 0,
-            parts,
-            first,
-            source,
-        });
-        for (k, f) in extra.into_iter().enumerate() {
+        prepared.push((0..parts).map(|_| None).collect());
+        for (part, source) in std::iter::once(source).chain(extra).enumerate() {
             units.push(Unit {
                 index,
-                part: k + 1,
+                part,
                 parts,
                 first,
-                source: f,
+                source,
             });
-        }
-    }
-    let mut prepared: Vec<Handles> = (0..n).map(|_| Vec::new()).collect();
-    for u in &units {
-        if prepared[u.index].is_empty() {
-            prepared[u.index] = (0..u.parts).map(|_| None).collect();
         }
     }
     let workers_n = threads.clamp(1, units.len().max(1));

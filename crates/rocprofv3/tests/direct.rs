@@ -668,11 +668,8 @@ fn counter_rows_of_scattered_dispatch_ids_read_as_imported() {
     }
     let dir = tmp.path().join("run");
     std::fs::create_dir(&dir).unwrap();
-    let write = |name: &str, head: &str, rows: &[String]| {
-        std::fs::write(dir.join(name), format!("{head}\n{}\n", rows.join("\n"))).unwrap();
-    };
-    write("kernel_trace.csv", KERNEL_HEADER, &traced);
-    write("counter_collection.csv", COUNTER_HEADER, &counted);
+    write_csv(&dir, "kernel_trace.csv", KERNEL_HEADER, &traced);
+    write_csv(&dir, "counter_collection.csv", COUNTER_HEADER, &counted);
     let run = one_run(&dir);
     let counts = same_as_imported(&run, SortOptions::default());
     let n = |t: Table| counts.iter().find(|(x, _)| *x == t).unwrap().1;
@@ -826,11 +823,8 @@ fn the_input_rule_counts_imported_files_on_any_thread_count() {
         .collect();
     let dir = tmp.path().join("sampled");
     std::fs::create_dir(&dir).unwrap();
-    let write = |name: &str, head: &str, rows: &[String]| {
-        std::fs::write(dir.join(name), format!("{head}\n{}\n", rows.join("\n"))).unwrap();
-    };
-    write("1_kernel_trace.csv", KERNEL_HEADER, &kernels);
-    write("1_pc_sampling_host_trap.csv", pc_header, &samples);
+    write_csv(&dir, "1_kernel_trace.csv", KERNEL_HEADER, &kernels);
+    write_csv(&dir, "1_pc_sampling_host_trap.csv", pc_header, &samples);
     let run = one_run(&dir);
     assert!(
         std::fs::metadata(dir.join("1_pc_sampling_host_trap.csv"))
@@ -878,8 +872,7 @@ fn a_run_naming_a_new_agent_on_every_row_reads_or_is_imported() {
         } else {
             std::fs::create_dir(&dir).unwrap();
             for (file, head, rows) in &files {
-                let text = format!("{head}\n{}\n", rows.join("\n"));
-                std::fs::write(dir.join(file), text).unwrap();
+                write_csv(&dir, file, head, rows);
             }
             left_to_import(&one_run(&dir));
         }
@@ -1031,11 +1024,7 @@ fn counter_values_sort_by_dispatch_event_and_counter() {
         value(5, "GRBM_COUNT", 3.0),
         value(5, "SQ_WAVES", 4.0),
     ];
-    std::fs::write(
-        dir.join("counter_collection.csv"),
-        format!("{counter_header}\n{}\n", rows.join("\n")),
-    )
-    .unwrap();
+    write_csv(&dir, "counter_collection.csv", counter_header, &rows);
     let run = one_run(&dir);
     same_as_imported(&run, SortOptions::default());
     let direct = DirectRunSource::open(&run, &ImportOptions::default())
@@ -1552,7 +1541,7 @@ fn ints(b: &RecordBatch, c: usize) -> Vec<i64> {
 fn csv_run_as_imported(dir: &Path, files: &[(&str, &str, &[&str])]) -> DirectRunSource {
     std::fs::create_dir(dir).unwrap();
     for (name, header, rows) in files {
-        std::fs::write(dir.join(name), format!("{header}\n{}\n", rows.join("\n"))).unwrap();
+        write_csv(dir, name, header, rows);
     }
     let run = one_run(dir);
     same_as_imported(&run, SortOptions::default());
@@ -1580,6 +1569,11 @@ fn api_rows(domain: &str, calls: &[(&str, i64, i64, i64, i64)]) -> Vec<String> {
 /// Borrowed rows, as [`csv_run_as_imported`] takes them.
 fn strs(rows: &[String]) -> Vec<&str> {
     rows.iter().map(String::as_str).collect()
+}
+
+/// Writes the CSV file `name` in `dir`: `head`, then `rows`, a line each.
+fn write_csv<S: std::borrow::Borrow<str>>(dir: &Path, name: &str, head: &str, rows: &[S]) {
+    std::fs::write(dir.join(name), format!("{head}\n{}\n", rows.join("\n"))).unwrap();
 }
 
 const KERNEL_HEADER: &str = "\"Kind\",\"Agent_Id\",\"Queue_Id\",\"Stream_Id\",\"Thread_Id\",\"Dispatch_Id\",\"Kernel_Id\",\"Kernel_Name\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\",\"LDS_Block_Size\",\"Scratch_Size\",\"VGPR_Count\",\"Accum_VGPR_Count\",\"SGPR_Count\",\"Workgroup_Size_X\",\"Workgroup_Size_Y\",\"Workgroup_Size_Z\",\"Grid_Size_X\",\"Grid_Size_Y\",\"Grid_Size_Z\"";
