@@ -598,14 +598,14 @@ fn an_import_error_is_the_first_bad_input_whatever_the_thread_count() {
     assert_eq!(errors[0], errors[2]);
 }
 
-/// An input left to the import that fails there comes before a later input whose error
-/// the direct reader finds itself (D115): the first failing input's error is reported,
-/// as when every error came from the import.
+/// An earlier input's error comes before a later input's (D115): the first failing
+/// input's error is reported, as when every error came from the import. Run a's error is
+/// one the import met on its database; the direct reader now reports it the same (D126).
 #[test]
 fn an_error_in_the_import_of_an_earlier_run_comes_before_a_later_run_error() {
     let dir = tempfile::tempdir().unwrap();
     // Run a: two API rows with the largest correlation id. The second needs the next id
-    // of the import's table, which has none left: the import fails on its database.
+    // of the import's table, which has none left: the import fails there.
     let header = "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"";
     let row = |start: u64| {
         format!(
@@ -622,8 +622,8 @@ fn an_error_in_the_import_of_an_earlier_run_comes_before_a_later_run_error() {
     // Run b: a kernel trace cut inside a quoted field, which the direct reader reports.
     kernel_trace_run(dir.path(), "b_", true);
     let errors = open_errors(dir.path());
-    // The import names the row whose id is taken with none larger left (it used to name
-    // its temporary database and say the disk was full).
+    // The row whose id is taken with none larger left is named, as the import names it
+    // (it used to name its temporary database and say the disk was full).
     for e in &errors {
         assert!(
             e.contains("a_hip_api_trace.csv: line 3: its id is taken by an earlier row")

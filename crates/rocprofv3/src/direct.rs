@@ -39,8 +39,9 @@
 //! dispatches with values past [`MAX_COUNTED`] (their PMC facts are kept by rank, D119);
 //! correlation ids that scatter (fewer than 16 kernels or copies per 512 ids, and pages
 //! past 1.5 times the input's size, D120); counter values in a run of more than 65,535
-//! agents, processes or event categories (D122); a taken id with no larger one left,
-//! where the import fails on its database (D123). JSON objects also when two kernel
+//! agents, processes or event categories (D122). (A taken id with no larger one left is
+//! the import's error at that row, and the describing pass reports it the same, D126.)
+//! JSON objects also when two kernel
 //! records share a dispatch id beside counter records, when a kernel record completing a
 //! dispatch a counter record made gives it any other column than the counter record
 //! did, or completes it twice (the import overwrites the row; the streams wrote what was
@@ -49,9 +50,8 @@
 //! those past its memory in a file, D121, D125.)
 //! [`DirectRunSource::open`] says `None` for those. An error is not a reason: after a
 //! describing read fails on the input, the input is read once more as the import reads
-//! it, through a describer, and its first error returned (D115, D116); only a JSON object
-//! whose error lies in more than [`MAX_HELD_BYTES`] of records the import holds back for
-//! later tables is still imported to find it.
+//! it, through a describer, and its first error returned (D115, D116; the records the
+//! import holds back for later tables wait in memory, then in a temporary file, D126).
 //! Rows that come before the tables they need are read in later walks, and their events
 //! numbered after the others', as the import holds them back (D108).
 //!
@@ -391,21 +391,125 @@ fn find_in<T>(entries: &[(i64, T)], s: i64) -> Option<&T> {
     Some(&entries[i].1)
 }
 
-/// The most bytes of held-back JSON records [`json_import_error`] keeps to parse after
-/// its walk, as the import does; an object with more is left to the import.
+/// The most bytes of held-back JSON records [`json_import_error`] keeps in memory to
+/// parse after its walk, as the import does; the rest wait in a temporary file (D126).
 const MAX_HELD_BYTES: usize = 32 << 20;
 
-/// Records the import's walk held back for tables after them (see [`MAX_HELD_BYTES`]).
+/// The digits of a held record's length in its temporary file.
+const HELD_LENGTH_DIGITS: u32 = 8;
+
+/// Records the import's walk held back for tables after them: the first
+/// [`MAX_HELD_BYTES`] in memory, the others appended to a temporary file, each as its
+/// length in [`HELD_LENGTH_DIGITS`] hex digits, then its section, place and JSON text
+/// joined by NULs (neither a section code nor a place has one). Sequence numbers count
+/// from 1 in the order held: memory first, then the file.
 #[derive(Default)]
 struct Held {
     records: Vec<Deferred>,
     bytes: usize,
-    overflow: bool,
+    spill: Option<TextSpill>,
+    /// Records in the file.
+    spilled: i64,
+    /// The sequence number and file offset of the next record a sequential read of the
+    /// file takes (the walk replays its records in order, twice).
+    cursor: (i64, u64),
 }
 
-/// Why a run with a taken id after the largest id is left to the import: its
-/// `AUTOINCREMENT` table has no id left, and the import fails there on a database error,
-/// not on its input (so no input error found later is the import's, D115).
+impl Held {
+    fn add(&mut self, section: &str, place: &str, json: &str) -> Result<()> {
+        // All the record costs, not its text alone: a held `0` has a longer place.
+        let cost = std::mem::size_of::<Deferred>() + section.len() + place.len() + json.len();
+        let bytes = self.bytes.saturating_add(cost);
+        if self.spill.is_none() && bytes <= MAX_HELD_BYTES {
+            self.bytes = bytes;
+            let seq = i64::try_from(self.records.len()).unwrap_or(i64::MAX - 1) + 1;
+            self.records.push(Deferred {
+                seq,
+                section: section.to_string(),
+                place: place.to_string(),
+                json: json.to_string(),
+            });
+            return Ok(());
+        }
+        let body = [section, place, json].join("\0");
+        let len = u32::try_from(body.len())
+            .map_err(|_| Error::Usage("internal: a held record of 4 GiB or more".into()))?;
+        let spill = self.spill.get_or_insert_with(TextSpill::new);
+        spill.append(&format!("{len:08x}"))?;
+        spill.append(&body)?;
+        self.spilled += 1;
+        Ok(())
+    }
+
+    /// Up to `limit` records after sequence number `after`, in order.
+    fn after(&mut self, after: i64, limit: usize) -> Result<Vec<Deferred>> {
+        let kept = i64::try_from(self.records.len()).unwrap_or(i64::MAX);
+        let mut out = Vec::new();
+        let mut next = after.max(0).saturating_add(1);
+        while out.len() < limit && next <= kept {
+            // `next` is in 1..=kept.
+            out.push(self.records[(next - 1) as usize].clone());
+            next += 1;
+        }
+        let Some(spill) = &self.spill else {
+            return Ok(out);
+        };
+        if out.len() == limit || next > kept + self.spilled {
+            return Ok(out);
+        }
+        // Where record `next` lies: after the last one read, else found from the start.
+        let mut at = if self.cursor.0 == next {
+            self.cursor.1
+        } else {
+            let mut at = 0;
+            for _ in kept + 1..next {
+                at += Self::frame_len(spill, at)?;
+            }
+            at
+        };
+        while out.len() < limit && next <= kept + self.spilled {
+            let len = Self::frame_len(spill, at)? - u64::from(HELD_LENGTH_DIGITS);
+            let body_ref = TextRef {
+                at: at + u64::from(HELD_LENGTH_DIGITS) + 1,
+                len: u32::try_from(len).map_err(|_| Self::bad())?,
+            };
+            let body = spill.read(body_ref)?;
+            let mut parts = body.splitn(3, '\0');
+            let (Some(section), Some(place), Some(json)) =
+                (parts.next(), parts.next(), parts.next())
+            else {
+                return Err(Self::bad());
+            };
+            out.push(Deferred {
+                seq: next,
+                section: section.to_string(),
+                place: place.to_string(),
+                json: json.to_string(),
+            });
+            at += u64::from(HELD_LENGTH_DIGITS) + len;
+            next += 1;
+        }
+        self.cursor = (next, at);
+        Ok(out)
+    }
+
+    /// The bytes of the file's record at offset `at`, its length digits included.
+    fn frame_len(spill: &TextSpill, at: u64) -> Result<u64> {
+        let digits = spill.read(TextRef {
+            at: at + 1,
+            len: HELD_LENGTH_DIGITS,
+        })?;
+        let len = u64::from_str_radix(&digits, 16).map_err(|_| Self::bad())?;
+        Ok(u64::from(HELD_LENGTH_DIGITS) + len)
+    }
+
+    fn bad() -> Error {
+        Error::Usage("internal: a held record's file is not as written".into())
+    }
+}
+
+/// A taken id after the largest id: [`Describe::note_taken`] fails such a row first, as
+/// the import does (D126), so this refusal is only a guard.
 const NO_ID_LEFT: &str = "no id left for a row with a taken id";
 
 /// The row id the import gives a row whose id an earlier row took (D110, D112): the next
@@ -593,9 +697,9 @@ struct Describe {
     /// The records the import's walk held back for tables after them, kept by
     /// [`json_import_error`]'s read only.
     held: Option<Held>,
-    /// Whether the import would fail at a row read so far, on a database error (no id
-    /// left for a taken one, [`Describe::note_taken`]): its first error is then not an
-    /// input error.
+    /// Whether the import may fail at a row read so far, on a database error (an id whose
+    /// page was not kept when no larger id is left, [`Describe::note_taken`]): its first
+    /// error is then not an input error.
     import_fails_first: bool,
     /// Whether a JSON object is read.
     json: bool,
@@ -700,11 +804,23 @@ impl Describe {
         self.refused.get_or_insert(why);
     }
 
-    /// Notes a row id `inserted` into a table whose largest id so far is `max`: however
-    /// the row is refused, a taken id with no larger one left fails the import on its
-    /// database (D115); an id whose page was not kept (`None`) may be taken.
-    fn note_taken(&mut self, inserted: Option<bool>, max: i64) {
-        self.import_fails_first |= inserted != Some(true) && max == i64::MAX;
+    /// Checks a row id `inserted` into a table whose largest id so far is `max`: a taken
+    /// id with no larger one left is the import's error at this row, however else the
+    /// row is refused, and the readers place it in the input as the import's readers do
+    /// (D123, D126). An id whose page was not kept (`None`) may be taken: the import
+    /// would then fail on its database, so no input error found later is its own (D115).
+    fn note_taken(&mut self, inserted: Option<bool>, max: i64) -> Result<()> {
+        if max != i64::MAX {
+            return Ok(());
+        }
+        match inserted {
+            Some(false) => Err(Error::Usage(crate::db::NO_ID_LEFT.into())),
+            None => {
+                self.import_fails_first = true;
+                Ok(())
+            }
+            Some(true) => Ok(()),
+        }
     }
 
     /// The check of the dispatch a JSON counter record made, if one did. A temporary
@@ -831,7 +947,7 @@ impl RowSink for Describe {
         // the streams give it the same, found by its event.
         let mut written = id;
         let inserted = self.region_ids.insert(id);
-        self.note_taken(inserted, self.region_max);
+        self.note_taken(inserted, self.region_max)?;
         match inserted {
             Some(true) => {}
             Some(false) if self.refused.is_some() => {}
@@ -870,7 +986,7 @@ impl RowSink for Describe {
         self.queue_stream(Some(d.queue_id), Some(d.stream_id));
         let mut written = d.dispatch_id;
         let inserted = self.dispatch_ids.insert(d.dispatch_id);
-        self.note_taken(inserted, self.dispatch_max);
+        self.note_taken(inserted, self.dispatch_max)?;
         match inserted {
             Some(true) => {}
             Some(false) if self.refused.is_some() => {}
@@ -1107,45 +1223,19 @@ impl RowSink for Describe {
         // (D108) and never defers; the import's walk does, in [`json_import_error`],
         // which keeps them to parse after the walk as the import does.
         self.refuse("records before the tables they need");
-        if let Some(held) = &mut self.held {
-            // All the record costs, not its text alone: a held `0` has a longer place.
-            let cost = std::mem::size_of::<Deferred>() + section.len() + place.len() + json.len();
-            let bytes = held.bytes.saturating_add(cost);
-            if bytes > MAX_HELD_BYTES {
-                held.overflow = true;
-            } else if !held.overflow {
-                held.bytes = bytes;
-                let seq = i64::try_from(held.records.len()).unwrap_or(i64::MAX - 1) + 1;
-                held.records.push(Deferred {
-                    seq,
-                    section: section.to_string(),
-                    place: place.to_string(),
-                    json: json.to_string(),
-                });
-            }
+        match &mut self.held {
+            Some(held) => held.add(section, place, json),
+            None => Ok(()),
         }
-        Ok(())
     }
     fn late_sections(&mut self, ordinals: &[usize]) {
         self.late.extend(ordinals);
     }
     fn deferred(&mut self, after: i64, limit: usize) -> Result<Vec<Deferred>> {
-        let Some(held) = &self.held else {
-            return Ok(Vec::new());
-        };
-        if held.overflow {
-            // Not an input error: [`json_import_error`] leaves the object to the import.
-            return Err(Error::Usage("more held-back records than kept".into()));
+        match &mut self.held {
+            Some(held) => held.after(after, limit),
+            None => Ok(Vec::new()),
         }
-        // Sequence numbers count from 1 in the order kept.
-        let from = usize::try_from(after.max(0)).unwrap_or(usize::MAX);
-        Ok(held
-            .records
-            .iter()
-            .skip(from)
-            .take(limit)
-            .cloned()
-            .collect())
     }
 }
 
@@ -1570,10 +1660,9 @@ enum Beside {
 /// the import's own walk, in document order), through a describer instead of the
 /// database: its first error is the import's, word for word. Records the walk holds
 /// back for a table after them are parsed once the whole document has been walked, from
-/// the import's database, here from memory, up to [`MAX_HELD_BYTES`]: past that, and
-/// when the failure was not the input's (a refusal, a temporary file), the object is
-/// left to the import (`Ok(None)`). An error the walk itself meets comes before theirs
-/// either way.
+/// the import's database, here from [`Held`]. When the failure was not the input's (a
+/// refusal, a temporary file), the object is left to the import (`Ok(None)`). An error
+/// the walk itself meets comes before theirs either way.
 fn json_import_error(
     path: &Path,
     index: usize,
@@ -3575,6 +3664,56 @@ impl RowSink for Rows<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Held records past the memory kept read back from their file in order, whether the
+    /// reads follow each other, start again, or skip ahead; texts with NULs, newlines and
+    /// multi-byte characters come back whole.
+    #[test]
+    fn held_records_past_memory_read_back_in_order() {
+        let mut held = Held::default();
+        let big = "x".repeat(MAX_HELD_BYTES);
+        let record = |i: i64| -> (String, String, String) {
+            let json = match i {
+                1 => big.clone(),
+                i if i % 3 == 0 => format!("{{\"a\": \"µ\\n{i}\"}}\n"),
+                i => format!("[{i}, \"\0\"]"),
+            };
+            (
+                format!("s{}", i % 4),
+                format!("buffer_records.x[{i}]"),
+                json,
+            )
+        };
+        for i in 0..40 {
+            let (section, place, json) = record(i);
+            held.add(&section, &place, &json).unwrap();
+        }
+        // The first fits, the second passes the memory kept: it and all after are filed.
+        assert_eq!((held.records.len(), held.spilled), (1, 39));
+        let expect = |d: &Deferred| {
+            let (section, place, json) = record(d.seq - 1);
+            assert_eq!((&d.section, &d.place, &d.json), (&section, &place, &json));
+        };
+        for pass in 0..2 {
+            let mut after = 0;
+            loop {
+                let chunk = held.after(after, 7).unwrap();
+                let Some(last) = chunk.last() else { break };
+                for (k, d) in chunk.iter().enumerate() {
+                    assert_eq!(d.seq, after + 1 + k as i64, "pass {pass}");
+                    expect(d);
+                }
+                after = last.seq;
+            }
+            assert_eq!(after, 40);
+        }
+        for from in [35, 3, 0, 39, 1, 17] {
+            let chunk = held.after(from, 4).unwrap();
+            assert_eq!(chunk.first().map(|d| d.seq), Some(from + 1));
+            chunk.iter().for_each(expect);
+        }
+        assert!(held.after(40, 4).unwrap().is_empty());
+    }
 
     /// Kernel sections with no event are passed over; others, and other kinds, are not;
     /// sections from the 64th on never are.

@@ -310,10 +310,11 @@ fn csv_runs_with_bad_lines_fail_with_the_import_error() {
 }
 
 /// A run whose import fails on its database before the first bad line (a taken id with
-/// no larger id left for it) is left to the import, which reports that: the bad line's
-/// error would not be the import's (D115).
+/// no larger id left for it) fails with the import's error, naming that row, found
+/// without the import (D123, D126); the bad line's error, which the describing pass meets
+/// first (it reads the API files last), is not the import's (D115).
 #[test]
-fn a_run_whose_import_fails_first_on_its_database_is_left_to_it() {
+fn a_run_with_no_id_left_for_a_taken_id_fails_as_imported() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
     let row = |start: u64| {
@@ -331,10 +332,7 @@ fn a_run_whose_import_fails_first_on_its_database_is_left_to_it() {
     let bad = format!("{kernels}\"KERNEL_DISPATCH\",1\n");
     std::fs::write(dir.join("1_kernel_trace.csv"), bad).unwrap();
     let run = one_run(&dir);
-    left_to_import(&run);
-    let e = rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
-        .unwrap_err()
-        .to_string();
+    let e = fails_as_imported(&run);
     assert!(!e.contains("kernel_trace.csv"), "{e}");
     // The import names the row and why, not its database (D123).
     assert!(
@@ -1827,10 +1825,10 @@ fn json_metadata_given_again_after_the_records() {
 
 /// A JSON object with `metadata` after its records, whose import holds every record back
 /// and parses them after its walk: a bad record among them is reported without the
-/// import while the held records fit the memory kept for them (D116); past it the object
-/// is left to the import, which reports the same error.
+/// import (D116), while the held records fit the memory kept for them and past it, where
+/// the bad record is read back from the temporary file the rest wait in (D126).
 #[test]
-fn json_bad_records_held_back_past_the_memory_kept_are_left_to_the_import() {
+fn json_bad_records_held_back_past_the_memory_kept_fail_as_imported() {
     let tmp = tempfile::tempdir().unwrap();
     let mut doc = generated_doc(tmp.path(), 11);
     let apis = hip_api(&mut doc);
@@ -1847,48 +1845,38 @@ fn json_bad_records_held_back_past_the_memory_kept_are_left_to_the_import() {
     hip_api(&mut doc)[2]["padding"] = serde_json::json!("x".repeat(33 << 20));
     let large = tmp.path().join("large_results.json");
     std::fs::write(&large, serde_json::to_string(&doc).unwrap()).unwrap();
-    let run = one_run(&large);
-    left_to_import(&run);
-    let imported =
-        rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
-            .unwrap_err()
-            .to_string();
+    let imported = fails_as_imported(&one_run(&large));
     assert_eq!(imported, e.replace("small_results", "large_results"));
 }
 
 /// Held-back records count with all they cost, not their text alone: 300,000 records `0`
 /// held for the agents (a few bytes of text, a longer place each) pass the memory kept
-/// for them, and the object is left to the import (found by review).
+/// for them (found by review), and the rest wait in a temporary file; the first bad one
+/// is reported as the import reports it (D126).
 #[test]
-fn json_many_tiny_held_back_records_are_left_to_the_import() {
+fn json_many_tiny_held_back_records_fail_as_imported() {
     let tmp = tempfile::tempdir().unwrap();
     let mut doc = generated_doc(tmp.path(), 13);
     doc["rocprofiler-sdk-tool"][0]["buffer_records"]["memory_copy"] =
         serde_json::Value::Array(vec![serde_json::json!(0); 300_000]);
-    let e = agents_last_left_to_import(&doc, &tmp.path().join("tiny_results.json"));
+    let e = fails_as_imported(&agents_last(&doc, &tmp.path().join("tiny_results.json")));
     assert!(e.contains("memory_copy[0]"), "{e}");
 }
 
 /// Writes `doc` to `path` with its `agents` last (so every record is held back for
-/// them), asserts the direct reader leaves it to the import and returns the import's
-/// error.
-fn agents_last_left_to_import(doc: &serde_json::Value, path: &Path) -> String {
+/// them), as a run.
+fn agents_last(doc: &serde_json::Value, path: &Path) -> Run {
     let text = members_moved_last(&serde_json::to_string(doc).unwrap(), &["agents"]);
     std::fs::write(path, text).unwrap();
-    let run = one_run(path);
-    left_to_import(&run);
-    let tmp = tempfile::tempdir().unwrap();
-    rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
-        .unwrap_err()
-        .to_string()
+    one_run(path)
 }
 
 /// Two kernel records with the largest dispatch id, held back like every record, then a
 /// bad record: the import fails on its database at the second kernel record, before the
-/// bad one, so the object is left to it although the search for its error had refused
-/// the object already (found by review).
+/// bad one, and the direct reader reports that row as the import does, although the
+/// search for its error had refused the object already (found by review; D126).
 #[test]
-fn json_held_records_whose_import_fails_first_on_its_database_are_left_to_it() {
+fn json_held_records_with_no_id_left_fail_as_imported() {
     let tmp = tempfile::tempdir().unwrap();
     let mut doc = generated_doc(tmp.path(), 14);
     let object = &mut doc["rocprofiler-sdk-tool"][0];
@@ -1901,7 +1889,7 @@ fn json_held_records_whose_import_fails_first_on_its_database_are_left_to_it() {
         records["kernel_dispatch"][k]["dispatch_info"]["dispatch_id"] = serde_json::json!(i64::MAX);
     }
     records["memory_copy"][3]["start_timestamp"] = serde_json::json!("soon");
-    let e = agents_last_left_to_import(&doc, &tmp.path().join("full_results.json"));
+    let e = fails_as_imported(&agents_last(&doc, &tmp.path().join("full_results.json")));
     assert!(
         e.contains("buffer_records.kernel_dispatch[1]: its id is taken by an earlier row"),
         "{e}"
