@@ -1,5 +1,5 @@
 //! `--fallback-only`: rocprofv3 runs the direct readers used to leave to the import
-//! (D119-D121), read directly beside the way they were read before: imported into a RocPD
+//! (D119-D121, D125, D127), read directly beside the way they were read before: imported into a RocPD
 //! database by `rocpd_rocprofv3::import` (this binary's hidden `--import-run` mode), which
 //! `rocpd convert` then reads. Both give the same Perfetto file, which is checked.
 //!
@@ -12,6 +12,9 @@
 //!   text each but few distinct, more than the 2^19 texts kept before D121.
 //! * **distinct**: the same with every text distinct, more than the 2^19 distinct texts
 //!   kept before D125 (past 2^17 a stream keeps them in a file).
+//! * **threads**: a 2024-07 kernel trace (no thread column) of 1.2M kernels with one
+//!   counter value each, whose counter row gives the dispatch its thread: more than the
+//!   2^20 such threads the describing pass kept in memory before D127.
 
 use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
@@ -77,6 +80,44 @@ fn write_counted(dir: &Path, n: i64) -> Result<()> {
     });
     write_csv(
         &dir.join("counter_collection.csv"),
+        COUNTER_HEADER,
+        counters,
+    )
+}
+
+/// The threads run: a 2024-07 kernel trace (no thread column, dispatches numbered by row)
+/// of `n` kernels, and one counter value each, whose row gives the dispatch its thread
+/// (more than `MAX_GROUPS` such threads were imported before D127).
+fn write_threads(dir: &Path, n: i64) -> Result<()> {
+    const OLD_KERNEL_HEADER: &str = "\"Kind\",\"Agent_Id\",\"Queue_Id\",\"Kernel_Id\",\"Kernel_Name\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\",\"Private_Segment_Size\",\"Group_Segment_Size\",\"Workgroup_Size_X\",\"Workgroup_Size_Y\",\"Workgroup_Size_Z\",\"Grid_Size_X\",\"Grid_Size_Y\",\"Grid_Size_Z\"";
+    std::fs::create_dir_all(dir)?;
+    let start = |k: i64| 1_000_000 + k * 1000;
+    let kernels = (1..=n).map(|k| {
+        format!(
+            "\"KERNEL_DISPATCH\",1,1,{},\"kern{}\",{k},{},{},0,0,64,1,1,1024,1,1",
+            10 + k % 5,
+            k % 5,
+            start(k),
+            start(k) + 700
+        )
+    });
+    write_csv(
+        &dir.join("4242_kernel_trace.csv"),
+        OLD_KERNEL_HEADER,
+        kernels,
+    )?;
+    let counters = (1..=n).map(|k| {
+        format!(
+            "{k},{k},1,1,4242,{},1048576,{},\"kern{}\",64,0,0,8,0,16,\"SQ_WAVES\",{k}.000000,{},{}",
+            4242 + k % 8,
+            10 + k % 5,
+            k % 5,
+            start(k),
+            start(k) + 700
+        )
+    });
+    write_csv(
+        &dir.join("4242_counter_collection.csv"),
         COUNTER_HEADER,
         counters,
     )
@@ -193,7 +234,7 @@ fn file_hash(path: &Path) -> Result<u64> {
     }
 }
 
-/// The three inputs, into `dir` (the hidden `--prepare fallback DIR JSON SCALE` mode: in a
+/// The inputs, into `dir` (the hidden `--prepare fallback DIR JSON SCALE` mode: in a
 /// child, as every input, so that the parent's size does not raise the peaks measured).
 pub fn write_inputs(dir: &Path, markers_base: &Path, scale: i64) -> Result<()> {
     write_counted(&dir.join("counted"), 700_000 / scale)?;
@@ -201,7 +242,8 @@ pub fn write_inputs(dir: &Path, markers_base: &Path, scale: i64) -> Result<()> {
     let markers = dir.join("markers").join("markers_results.json");
     write_markers(markers_base, &markers, 700_000 / scale, 1000)?;
     let distinct = dir.join("distinct").join("distinct_results.json");
-    write_markers(markers_base, &distinct, 700_000 / scale, 700_000 / scale)
+    write_markers(markers_base, &distinct, 700_000 / scale, 700_000 / scale)?;
+    write_threads(&dir.join("threads"), 1_200_000 / scale)
 }
 
 pub fn section(
@@ -216,7 +258,8 @@ pub fn section(
     let decode = dir.join("decode");
     let markers = dir.join("markers").join("markers_results.json");
     let distinct = dir.join("distinct").join("distinct_results.json");
-    if !dir.join("distinct-done").exists() {
+    let threads = dir.join("threads");
+    if !dir.join("threads-done").exists() {
         let _ = std::fs::remove_dir_all(&dir);
         crate::prepare_in_child(&[
             "fallback".as_ref(),
@@ -224,9 +267,9 @@ pub fn section(
             markers_base.as_os_str(),
             scale.to_string().as_ref(),
         ])?;
-        std::fs::write(dir.join("distinct-done"), "")?;
+        std::fs::write(dir.join("threads-done"), "")?;
     }
-    println!("\nRuns imported before D119-D121 and D125, read directly against their import (-f pftrace):");
+    println!("\nRuns imported before D119-D121, D125 and D127, read directly against their import (-f pftrace):");
     let mut table = String::new();
     writeln!(
         table,
@@ -247,6 +290,7 @@ pub fn section(
         ("decode", &decode),
         ("markers", &markers),
         ("distinct", &distinct),
+        ("threads", &threads),
     ] {
         let direct_out = dir.join("out-direct");
         let ((seconds, kib), tmp) = pftrace_into(rocpd, input, &direct_out, &dir)?;

@@ -34,8 +34,8 @@
 //! memory does not grow with the trace (D101).
 //!
 //! Some runs are imported after all, because what the import does to them needs the
-//! database or passes the direct reader's bounds: threads given by counter rows, or rows
-//! given the next free id for a taken one (D110, D112, D113), past [`MAX_GROUPS`];
+//! database or passes the direct reader's bounds: rows given the next free id for a
+//! taken one (D110, D112, D113), past [`MAX_GROUPS`];
 //! dispatches with values past [`MAX_COUNTED`] (their PMC facts are kept by rank, D119);
 //! correlation ids that scatter (fewer than 16 kernels or copies per 512 ids, and pages
 //! past 1.5 times the input's size, D120); counter values in a run of more than 65,535
@@ -86,9 +86,9 @@ use crate::paged::{bytes_at, put_i64s, PageCache, PageLimits, PagedMap, Slot};
 use crate::sink::{Deferred, RowSink, Texts};
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
 
-/// The most entries the describing pass keeps in memory, one per thread a counter row
-/// gives a dispatch (16 bytes); a run with more is imported. (Flow groups and fill
-/// entries are paged, D101.)
+/// The most rows given the next free id for a taken one that the describing pass keeps
+/// in memory (24 bytes each); a run with more is imported. (Flow groups, fill entries
+/// and threads given by counter rows are paged, D101, D127.)
 pub const MAX_GROUPS: usize = 1 << 20;
 
 /// The most dispatches with counter values the PMC stream keeps the facts of (64 bytes
@@ -599,9 +599,9 @@ struct Description {
     pmcs: BTreeMap<i64, (i64, PmcRow)>,
     /// The dispatch ids of the kernel trace files (counter rows find them written).
     traced: IdSet,
-    /// Threads counter rows give dispatches that had none, by dispatch id, sorted (the
-    /// import's `set_dispatch_tid`).
-    counter_tids: Vec<(i64, i64)>,
+    /// Threads counter rows give dispatches that had none, by dispatch id (the import's
+    /// `set_dispatch_tid`), paged as the fill entries are (D101, D127).
+    counter_tids: PagedMap<FillEntry>,
     /// The dispatches with timed counter values: the PMC stream keeps their facts.
     counted: IdSet,
     /// How many.
@@ -697,9 +697,10 @@ struct Describe {
     /// The records the import's walk held back for tables after them, kept by
     /// [`json_import_error`]'s read only.
     held: Option<Held>,
-    /// Whether the import may fail at a row read so far, on a database error (an id whose
-    /// page was not kept when no larger id is left, [`Describe::note_taken`]): its first
-    /// error is then not an input error.
+    /// Whether the import may stop at a row read so far for want of an id, where the
+    /// describing pass cannot tell (an id whose page was not kept, or a JSON kernel record
+    /// the import may take as completing a dispatch, when no larger id is left;
+    /// [`Describe::note_taken`]): no input error found later is then known to be its first.
     import_fails_first: bool,
     /// Whether a JSON object is read.
     json: bool,
@@ -808,7 +809,7 @@ impl Describe {
     /// id with no larger one left is the import's error at this row, however else the
     /// row is refused, and the readers place it in the input as the import's readers do
     /// (D123, D126). An id whose page was not kept (`None`) may be taken: the import
-    /// would then fail on its database, so no input error found later is its own (D115).
+    /// may then stop there, so no input error found later is known to be its first (D115).
     fn note_taken(&mut self, inserted: Option<bool>, max: i64) -> Result<()> {
         if max != i64::MAX {
             return Ok(());
@@ -845,16 +846,6 @@ impl Describe {
         if let Some(s) = span(p) {
             self.d.pid_spans.insert(pid, s);
         }
-    }
-
-    /// Whether another counter thread entry fits [`MAX_GROUPS`].
-    fn room(&mut self) -> bool {
-        let d = &self.d;
-        let fits = d.counter_tids.len() < MAX_GROUPS;
-        if !fits {
-            self.refuse("more threads given by counter rows than the direct reader keeps");
-        }
-        fits
     }
 
     /// A kernel or copy: counted in the flow group of its correlation id, and a fill
@@ -986,7 +977,16 @@ impl RowSink for Describe {
         self.queue_stream(Some(d.queue_id), Some(d.stream_id));
         let mut written = d.dispatch_id;
         let inserted = self.dispatch_ids.insert(d.dispatch_id);
-        self.note_taken(inserted, self.dispatch_max)?;
+        // A JSON kernel record once counter records made dispatches: the import may
+        // complete the row its dispatch id names (an update, found by review of D126)
+        // rather than insert one, so no id need be left for it; the import decides.
+        let may_complete =
+            self.json && self.kind == Some(CsvKind::KernelTrace) && self.d.made_by_counters > 0;
+        if may_complete && inserted != Some(true) && self.dispatch_max == i64::MAX {
+            self.import_fails_first = true;
+        } else {
+            self.note_taken(inserted, self.dispatch_max)?;
+        }
         match inserted {
             Some(true) => {}
             Some(false) if self.refused.is_some() => {}
@@ -1124,9 +1124,12 @@ impl RowSink for Describe {
     }
     fn set_dispatch_tid(&mut self, dispatch_id: i64, pid: i64, tid: i64) -> Result<()> {
         self.thread(pid, Some(tid));
-        if self.threadless.contains(dispatch_id) && self.room() {
+        if self.threadless.contains(dispatch_id) {
+            match self.d.counter_tids.entry(dispatch_id)? {
+                Some(e) => e.tid = Some(tid),
+                None => self.refuse("dispatch ids too scattered"),
+            }
             self.threadless.remove(dispatch_id);
-            self.d.counter_tids.push((dispatch_id, tid));
         }
         Ok(())
     }
@@ -1292,6 +1295,7 @@ impl Describe {
             .groups
             .allow_input_bytes(bytes.saturating_add(bytes / 2));
         self.d.fills.allow_input_bytes(bytes / 2);
+        self.d.counter_tids.allow_input_bytes(bytes / 2);
     }
 
     /// A describer of the CSV run `plan`, allowed the bytes of the files the import reads
@@ -1344,7 +1348,10 @@ impl Describe {
                 skipped: Vec::new(),
                 pmcs: BTreeMap::new(),
                 traced: IdSet::default(),
-                counter_tids: Vec::new(),
+                counter_tids: PagedMap::new(
+                    page_limits(FILL_PAGES_IN_MEMORY),
+                    "threads given by counter rows",
+                ),
                 counted: IdSet::default(),
                 counted_dispatches: 0,
                 untimed_pmc: 0,
@@ -1434,8 +1441,6 @@ impl Describe {
         if let Some(why) = c.refused {
             self.refuse(why);
         }
-        // The budget of the two together.
-        self.room();
         true
     }
 }
@@ -2009,7 +2014,7 @@ impl DirectRunSource {
             .node
             .as_ref()
             .map_or_else(|| NodeRow::from_hostname(None).id, |n| n.id);
-        d.counter_tids.sort_unstable_by_key(|(id, _)| *id);
+        d.counter_tids.seal()?;
         d.groups.seal()?;
         Ok(Some(DirectRunSource {
             run: run.clone(),
@@ -2937,9 +2942,10 @@ const TEXT_PAGES_IN_MEMORY: usize = 128;
 /// Bytes of texts a [`TextSpill`] gathers before it writes them.
 const SPILL_PENDING: usize = 256 << 10;
 
-/// The texts a [`TextTable`] does not keep in memory: each one put is appended to an
-/// anonymous temporary file (gone with the stream, by a signal too) and read back by its
-/// place. Every text put comes from the input, so the file is smaller than the input.
+/// The texts a [`TextTable`] does not keep in memory (and the held records of [`Held`]):
+/// each one put is appended to an anonymous temporary file (gone with the stream, by a
+/// signal too) and read back by its place. A text table's texts all come from the input,
+/// so its file is smaller than the input.
 struct TextSpill {
     file: Option<std::fs::File>,
     /// Bytes in the file.
@@ -3149,6 +3155,8 @@ struct Rows<'a> {
     /// The pages of flow groups and fill entries this stream read last.
     group_pages: PageCache<Group>,
     fill_pages: PageCache<FillEntry>,
+    /// The page of threads given by counter rows this stream read last.
+    counter_tid_pages: PageCache<FillEntry>,
 }
 
 impl<'a> Rows<'a> {
@@ -3196,6 +3204,7 @@ impl<'a> Rows<'a> {
             texts: TextTable::new(&source.desc.marker_text_ids, &source.desc.external_text_ids),
             group_pages: PageCache::default(),
             fill_pages: PageCache::default(),
+            counter_tid_pages: PageCache::default(),
         }
     }
 
@@ -3454,8 +3463,14 @@ impl RowSink for Rows<'_> {
             self.created.insert(row_id);
         }
         // A thread a counter row gave, else the API call's (the import's order).
-        let counter_tid = || find_in(&desc.counter_tids, row_id).copied();
-        let tid = self.filled(d.tid.or_else(counter_tid))?;
+        let tid = match d.tid {
+            Some(t) => Some(t),
+            None => desc
+                .counter_tids
+                .lookup(row_id, &mut self.counter_tid_pages)?
+                .and_then(|e| e.tid),
+        };
+        let tid = self.filled(tid)?;
         if let Some(facts) = &mut self.facts {
             if desc.counted.contains(row_id) {
                 let p = &self.pending;
@@ -3744,7 +3759,7 @@ mod tests {
             x.threads,
             x.groups.records(),
             x.fills.records(),
-            x.counter_tids,
+            x.counter_tids.records(),
             d.file_events,
             d.file_kinds,
             x.made_by_counters,

@@ -1896,6 +1896,50 @@ fn json_held_records_with_no_id_left_fail_as_imported() {
     );
 }
 
+/// Two kernel records with the largest dispatch id and one correlation id, after
+/// counter records made dispatches: the import takes the second as completing the row
+/// the first wrote (an update, no id needed) and succeeds, so the direct reader must not
+/// report that no id is left; it leaves the object to the import (found by review of
+/// D126).
+#[test]
+fn json_kernel_records_completing_the_largest_dispatch_id_are_left_to_the_import() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = generated_doc(tmp.path(), 15);
+    let object = &mut doc["rocprofiler-sdk-tool"][0];
+    let counted = object["callback_records"]["counter_collection"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert!(counted > 0, "the generated object has counter records");
+    let kernels = object["buffer_records"]["kernel_dispatch"]
+        .as_array_mut()
+        .unwrap();
+    let internal = kernels[0]["correlation_id"]["internal"].clone();
+    for k in [0, 1] {
+        kernels[k]["dispatch_info"]["dispatch_id"] = serde_json::json!(i64::MAX);
+        kernels[k]["correlation_id"]["internal"] = internal.clone();
+    }
+    // serde_json sorts the members: in rocprofv3's order again, `counters` after
+    // `metadata` (counter records wait for both), the buffer records after the callback
+    // records, and both after the tables (`strings` first, which names the record kinds
+    // too).
+    let sorted = serde_json::to_string(&doc).unwrap();
+    let last = ["counters", "strings", "callback_records", "buffer_records"];
+    let text = members_moved_last(&sorted, &last);
+    let path = tmp.path().join("completed_results.json");
+    std::fs::write(&path, text).unwrap();
+    let run = one_run(&path);
+    for threads in [1, 2] {
+        let direct = DirectRunSource::open_on(&run, &ImportOptions::default(), threads);
+        assert!(
+            matches!(direct, Ok(None)),
+            "{threads} threads: {:?}",
+            direct.map(|d| d.is_some())
+        );
+    }
+    rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
+        .expect("the import completes the dispatch");
+}
+
 /// A JSON object whose API records repeat correlation ids (a record given twice, and
 /// one given the id of a later record) reads directly as imported (D110).
 #[test]

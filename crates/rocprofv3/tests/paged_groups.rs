@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
-use arrow_array::RecordBatch;
+use arrow_array::{Array, RecordBatch};
 use rocpd_model::{Projection, Table};
 use rocpd_pipeline::{Source, StreamOptions};
 use rocpd_rocprofv3::{DirectRunSource, ImportOptions, Run};
@@ -29,6 +29,9 @@ fn all_rows(source: &dyn Source) -> Vec<(Table, RecordBatch)> {
     }
     out
 }
+
+/// The page limit is the process's: the tests that lower it take turns.
+static PAGE_LIMIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn one_run(path: &Path) -> Run {
     let mut runs = rocpd_rocprofv3::group_runs(&[path.to_path_buf()]).unwrap();
@@ -59,6 +62,7 @@ fn generated(dir: &Path) -> [PathBuf; 2] {
 
 #[test]
 fn flow_groups_written_out_read_back_the_same() {
+    let _turn = PAGE_LIMIT.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     for path in generated(tmp.path()) {
         let run = one_run(&path);
@@ -89,4 +93,63 @@ fn flow_groups_written_out_read_back_the_same() {
         );
         rocpd_rocprofv3::set_pages_in_memory(0);
     }
+}
+
+/// A 2024-07 kernel trace (no thread column; dispatches numbered by row) beside a counter
+/// file whose rows give each dispatch its thread: the threads the counter rows give are
+/// paged (D127), and read back from the file give the rows they give in memory.
+#[test]
+fn threads_given_by_counter_rows_written_out_read_back_the_same() {
+    const N: i64 = 3_000;
+    let _turn = PAGE_LIMIT.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    let time = |i: i64| (1_000 + 10 * i, 1_005 + 10 * i);
+    let mut kernels = String::from(
+        "\"Kind\",\"Agent_Id\",\"Queue_Id\",\"Kernel_Id\",\"Kernel_Name\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\",\"Private_Segment_Size\",\"Group_Segment_Size\",\"Workgroup_Size_X\",\"Workgroup_Size_Y\",\"Workgroup_Size_Z\",\"Grid_Size_X\",\"Grid_Size_Y\",\"Grid_Size_Z\"\n",
+    );
+    let mut counters = String::from(
+        "\"Correlation_Id\",\"Dispatch_Id\",\"Agent_Id\",\"Queue_Id\",\"Process_Id\",\"Thread_Id\",\"Grid_Size\",\"Kernel_Id\",\"Kernel_Name\",\"Workgroup_Size\",\"LDS_Block_Size\",\"Scratch_Size\",\"VGPR_Count\",\"SGPR_Count\",\"Counter_Name\",\"Counter_Value\",\"Start_Timestamp\",\"End_Timestamp\"\n",
+    );
+    for i in 1..=N {
+        let (start, end) = time(i);
+        kernels.push_str(&format!(
+            "\"KERNEL_DISPATCH\",1,1,10,\"k\",{i},{start},{end},0,0,64,1,1,1024,1,1\n"
+        ));
+        counters.push_str(&format!(
+            "{i},{i},1,1,4242,{},1024,10,\"k\",64,0,0,8,16,\"SQ_WAVES\",{i},{start},{end}\n",
+            100 + i % 5
+        ));
+    }
+    std::fs::write(dir.join("4242_kernel_trace.csv"), kernels).unwrap();
+    std::fs::write(dir.join("4242_counter_collection.csv"), counters).unwrap();
+    let run = one_run(&dir);
+    let in_memory = all_rows(&open(&run, 2));
+    let dispatches = &in_memory
+        .iter()
+        .find(|(t, _)| *t == Table::KernelDispatch)
+        .expect("dispatches")
+        .1;
+    let column = |name: &str| {
+        dispatches
+            .column_by_name(name)
+            .expect(name)
+            .as_primitive::<arrow_array::types::Int64Type>()
+            .clone()
+    };
+    let (ids, tids) = (column("dispatch_id"), column("tid"));
+    assert_eq!(ids.len(), N as usize);
+    assert_eq!(tids.null_count(), 0);
+    for (id, tid) in ids.values().iter().zip(tids.values()) {
+        assert_eq!(*tid, 100 + id % 5, "dispatch {id}");
+    }
+    rocpd_rocprofv3::set_pages_in_memory(1);
+    let before = rocpd_rocprofv3::pages_written();
+    for threads in [1, 2] {
+        let paged = all_rows(&open(&run, threads));
+        assert!(paged == in_memory, "{threads} threads");
+    }
+    assert!(rocpd_rocprofv3::pages_written() > before, "pages went out");
+    rocpd_rocprofv3::set_pages_in_memory(0);
 }
