@@ -35,9 +35,9 @@
 //!
 //! Some runs are imported after all, because what the import does to them needs the
 //! database or passes the direct reader's bounds: rows given the next free id for a
-//! taken one (D110, D112, D113), past [`MAX_GROUPS`];
-//! dispatches with values past [`MAX_COUNTED`] (their PMC facts are kept by rank, D119);
-//! correlation ids that scatter (fewer than 16 kernels or copies per 512 ids, and pages
+//! taken one (D110, D112, D113), past [`MAX_GROUPS`]; more than 67M ids of one kind (the
+//! id sets' bound, which every paged map and [`MAX_COUNTED`] follow, D128); correlation
+//! ids that scatter (fewer than 16 kernels or copies per 512 ids, and pages
 //! past 1.5 times the input's size, D120); counter values in a run of more than 65,535
 //! agents, processes or event categories (D122). (A taken id with no larger one left is
 //! the import's error at that row, and the describing pass reports it the same, D126.)
@@ -92,9 +92,11 @@ use crate::{CsvKind, ImportOptions, ImportReport, Run};
 pub const MAX_GROUPS: usize = 1 << 20;
 
 /// The most dispatches with counter values the PMC stream keeps the facts of (64 bytes
-/// each, by their rank among those dispatches, in pages mostly on disk: the temporary
-/// file stays under 1 GiB; D101, D119); a run with more is imported.
-pub const MAX_COUNTED: usize = 1 << 24;
+/// each, by their rank among those dispatches, in pages mostly on disk; D101, D119): as
+/// many as the set of counted dispatch ids may hold (D128). Their file, up to 4 GiB, stays
+/// under the size of the counter rows that name them (one row of 100 bytes or more per
+/// dispatch and counter).
+pub const MAX_COUNTED: usize = MAX_ID_PAGES * 4096;
 
 /// The most pages of 4,096 ids each set of ids may use (512 bytes a page); a run whose
 /// ids scatter more is imported.
@@ -309,12 +311,20 @@ pub fn set_texts_in_memory(texts: usize) {
     TEXTS_IN_MEMORY_SET.store(texts, Ordering::Relaxed);
 }
 
-/// `default` pages in memory, or the test's setting; at most 2^15 pages in all (16M ids).
+/// Pages a paged map may have in all: as many ids as an [`IdSet`] may hold (67M), so
+/// that a map never refuses dense ids the id sets take (D128).
+const MAX_MAP_PAGES: usize = MAX_ID_PAGES * 4096 / crate::paged::SLOTS;
+
+// A map holds every id an id set does.
+const _: () = assert!(MAX_MAP_PAGES * crate::paged::SLOTS >= MAX_ID_PAGES * 4096);
+const _: () = assert!(MAX_COUNTED <= MAX_ID_PAGES * 4096);
+
+/// `default` pages in memory, or the test's setting; at most [`MAX_MAP_PAGES`] in all.
 fn page_limits(default: usize) -> PageLimits {
     let set = PAGES_IN_MEMORY.load(Ordering::Relaxed);
     PageLimits {
         resident: if set == 0 { default } else { set },
-        total: 1 << 15,
+        total: MAX_MAP_PAGES,
     }
 }
 
