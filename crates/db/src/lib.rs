@@ -605,10 +605,10 @@ pub(crate) mod tests {
 
     use rocpd_model::{Projection, Table};
 
-    use rocpd_pipeline::Source;
+    use rocpd_pipeline::{BatchStream, Source, StreamOptions};
 
-    use crate::query::Helpers;
-    use crate::Database;
+    use crate::query::{self, Helpers};
+    use crate::{quote_ident, Database};
 
     /// A generated one-process database under `dir`.
     pub(crate) fn one_process(dir: &Path, seed: u64, iterations: u32) -> PathBuf {
@@ -673,5 +673,77 @@ pub(crate) mod tests {
         let copies = at(&forked, Table::MemoryCopy);
         drop(forked[copies].stream().unwrap());
         assert_eq!((links(&fork), times(&fork)), (filled_links, 0));
+    }
+
+    /// The ids of the rows of `table`'s stream, if the database has one.
+    fn stream_ids(db: &Database, table: Table) -> Option<Vec<i64>> {
+        use arrow_array::cast::AsArray;
+        let mut queries = db.queries(0, 100, &Projection::all()).unwrap();
+        let q = queries.iter_mut().find(|q| q.table() == table)?;
+        let mut stream = q.stream().unwrap();
+        let mut ids = Vec::new();
+        while let Some(b) = stream.next_batch().unwrap() {
+            let column = b.column(rocpd_model::col::ID);
+            ids.extend(
+                column
+                    .as_primitive::<arrow_array::types::Int64Type>()
+                    .values(),
+            );
+        }
+        Some(ids)
+    }
+
+    /// A database without marker categories has no marker stream, and its region stream
+    /// (which then needs no filter) gives every region: those the marker stream gave
+    /// before the categories were renamed too.
+    #[test]
+    fn without_marker_categories_every_region_is_a_region() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = one_process(tmp.path(), 6, 4);
+        let renamed = tmp.path().join("renamed.db");
+        std::fs::copy(&path, &renamed).unwrap();
+        let before = Database::open(&path).unwrap();
+        let suffix = before.sets[0].suffix.clone();
+        let mut regions = stream_ids(&before, Table::Region).unwrap();
+        let markers = stream_ids(&before, Table::Marker).unwrap();
+        assert!(!markers.is_empty() && !regions.is_empty());
+        let conn = rusqlite::Connection::open(&renamed).unwrap();
+        let strings = quote_ident(&format!("rocpd_string{suffix}"));
+        let n = conn
+            .execute(
+                &format!(
+                    "UPDATE {strings} SET string = 'ROCTX_' || string WHERE string LIKE 'MARKER%'"
+                ),
+                [],
+            )
+            .unwrap();
+        assert!(n > 0);
+        drop(conn);
+        let after = Database::open(&renamed).unwrap();
+        assert!(query::has_marker_categories(&before.conn, &before.sets[0]));
+        assert!(!query::has_marker_categories(&after.conn, &after.sets[0]));
+        assert_eq!(stream_ids(&after, Table::Marker), None);
+        let mut all = stream_ids(&after, Table::Region).unwrap();
+        regions.extend(markers);
+        regions.sort_unstable();
+        all.sort_unstable();
+        assert_eq!(all, regions);
+        let counts = |db: &Database| Source::count_rows(db).unwrap();
+        let (b, a) = (counts(&before), counts(&after));
+        let n = |c: &[(Table, u64)], t: Table| c.iter().find(|(x, _)| *x == t).unwrap().1;
+        assert_eq!(n(&a, Table::Marker), 0);
+        assert_eq!(
+            n(&a, Table::Region),
+            n(&b, Table::Region) + n(&b, Table::Marker)
+        );
+        let options = StreamOptions {
+            projection: Projection::all(),
+            batch_rows: 100,
+            tables: None,
+        };
+        assert_eq!(
+            after.busy_streams(&options) + 1,
+            before.busy_streams(&options)
+        );
     }
 }

@@ -48,7 +48,37 @@ pub(crate) fn has_stream(set: &TableSet, table: Table) -> bool {
     set.table(main_base(table)).is_some()
 }
 
-fn build(set: &TableSet, table: Table, projection: &Projection) -> Option<Sql> {
+/// Whether any text of `set`'s strings table is a marker category (`MARKER_...`): when
+/// none is, no event is a marker, the marker stream has no rows and the region stream
+/// needs no filter (and so no joins before its sort). A failure reads as "maybe": the
+/// queries built then filter as always and report it.
+pub(crate) fn has_marker_categories(conn: &Connection, set: &TableSet) -> bool {
+    let Some(strings) = set.table("rocpd_string") else {
+        return false;
+    };
+    conn.query_row(
+        &format!("SELECT EXISTS (SELECT 1 FROM {strings} WHERE {MARKER_TEXT})"),
+        [],
+        |r| r.get::<_, bool>(0),
+    )
+    .unwrap_or(true)
+}
+
+/// A text that names a marker category, as the marker filter tests `CS.string`.
+const MARKER_TEXT: &str = "string LIKE 'MARKER\\_%' ESCAPE '\\'";
+
+/// Whether the stream of `table` may read markers apart: asked only for the region and
+/// marker streams, whose queries depend on it.
+fn markers_of(conn: &Connection, set: &TableSet, table: Table) -> bool {
+    matches!(table, Table::Region | Table::Marker) && has_marker_categories(conn, set)
+}
+
+/// The SQL of `table` over `set`; `markers` says whether the set has marker categories
+/// ([`has_marker_categories`]).
+fn build(set: &TableSet, table: Table, projection: &Projection, markers: bool) -> Option<Sql> {
+    if table == Table::Marker && !markers {
+        return None;
+    }
     let t = |base: &str| set.table(base);
     let with_args = projection.fills_in(table, "args");
     // A column outside the projection is selected as NULL: SQLite neither reads nor copies it.
@@ -158,13 +188,15 @@ fn build(set: &TableSet, table: Table, projection: &Projection) -> Option<Sql> {
             };
             let launched = launched(&mut joins);
             let filter = if table == Table::Marker {
-                marker_filter.to_string()
+                Some(marker_filter.to_string())
+            } else if markers {
+                Some(format!("NOT ({marker_filter})"))
             } else {
-                format!("NOT ({marker_filter})")
+                None
             };
             (
                 format!("{common}, COALESCE(NS.string, ''), {MESSAGE}, {args}, {launched}, {tail}"),
-                Some(filter),
+                filter,
                 count_joins,
             )
         }
@@ -484,6 +516,7 @@ const MARKER_SHARE: u64 = 8;
 /// `rowid` a column of its own hides counts as having rows.
 pub(crate) fn has_rows(conn: &Connection, set: &TableSet, table: Table) -> bool {
     rowid_span(conn, set, table).map_or(true, |span| span > 0)
+        && (table != Table::Marker || has_marker_categories(conn, set))
 }
 
 /// The span of the row ids of the table `table` is read from, 0 when it is empty.
@@ -506,7 +539,8 @@ fn rowid_span(conn: &Connection, set: &TableSet, table: Table) -> rusqlite::Resu
 
 /// Rows of `table` in `set` (the rows the stream will yield).
 pub(crate) fn count(conn: &Connection, path: &Path, set: &TableSet, table: Table) -> Result<u64> {
-    let Some(sql) = build(set, table, &Projection::all()) else {
+    let markers = markers_of(conn, set, table);
+    let Some(sql) = build(set, table, &Projection::all(), markers) else {
         return Ok(0);
     };
     conn.query_row(&sql.count, [], |r| r.get::<_, i64>(0))
@@ -568,7 +602,7 @@ impl<'c> TableQuery<'c> {
         projection: &Projection,
     ) -> Result<Option<Self>> {
         let Origin { source, ids } = origin;
-        let Some(sql) = build(set, table, projection) else {
+        let Some(sql) = build(set, table, projection, markers_of(conn, set, table)) else {
             return Ok(None);
         };
         let stmt = conn
@@ -757,6 +791,50 @@ mod tests {
         }
     }
 
+    /// Without marker categories the marker stream is not built, and the region stream
+    /// sorts its rows with no join and no filter; the other tables do not depend on it.
+    #[test]
+    fn without_marker_categories_regions_sort_without_joins() {
+        let set = every_table();
+        let all = Projection::all();
+        assert!(build(&set, Table::Marker, &all, false).is_none());
+        let region = build(&set, Table::Region, &all, false).unwrap();
+        let sorted = region.select.split(") O CROSS JOIN").next().unwrap();
+        assert!(
+            !sorted.contains("JOIN") && !sorted.contains("LIKE"),
+            "{sorted}"
+        );
+        assert!(!region.count.contains("JOIN"), "{}", region.count);
+        let filtered = build(&set, Table::Region, &all, true).unwrap();
+        assert!(filtered.select.contains("NOT (COALESCE(CS.string"));
+        for table in [Table::KernelDispatch, Table::MemoryCopy, Table::PmcValue] {
+            assert_eq!(
+                build(&set, table, &all, false).unwrap().select,
+                build(&set, table, &all, true).unwrap().select
+            );
+        }
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(&rocpd_schema::create_tables_sql("x"))
+            .unwrap();
+        let strings = set.table("rocpd_string").unwrap();
+        let has = |text: &str| {
+            conn.execute(&format!("DELETE FROM {strings}"), []).unwrap();
+            conn.execute(
+                &format!("INSERT INTO {strings} (id, string) VALUES (1, ?1)"),
+                [text],
+            )
+            .unwrap();
+            has_marker_categories(&conn, &set)
+        };
+        assert!(has("MARKER_CORE_API"));
+        assert!(
+            has("marker_core_api"),
+            "LIKE ignores ASCII case, as the filter does"
+        );
+        assert!(!has("MARKERS"));
+        assert!(!has("HIP_RUNTIME_API"));
+    }
+
     #[test]
     fn every_query_selects_one_column_per_model_column_but_source() {
         let set = every_table();
@@ -765,7 +843,7 @@ mod tests {
             .unwrap();
         build_helpers(&conn, Path::new("mem"), &set, Helpers::ALL).unwrap();
         for table in Table::ALL {
-            let sql = build(&set, table, &Projection::all()).unwrap();
+            let sql = build(&set, table, &Projection::all(), true).unwrap();
             let stmt = conn.prepare(&sql.select).unwrap();
             assert_eq!(
                 stmt.column_count() + 1,
@@ -781,8 +859,8 @@ mod tests {
     fn columns_outside_the_projection_are_not_selected() {
         let set = every_table();
         for table in Table::ALL {
-            let full = build(&set, table, &Projection::all()).unwrap().select;
-            let lean = build(&set, table, &Projection::without_json_text())
+            let full = build(&set, table, &Projection::all(), true).unwrap().select;
+            let lean = build(&set, table, &Projection::without_json_text(), true)
                 .unwrap()
                 .select;
             for expr in ["E.call_stack", "E.line_info", "X.extdata"] {
@@ -801,7 +879,7 @@ mod tests {
     fn a_pmc_stream_without_event_columns_joins_neither_event_nor_category() {
         let set = every_table();
         let joined = |p: &Projection, table: Table| {
-            let sql = build(&set, table, p).unwrap().select;
+            let sql = build(&set, table, p, true).unwrap().select;
             (sql.contains(" E ON "), sql.contains(" CS ON "))
         };
         let counters = Projection::without_json_text().without_event_columns_in(Table::PmcValue);
@@ -820,7 +898,7 @@ mod tests {
         build_helpers(&conn, Path::new("mem"), &set, Helpers::ALL).unwrap();
         let lean = Projection::without_json_text().without_in(Table::PmcValue, "category");
         let stmt = conn
-            .prepare(&build(&set, Table::PmcValue, &lean).unwrap().select)
+            .prepare(&build(&set, Table::PmcValue, &lean, true).unwrap().select)
             .unwrap();
         assert_eq!(stmt.column_count() + 1, Table::PmcValue.columns().len());
     }

@@ -295,7 +295,8 @@ impl Slot for Group {
 /// Pages of paged maps kept in memory instead of the defaults below; 0 for the defaults.
 static PAGES_IN_MEMORY: AtomicUsize = AtomicUsize::new(0);
 
-/// Sets how many pages each paged map (flow groups, PMC facts) keeps in memory; 0 for
+/// Sets how many pages each paged map (flow groups, fill entries, counter threads, PMC
+/// facts, dispatch checks, text references) keeps in memory; 0 for
 /// the defaults. Tests: 1 writes nearly every page out and reads it back.
 #[doc(hidden)]
 pub fn set_pages_in_memory(pages: usize) {
@@ -987,11 +988,12 @@ impl RowSink for Describe {
         self.queue_stream(Some(d.queue_id), Some(d.stream_id));
         let mut written = d.dispatch_id;
         let inserted = self.dispatch_ids.insert(d.dispatch_id);
-        // A JSON kernel record once counter records made dispatches: the import may
-        // complete the row its dispatch id names (an update, found by review of D126)
-        // rather than insert one, so no id need be left for it; the import decides.
+        // A JSON kernel record once counter records made events (timed dispatches or
+        // not): the import may complete the row its dispatch id names (an update, found
+        // by review of D126) rather than insert one, so no id need be left for it; the
+        // import decides.
         let may_complete =
-            self.json && self.kind == Some(CsvKind::KernelTrace) && self.d.made_by_counters > 0;
+            self.json && self.kind == Some(CsvKind::KernelTrace) && self.counter_events;
         if may_complete && inserted != Some(true) && self.dispatch_max == i64::MAX {
             self.import_fails_first = true;
         } else {

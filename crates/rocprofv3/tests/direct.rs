@@ -1904,40 +1904,56 @@ fn json_held_records_with_no_id_left_fail_as_imported() {
 #[test]
 fn json_kernel_records_completing_the_largest_dispatch_id_are_left_to_the_import() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut doc = generated_doc(tmp.path(), 15);
-    let object = &mut doc["rocprofiler-sdk-tool"][0];
-    let counted = object["callback_records"]["counter_collection"]
-        .as_array()
-        .map_or(0, Vec::len);
-    assert!(counted > 0, "the generated object has counter records");
-    let kernels = object["buffer_records"]["kernel_dispatch"]
-        .as_array_mut()
-        .unwrap();
-    let internal = kernels[0]["correlation_id"]["internal"].clone();
-    for k in [0, 1] {
-        kernels[k]["dispatch_info"]["dispatch_id"] = serde_json::json!(i64::MAX);
-        kernels[k]["correlation_id"]["internal"] = internal.clone();
-    }
-    // serde_json sorts the members: in rocprofv3's order again, `counters` after
-    // `metadata` (counter records wait for both), the buffer records after the callback
-    // records, and both after the tables (`strings` first, which names the record kinds
-    // too).
-    let sorted = serde_json::to_string(&doc).unwrap();
-    let last = ["counters", "strings", "callback_records", "buffer_records"];
-    let text = members_moved_last(&sorted, &last);
-    let path = tmp.path().join("completed_results.json");
-    std::fs::write(&path, text).unwrap();
-    let run = one_run(&path);
-    for threads in [1, 2] {
-        let direct = DirectRunSource::open_on(&run, &ImportOptions::default(), threads);
+    let generated = generated_doc(tmp.path(), 15);
+    // Counter records with their times, and without (they then make events only, and
+    // the import takes the kernel records as completing all the same).
+    for timed in [true, false] {
+        let mut doc = generated.clone();
+        let object = &mut doc["rocprofiler-sdk-tool"][0];
+        let counters = object["callback_records"]["counter_collection"]
+            .as_array_mut()
+            .unwrap();
         assert!(
-            matches!(direct, Ok(None)),
-            "{threads} threads: {:?}",
-            direct.map(|d| d.is_some())
+            !counters.is_empty(),
+            "the generated object has counter records"
         );
+        if !timed {
+            for c in counters.iter_mut() {
+                let data = c["dispatch_data"].as_object_mut().unwrap();
+                data.remove("start_timestamp");
+                data.remove("end_timestamp");
+            }
+        }
+        let kernels = object["buffer_records"]["kernel_dispatch"]
+            .as_array_mut()
+            .unwrap();
+        let internal = kernels[0]["correlation_id"]["internal"].clone();
+        for k in [0, 1] {
+            kernels[k]["dispatch_info"]["dispatch_id"] = serde_json::json!(i64::MAX);
+            kernels[k]["correlation_id"]["internal"] = internal.clone();
+        }
+        // serde_json sorts the members: in rocprofv3's order again, `counters` after
+        // `metadata` (counter records wait for both), the buffer records after the
+        // callback records, and both after the tables (`strings` first, which names the
+        // record kinds too).
+        let sorted = serde_json::to_string(&doc).unwrap();
+        let last = ["counters", "strings", "callback_records", "buffer_records"];
+        let text = members_moved_last(&sorted, &last);
+        let path = tmp.path().join(format!("completed{timed}_results.json"));
+        std::fs::write(&path, text).unwrap();
+        let run = one_run(&path);
+        for threads in [1, 2] {
+            let direct = DirectRunSource::open_on(&run, &ImportOptions::default(), threads);
+            assert!(
+                matches!(direct, Ok(None)),
+                "timed {timed}, {threads} threads: {:?}",
+                direct.map(|d| d.is_some())
+            );
+        }
+        let db = tmp.path().join(format!("{timed}.db"));
+        rocpd_rocprofv3::import(&run, &db, &ImportOptions::default())
+            .expect("the import completes the dispatch");
     }
-    rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
-        .expect("the import completes the dispatch");
 }
 
 /// A JSON object whose API records repeat correlation ids (a record given twice, and

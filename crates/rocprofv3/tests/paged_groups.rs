@@ -122,6 +122,21 @@ fn threads_given_by_counter_rows_written_out_read_back_the_same() {
             100 + i % 5
         ));
     }
+    // API calls launching every tenth kernel, on thread 4242: on two threads the counter
+    // file is then described beside them, and the threads it gives come back from the
+    // second describer; the counter rows' threads win over the calls' (the import's order).
+    let mut apis = String::from(
+        "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n",
+    );
+    for i in (1..=N).step_by(10) {
+        let (start, _) = time(i);
+        apis.push_str(&format!(
+            "\"HIP_RUNTIME_API\",\"hipLaunchKernel\",4242,4242,{i},{},{}\n",
+            start - 4,
+            start - 2
+        ));
+    }
+    std::fs::write(dir.join("4242_hip_api_trace.csv"), apis).unwrap();
     std::fs::write(dir.join("4242_kernel_trace.csv"), kernels).unwrap();
     std::fs::write(dir.join("4242_counter_collection.csv"), counters).unwrap();
     let run = one_run(&dir);
