@@ -287,13 +287,14 @@ impl Inputs {
             if job > first_failed.load(Ordering::SeqCst) {
                 return Ok(Err(None));
             }
+            // The source read directly, or why the run is imported.
             let found = match proton.get(job) {
                 Some((path, kind)) => {
-                    rocpd_proton::ProtonSource::open(path, *kind).map(|s| Some(Direct::Proton(s)))
+                    rocpd_proton::ProtonSource::open(path, *kind).map(|s| Ok(Direct::Proton(s)))
                 }
                 None => {
                     let run = &runs[job - proton.len()];
-                    rocpd_rocprofv3::DirectRunSource::open_on(run, &opts, per_run)
+                    rocpd_rocprofv3::DirectRunSource::open_or_why(run, &opts, per_run)
                         .map(|s| s.map(Direct::Rocprofv3))
                 }
             };
@@ -305,15 +306,24 @@ impl Inputs {
         // `Err(Some(e))`: failed to open; `Err(None)`: after a failure, not opened. The
         // first failure (job, error) is the one that counts.
         let mut direct = Vec::with_capacity(jobs);
+        let mut why_imported = Vec::with_capacity(jobs);
         let mut failed = None;
         for (job, o) in opened.into_iter().enumerate() {
             match o {
-                Ok(found) => direct.push(found),
+                Ok(Ok(found)) => {
+                    direct.push(Some(found));
+                    why_imported.push(None);
+                }
+                Ok(Err(why)) => {
+                    direct.push(None);
+                    why_imported.push(Some(why));
+                }
                 Err(e) => {
                     if failed.is_none() {
                         failed = e.map(|e| (job, e));
                     }
                     direct.push(None);
+                    why_imported.push(None);
                 }
             }
         }
@@ -367,6 +377,13 @@ impl Inputs {
                         return Err(Error::Usage("internal: an import was skipped".into()));
                     };
                     self.skipped_rows += report.skipped_rows;
+                    if let Some(why) = why_imported.get(job).copied().flatten() {
+                        // The slow way round, and a temporary database: say why.
+                        self.notes.push(format!(
+                            "{}: imported into a temporary database before reading, not read directly ({why})",
+                            run.label
+                        ));
+                    }
                     for s in report.skipped.iter().chain(&report.ignored) {
                         self.notes.push(format!("{}: {s}", run.label));
                     }

@@ -638,3 +638,45 @@ fn an_error_in_the_import_of_an_earlier_run_comes_before_a_later_run_error() {
         .to_string();
     assert!(e.contains("b_kernel_trace.csv"), "{e}");
 }
+
+/// A run the direct reader leaves to the import says so in the notes, with why: it is
+/// slower and writes a temporary database. A run read directly says nothing of the kind.
+#[test]
+fn a_run_left_to_the_import_says_why_in_the_notes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = rocpd_gen::GenConfig {
+        seed: 21,
+        processes: 1,
+        iterations: 3,
+        ..Default::default()
+    };
+    let db = rocpd_gen::generate(&cfg, &tmp.path().join("gen"))
+        .unwrap()
+        .remove(0);
+    let (json, _) = rocpd_gen::export_json(&db, &tmp.path().join("json")).unwrap();
+    let text = std::fs::read_to_string(&json).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut metadata = doc["rocprofiler-sdk-tool"][0]["metadata"].clone();
+    metadata["node"]["hostname"] = serde_json::json!("elsewhere");
+    let end = text.trim_end().strip_suffix("}]}").unwrap();
+    let again = tmp.path().join("again");
+    std::fs::create_dir(&again).unwrap();
+    let path = again.join("again_results.json");
+    std::fs::write(&path, format!("{end},\"metadata\":{metadata}}}]}}")).unwrap();
+    let notes = |p: &Path| {
+        Inputs::open(&[p], &Default::default())
+            .unwrap()
+            .import_notes()
+    };
+    let imported = notes(&path);
+    assert!(
+        imported.iter().any(|n| n.contains("again_results.json")
+            && n.contains("not read directly (metadata after records)")),
+        "{imported:?}"
+    );
+    let direct = notes(&json);
+    assert!(
+        !direct.iter().any(|n| n.contains("not read directly")),
+        "{direct:?}"
+    );
+}

@@ -816,6 +816,15 @@ impl Describe {
         self.refused.get_or_insert(why);
     }
 
+    /// Why the import, not this describer, must read the run, if it knows: the import
+    /// may stop for want of an id where this read cannot tell, or the read refused.
+    fn why_imported(&self) -> Option<&'static str> {
+        if self.import_fails_first {
+            return Some("the import may run out of ids where the direct reader cannot tell");
+        }
+        self.refused
+    }
+
     /// Checks a row id `inserted` into a table whose largest id so far is `max`: a taken
     /// id with no larger one left is the import's error at this row, however else the
     /// row is refused, and the readers place it in the input as the import's readers do
@@ -1463,15 +1472,19 @@ fn file_bytes(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
-/// The describing pass over `plan` (see the module documentation); `None` when the run
-/// must be imported. With `threads` of two or more, the counter files are read beside
+/// What a describing pass gives: the description and the run's report, or why the run is
+/// imported instead.
+type Described = std::result::Result<(Describe, ImportReport), &'static str>;
+
+/// Why a run whose describing read failed, not on its input and not by a refusal (a
+/// temporary file), is imported.
+const NOT_THE_INPUT: &str = "a describing read failed on something other than the input";
+
+/// The describing pass over `plan` (see the module documentation); `Err(why)` when the
+/// run must be imported. With `threads` of two or more, the counter files are read beside
 /// the API files, unless their rows make dispatches (then the run is described again,
 /// in order).
-fn describe_run(
-    plan: &CsvPlan,
-    opts: &ImportOptions,
-    threads: usize,
-) -> Result<Option<(Describe, ImportReport)>> {
+fn describe_run(plan: &CsvPlan, opts: &ImportOptions, threads: usize) -> Result<Described> {
     // API files last: the groups of their calls exist by then. No kind's rows depend on
     // the API files' (the import reads them second only by convention). The others keep
     // the import's order, in one read as the import does: counter rows find the kernel
@@ -1495,7 +1508,7 @@ fn describe_run(
         let mut reports = BTreeMap::new();
         let read = csv_import::read_files(plan, &others, &mut describe, opts, &mut reports);
         if describe.failed(&read) {
-            return csv_import_error(plan, opts, [read]);
+            return csv_import_error(plan, opts, [read], describe.refused);
         }
         let mut side = describe.for_counters(plan);
         let mut side_reports = BTreeMap::new();
@@ -1510,12 +1523,15 @@ fn describe_run(
             (side, api)
         });
         if side.failed(&side_read) || api_read.is_err() {
-            return csv_import_error(plan, opts, [side_read, api_read]);
+            let why = side.refused.or(describe.refused);
+            return csv_import_error(plan, opts, [side_read, api_read], why);
         }
         if describe.absorb_counters(side) {
             reports.extend(side_reports);
-            let done = !describe.failed(&api_read);
-            return Ok(done.then(|| (describe, crate::merged_reports(reports))));
+            if describe.failed(&api_read) {
+                return Ok(Err(describe.refused.unwrap_or(NOT_THE_INPUT)));
+            }
+            return Ok(Ok((describe, crate::merged_reports(reports))));
         }
     }
     let mut describe = Describe::for_csv(plan);
@@ -1523,10 +1539,10 @@ fn describe_run(
     for files in [targets, apis] {
         let read = csv_import::read_files(plan, &files, &mut describe, opts, &mut reports);
         if describe.failed(&read) {
-            return csv_import_error(plan, opts, [read]);
+            return csv_import_error(plan, opts, [read], describe.refused);
         }
     }
-    Ok(Some((describe, crate::merged_reports(reports))))
+    Ok(Ok((describe, crate::merged_reports(reports))))
 }
 
 /// After a describing read of a CSV run failed with `reads` (one or two reads' results):
@@ -1537,19 +1553,22 @@ fn describe_run(
 /// import's. Reading the files again in the import's order, through a describer, stops at
 /// the import's: the same row parsers on the same files in the same order, and the
 /// describer answers their lookups (dispatches, kernels, counters) as the database does.
-/// `Ok(None)` (the run is imported, which reports what it finds) when no read failed on
-/// the input (a refusal, a temporary file) or the ordered read finds no input error.
+/// `Ok(Err(why))` (the run is imported, which reports what it finds) when no read failed
+/// on the input (a refusal, `refused`, or a temporary file) or the ordered read finds no
+/// input error.
 fn csv_import_error<const N: usize>(
     plan: &CsvPlan,
     opts: &ImportOptions,
     reads: [Result<()>; N],
-) -> Result<Option<(Describe, ImportReport)>> {
+    refused: Option<&'static str>,
+) -> Result<Described> {
+    let why = refused.unwrap_or(NOT_THE_INPUT);
     let input_error = |r: &Result<()>| match r {
         Err(Error::Input { file, .. }) => plan.files.iter().any(|(p, _)| p == file),
         _ => false,
     };
     if !reads.iter().any(input_error) {
-        return Ok(None);
+        return Ok(Err(why));
     }
     let mut ordered = Describe::new(plan.files.len());
     let mut report = ImportReport::default();
@@ -1557,7 +1576,7 @@ fn csv_import_error<const N: usize>(
     if input_error(&read) && !ordered.import_fails_first {
         read?;
     }
-    Ok(None)
+    Ok(Err(ordered.why_imported().unwrap_or(why)))
 }
 
 /// The kinds of JSON record sections the describing pass reads first: all but the API
@@ -1574,14 +1593,14 @@ const JSON_TARGETS: &[CsvKind] = &[
 /// The describing pass over process object `index` of a rocprofv3 JSON file, in two
 /// reads: every section but the API calls, then the API calls (the flow groups exist by
 /// then). With `threads` of two or more, the first read's kernel records are read on a
-/// second thread beside the rest ([`Speculation`]). `None` when the object must be
+/// second thread beside the rest ([`Speculation`]). `Err(why)` when the object must be
 /// imported.
 fn describe_json(
     path: &Path,
     index: usize,
     opts: &ImportOptions,
     threads: usize,
-) -> Result<Option<(Describe, ImportReport)>> {
+) -> Result<Described> {
     let mut describe = Describe::for_json(path);
     // The reads take the object's sections in another order than the import: skip
     // reasons are kept by place and put in its order at the end (D111).
@@ -1655,7 +1674,7 @@ fn describe_json(
     if let Some(ordered) = report.ordered.take() {
         ordered.into_report(&mut report);
     }
-    Ok(Some((describe, report)))
+    Ok(Ok((describe, report)))
 }
 
 /// How [`describe_kernels_beside`] ended.
@@ -1685,9 +1704,10 @@ fn json_import_error(
     index: usize,
     opts: &ImportOptions,
     failed: &Describe,
-) -> Result<Option<(Describe, ImportReport)>> {
+) -> Result<Described> {
+    let why = failed.why_imported().unwrap_or(NOT_THE_INPUT);
     if !failed.input_failed {
-        return Ok(None);
+        return Ok(Err(why));
     }
     let mut ordered = Describe::for_json(path);
     ordered.held = Some(Held::default());
@@ -1696,7 +1716,9 @@ fn json_import_error(
         json_import::read_process(path, index, &Wanted::ALL, &mut ordered, opts, &mut report);
     match read {
         Err(e @ Error::Input { .. }) if !ordered.import_fails_first => Err(e),
-        _ => Ok(None),
+        // This walk holds records back, which refuses: only its want of ids tells more.
+        _ if ordered.import_fails_first => Ok(Err(ordered.why_imported().unwrap_or(why))),
+        _ => Ok(Err(why)),
     }
 }
 
@@ -1933,6 +1955,16 @@ impl DirectRunSource {
     /// counter files are described beside its API files, and its streams' tables are
     /// read side by side when the first is opened.
     pub fn open_on(run: &Run, opts: &ImportOptions, threads: usize) -> Result<Option<Self>> {
+        Ok(Self::open_or_why(run, opts, threads)?.ok())
+    }
+
+    /// [`DirectRunSource::open_on`], saying why when the run must be imported: a short
+    /// phrase ("dispatch ids too scattered", ...) for the user's report.
+    pub fn open_or_why(
+        run: &Run,
+        opts: &ImportOptions,
+        threads: usize,
+    ) -> Result<std::result::Result<Self, &'static str>> {
         // The import's first step, and so its error when the guid is bad.
         let guid = crate::guid::run_guid(run)?;
         let (input, described) = match &run.source {
@@ -1943,15 +1975,16 @@ impl DirectRunSource {
             }
             crate::RunSource::Json { index, .. } => {
                 let Some(path) = run.files.first() else {
-                    return Ok(None);
+                    return Ok(Err("a JSON run without its file"));
                 };
                 let described = describe_json(path, *index, opts, threads)?;
                 let (path, index) = (path.clone(), *index);
                 (Input::Json { path, index }, described)
             }
         };
-        let Some((describe, report)) = described else {
-            return Ok(None);
+        let (describe, report) = match described {
+            Ok(d) => d,
+            Err(why) => return Ok(Err(why)),
         };
         let mut describe = describe;
         let events = std::mem::take(&mut describe.file_events);
@@ -1996,7 +2029,9 @@ impl DirectRunSource {
                 .contains(&Some(CsvKind::CounterCollection)),
         };
         if !d.moved_dispatches.is_empty() && counted {
-            return Ok(None);
+            return Ok(Err(
+                "kernel records with a taken dispatch id beside counter records",
+            ));
         }
         // A PMC fact keeps its dispatch's agent, pid and category as 2-byte indexes: a run
         // with more distinct ones (only a crafted one) is left to the import.
@@ -2005,7 +2040,9 @@ impl DirectRunSource {
         if d.counted_dispatches > 0
             && (many_agents || d.processes.len() > index || describe.categories.len() > index)
         {
-            return Ok(None);
+            return Ok(Err(
+                "counter values in a run of more than 65,535 agents, processes or categories",
+            ));
         }
         // The threads the import fills in from the API calls.
         let pid = match &input {
@@ -2028,7 +2065,7 @@ impl DirectRunSource {
             .map_or_else(|| NodeRow::from_hostname(None).id, |n| n.id);
         d.counter_tids.seal()?;
         d.groups.seal()?;
-        Ok(Some(DirectRunSource {
+        Ok(Ok(DirectRunSource {
             run: run.clone(),
             input,
             guid,
