@@ -89,6 +89,9 @@ pub struct Database {
     sets: Vec<TableSet>,
     /// Per table set, whether its helper tables exist, and which are filled.
     helpers_built: Vec<std::cell::Cell<(bool, query::Helpers)>>,
+    /// Per table set, whether it has marker categories (D129): asked once, here, and
+    /// shared with forks, so that every handle builds the same streams.
+    markers: Vec<bool>,
     /// The private copy of a database with pending journal or WAL content, if any (shared
     /// with the database's forks). Last, so that the connection is closed before the
     /// copy is removed.
@@ -220,6 +223,10 @@ impl Database {
         let kib = options.cache_kib.max(64);
         let conn = connect(path, &read_path, copy.is_some(), kib)?;
         let sets = detect::table_sets(&conn, path)?;
+        let markers = sets
+            .iter()
+            .map(|s| query::has_marker_categories(&conn, s))
+            .collect();
         Ok(Database {
             path: path.to_path_buf(),
             read_path,
@@ -228,7 +235,14 @@ impl Database {
             conn,
             helpers_built: sets.iter().map(|_| Default::default()).collect(),
             sets,
+            markers,
         })
+    }
+
+    /// Whether table set `i` has marker categories (D129); unknown sets read as having
+    /// them, the query as it always was.
+    fn has_markers(&self, i: usize) -> bool {
+        self.markers.get(i).copied().unwrap_or(true)
     }
 
     /// Another connection to the same file (or private copy), for [`Source::fork`]: its
@@ -248,6 +262,7 @@ impl Database {
             conn,
             sets: self.sets.clone(),
             helpers_built: self.sets.iter().map(|_| Default::default()).collect(),
+            markers: self.markers.clone(),
         })
     }
 
@@ -347,6 +362,7 @@ impl Database {
                     query::Origin {
                         source: first_source + i as u32,
                         ids: ids.clone(),
+                        markers: self.has_markers(i),
                     },
                     batch_rows,
                     projection,
@@ -368,8 +384,8 @@ impl Database {
         let mut out = Vec::new();
         for table in Table::ALL {
             let mut n = 0;
-            for set in &self.sets {
-                n += query::count(&self.conn, &self.path, set, table)?;
+            for (i, set) in self.sets.iter().enumerate() {
+                n += query::count(&self.conn, &self.path, set, table, self.has_markers(i))?;
             }
             out.push((table, n));
         }
@@ -559,10 +575,12 @@ impl Source for Database {
     fn stream_count(&self) -> usize {
         self.sets
             .iter()
-            .map(|set| {
+            .enumerate()
+            .map(|(i, set)| {
                 Table::ALL
                     .iter()
                     .filter(|t| query::has_stream(set, **t))
+                    .filter(|t| **t != Table::Marker || self.has_markers(i))
                     .count()
             })
             .sum()
@@ -587,10 +605,14 @@ impl Source for Database {
     fn busy_streams(&self, options: &StreamOptions) -> usize {
         self.sets
             .iter()
-            .map(|set| {
+            .enumerate()
+            .map(|(i, set)| {
+                let markers = self.has_markers(i);
                 Table::ALL
                     .iter()
-                    .filter(|t| options.wants(**t) && query::has_rows(&self.conn, set, **t))
+                    .filter(|t| {
+                        options.wants(**t) && query::has_rows(&self.conn, set, **t, markers)
+                    })
                     .count()
             })
             .sum()

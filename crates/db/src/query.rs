@@ -67,12 +67,6 @@ pub(crate) fn has_marker_categories(conn: &Connection, set: &TableSet) -> bool {
 /// A text that names a marker category, as the marker filter tests `CS.string`.
 const MARKER_TEXT: &str = "string LIKE 'MARKER\\_%' ESCAPE '\\'";
 
-/// Whether the stream of `table` may read markers apart: asked only for the region and
-/// marker streams, whose queries depend on it.
-fn markers_of(conn: &Connection, set: &TableSet, table: Table) -> bool {
-    matches!(table, Table::Region | Table::Marker) && has_marker_categories(conn, set)
-}
-
 /// The SQL of `table` over `set`; `markers` says whether the set has marker categories
 /// ([`has_marker_categories`]).
 fn build(set: &TableSet, table: Table, projection: &Projection, markers: bool) -> Option<Sql> {
@@ -514,9 +508,10 @@ const MARKER_SHARE: u64 = 8;
 
 /// Whether the table `table` is read from has a row (one index seek); a table whose
 /// `rowid` a column of its own hides counts as having rows.
-pub(crate) fn has_rows(conn: &Connection, set: &TableSet, table: Table) -> bool {
-    rowid_span(conn, set, table).map_or(true, |span| span > 0)
-        && (table != Table::Marker || has_marker_categories(conn, set))
+/// `markers`: whether the set has marker categories ([`has_marker_categories`]).
+pub(crate) fn has_rows(conn: &Connection, set: &TableSet, table: Table, markers: bool) -> bool {
+    (table != Table::Marker || markers)
+        && rowid_span(conn, set, table).map_or(true, |span| span > 0)
 }
 
 /// The span of the row ids of the table `table` is read from, 0 when it is empty.
@@ -538,8 +533,13 @@ fn rowid_span(conn: &Connection, set: &TableSet, table: Table) -> rusqlite::Resu
 }
 
 /// Rows of `table` in `set` (the rows the stream will yield).
-pub(crate) fn count(conn: &Connection, path: &Path, set: &TableSet, table: Table) -> Result<u64> {
-    let markers = markers_of(conn, set, table);
+pub(crate) fn count(
+    conn: &Connection,
+    path: &Path,
+    set: &TableSet,
+    table: Table,
+    markers: bool,
+) -> Result<u64> {
     let Some(sql) = build(set, table, &Projection::all(), markers) else {
         return Ok(0);
     };
@@ -556,7 +556,7 @@ pub(crate) fn count_untimed_pmc(conn: &Connection, path: &Path, set: &TableSet) 
     let total: i64 = conn
         .query_row(&format!("SELECT COUNT(*) FROM {pmc}"), [], |r| r.get(0))
         .map_err(|e| query_error(path, pmc.trim_matches('"'), e))?;
-    Ok(total as u64 - count(conn, path, set, Table::PmcValue)?)
+    Ok(total as u64 - count(conn, path, set, Table::PmcValue, false)?)
 }
 
 /// String bytes per batch for a stream of `batch_rows`-row batches: 512 bytes a row on
@@ -589,6 +589,9 @@ pub struct TableQuery<'c> {
 pub(crate) struct Origin {
     pub source: u32,
     pub ids: Option<Arc<Ids>>,
+    /// Whether the set has marker categories ([`has_marker_categories`], asked once when
+    /// the database is opened, so that every fork splits the regions alike).
+    pub markers: bool,
 }
 
 impl<'c> TableQuery<'c> {
@@ -601,8 +604,12 @@ impl<'c> TableQuery<'c> {
         batch_rows: usize,
         projection: &Projection,
     ) -> Result<Option<Self>> {
-        let Origin { source, ids } = origin;
-        let Some(sql) = build(set, table, projection, markers_of(conn, set, table)) else {
+        let Origin {
+            source,
+            ids,
+            markers,
+        } = origin;
+        let Some(sql) = build(set, table, projection, markers) else {
             return Ok(None);
         };
         let stmt = conn

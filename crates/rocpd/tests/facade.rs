@@ -668,6 +668,19 @@ fn a_run_left_to_the_import_says_why_in_the_notes() {
             .unwrap()
             .import_notes()
     };
+    // A Proton input first: its job comes before the runs', and the reason must stay
+    // with its run.
+    let proton = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/proton/generated_cpu/tree_edgecases_v3.9.0.hatchet");
+    let both = Inputs::open(&[proton.as_path(), path.as_path()], &Default::default())
+        .unwrap()
+        .import_notes();
+    let with_reason: Vec<&String> = both
+        .iter()
+        .filter(|n| n.contains("not read directly"))
+        .collect();
+    assert_eq!(with_reason.len(), 1, "{both:?}");
+    assert!(with_reason[0].contains("again_results.json"), "{both:?}");
     let imported = notes(&path);
     assert!(
         imported.iter().any(|n| n.contains("again_results.json")

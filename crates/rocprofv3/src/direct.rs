@@ -35,7 +35,8 @@
 //!
 //! Some runs are imported after all, because what the import does to them needs the
 //! database or passes the direct reader's bounds: rows given the next free id for a
-//! taken one (D110, D112, D113), past [`MAX_GROUPS`]; more than 67M ids of one kind (the
+//! taken one (D110, D112, D113) when they scatter as no paged map keeps them (D131); more
+//! than 67M ids of one kind (the
 //! id sets' bound, which every paged map and [`MAX_COUNTED`] follow, D128); correlation
 //! ids that scatter (fewer than 16 kernels or copies per 512 ids, and pages
 //! past 1.5 times the input's size, D120); counter values in a run of more than 65,535
@@ -85,11 +86,6 @@ use crate::json_import::{self, Spans, Wanted};
 use crate::paged::{bytes_at, put_i64s, PageCache, PageLimits, PagedMap, Slot};
 use crate::sink::{Deferred, RowSink, Texts};
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
-
-/// The most rows given the next free id for a taken one that the describing pass keeps
-/// in memory (24 bytes each); a run with more is imported. (Flow groups, fill entries
-/// and threads given by counter rows are paged, D101, D127.)
-pub const MAX_GROUPS: usize = 1 << 20;
 
 /// The most dispatches with counter values the PMC stream keeps the facts of (64 bytes
 /// each, by their rank among those dispatches, in pages mostly on disk; D101, D119): as
@@ -359,6 +355,32 @@ impl Slot for FillEntry {
     }
 }
 
+/// The row id the import gives a row whose id an earlier row took (D110, D112), in a
+/// paged map (D131).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct MovedId(Option<i64>);
+
+impl Slot for MovedId {
+    const BYTES: usize = 9;
+    fn put(&self, out: &mut [u8]) {
+        out[0] = u8::from(self.0.is_some());
+        put_i64s(&mut out[1..], &[self.0.unwrap_or(0)]);
+    }
+    fn take(b: &[u8]) -> Self {
+        MovedId((b[0] != 0).then(|| i64::from_le_bytes(bytes_at(b, 1))))
+    }
+}
+
+/// Where a moved row lies while it is described, before event ids are known: its file
+/// (or section) and its event's ordinal in it. Ordinals are dense within a file, so the
+/// map's pages fill; `None` past 2^40 events in a file.
+fn moved_key(file: usize, ordinal: i64) -> Option<i64> {
+    let file = i64::try_from(file).ok().filter(|&f| f < 1 << 22)?;
+    (0..1 << 40)
+        .contains(&ordinal)
+        .then_some(file << 40 | ordinal)
+}
+
 /// Pages of dispatch checks (4.5 KiB each) a JSON object's describing pass keeps in
 /// memory, for the dispatches counter records made and, at two threads, the kernel
 /// records read beside: 1 MiB each, 114,688 dispatch ids (D101).
@@ -394,12 +416,6 @@ impl Slot for Check {
             made: b[8] != 0,
         }
     }
-}
-
-/// The entry of correlation id `s` in entries sorted by id.
-fn find_in<T>(entries: &[(i64, T)], s: i64) -> Option<&T> {
-    let i = entries.binary_search_by_key(&s, |(k, _)| *k).ok()?;
-    Some(&entries[i].1)
 }
 
 /// The most bytes of held-back JSON records [`json_import_error`] keeps in memory to
@@ -530,7 +546,7 @@ const NO_ID_LEFT: &str = "no id left for a row with a taken id";
 fn move_taken(
     ids: &mut IdSet,
     max: i64,
-    moved: &mut Vec<(usize, i64, i64)>,
+    moved: &mut PagedMap<MovedId>,
     place: Option<(usize, i64)>,
 ) -> std::result::Result<i64, &'static str> {
     let Some((file, ordinal)) = place else {
@@ -539,13 +555,16 @@ fn move_taken(
     let Some(next) = max.checked_add(1) else {
         return Err(NO_ID_LEFT);
     };
-    if moved.len() >= MAX_GROUPS {
-        return Err("more rows with a taken id than the direct reader keeps");
-    }
+    let key =
+        moved_key(file, ordinal).ok_or("more events in a file than the direct reader numbers")?;
     if ids.insert(next).is_none() {
         return Err("ids too scattered");
     }
-    moved.push((file, ordinal, next));
+    match moved.entry(key) {
+        Ok(Some(slot)) => *slot = MovedId(Some(next)),
+        Ok(None) => return Err("rows with a taken id too scattered"),
+        Err(_) => return Err("a temporary file failed"),
+    }
     Ok(next)
 }
 
@@ -591,10 +610,10 @@ struct Description {
     /// The first event id of each file of the plan (import order).
     first_event: Vec<i64>,
     /// The region ids the import gives API rows whose correlation id an earlier row took,
-    /// by event id, sorted.
-    moved_regions: Vec<(i64, i64)>,
+    /// by event id (sealed once described; D131).
+    moved_regions: PagedMap<MovedId>,
     /// The same of kernel rows whose dispatch id an earlier row took (D112).
-    moved_dispatches: Vec<(i64, i64)>,
+    moved_dispatches: PagedMap<MovedId>,
     /// Flow groups of kernels and copies by correlation id (sealed once described).
     groups: PagedMap<Group>,
     /// The correlation ids of rows without a thread (copies, allocations, old dispatches),
@@ -680,11 +699,12 @@ struct Describe {
     /// id is one past the larger of its largest id and its sequence, which starts at 0.
     region_max: i64,
     /// API rows whose correlation id an earlier one took, by (file or section, event
-    /// ordinal in it), with the id the import gives them instead.
-    moved_regions: Vec<(usize, i64, i64)>,
+    /// ordinal in it; [`moved_key`]), with the id the import gives them instead, paged
+    /// (D131).
+    moved_regions: PagedMap<MovedId>,
     /// The largest dispatch row id written, or 0, and the kernel rows moved as above.
     dispatch_max: i64,
-    moved_dispatches: Vec<(usize, i64, i64)>,
+    moved_dispatches: PagedMap<MovedId>,
     /// Dispatch ids written with time, from kernel traces and counter rows.
     dispatch_ids: IdSet,
     /// Of those, the ones without a thread yet.
@@ -816,13 +836,11 @@ impl Describe {
         self.refused.get_or_insert(why);
     }
 
-    /// Why the import, not this describer, must read the run, if it knows: the import
-    /// may stop for want of an id where this read cannot tell, or the read refused.
+    /// Why the import, not this describer, must read the run, if it knows: the read
+    /// refused, or the import may stop for want of an id where this read cannot tell.
     fn why_imported(&self) -> Option<&'static str> {
-        if self.import_fails_first {
-            return Some("the import may run out of ids where the direct reader cannot tell");
-        }
         self.refused
+            .or_else(|| self.import_fails_first.then_some(MAY_RUN_OUT))
     }
 
     /// Checks a row id `inserted` into a table whose largest id so far is `max`: a taken
@@ -1317,6 +1335,8 @@ impl Describe {
             .allow_input_bytes(bytes.saturating_add(bytes / 2));
         self.d.fills.allow_input_bytes(bytes / 2);
         self.d.counter_tids.allow_input_bytes(bytes / 2);
+        self.moved_regions.allow_input_bytes(bytes / 2);
+        self.moved_dispatches.allow_input_bytes(bytes / 2);
     }
 
     /// A describer of the CSV run `plan`, allowed the bytes of the files the import reads
@@ -1360,8 +1380,14 @@ impl Describe {
                 agents: Agents::default(),
                 symbols: BTreeMap::new(),
                 first_event: Vec::new(),
-                moved_regions: Vec::new(),
-                moved_dispatches: Vec::new(),
+                moved_regions: PagedMap::for_dense_ids(
+                    page_limits(FILL_PAGES_IN_MEMORY),
+                    "moved region ids",
+                ),
+                moved_dispatches: PagedMap::for_dense_ids(
+                    page_limits(FILL_PAGES_IN_MEMORY),
+                    "moved dispatch ids",
+                ),
                 groups: PagedMap::new(page_limits(GROUP_PAGES_IN_MEMORY), "flow groups"),
                 fills: PagedMap::new(page_limits(FILL_PAGES_IN_MEMORY), "fill entries"),
                 ignored: Vec::new(),
@@ -1393,9 +1419,9 @@ impl Describe {
             marker: false,
             region_ids: IdSet::default(),
             region_max: 0,
-            moved_regions: Vec::new(),
+            moved_regions: PagedMap::new(page_limits(FILL_PAGES_IN_MEMORY), "moved rows"),
             dispatch_max: 0,
-            moved_dispatches: Vec::new(),
+            moved_dispatches: PagedMap::new(page_limits(FILL_PAGES_IN_MEMORY), "moved rows"),
             dispatch_ids: IdSet::default(),
             threadless: IdSet::default(),
             untimed: IdSet::default(),
@@ -1479,6 +1505,14 @@ type Described = std::result::Result<(Describe, ImportReport), &'static str>;
 /// Why a run whose describing read failed, not on its input and not by a refusal (a
 /// temporary file), is imported.
 const NOT_THE_INPUT: &str = "a describing read failed on something other than the input";
+
+/// Why a run is imported whose describing read met an error its read in the import's
+/// order does not (the import then reports what it meets).
+const NOT_IN_ORDER: &str = "an error the describing read met and the import's order did not";
+
+/// Why a run is imported when the import may run out of ids where the direct reader
+/// cannot tell (D126).
+const MAY_RUN_OUT: &str = "the import may run out of ids where the direct reader cannot tell";
 
 /// The describing pass over `plan` (see the module documentation); `Err(why)` when the
 /// run must be imported. With `threads` of two or more, the counter files are read beside
@@ -1576,7 +1610,10 @@ fn csv_import_error<const N: usize>(
     if input_error(&read) && !ordered.import_fails_first {
         read?;
     }
-    Ok(Err(ordered.why_imported().unwrap_or(why)))
+    // The ordered read's own refusals (it has no allowance for scattered ids) are not
+    // the run's.
+    let found = ordered.import_fails_first.then_some(MAY_RUN_OUT);
+    Ok(Err(refused.or(found).unwrap_or(NOT_IN_ORDER)))
 }
 
 /// The kinds of JSON record sections the describing pass reads first: all but the API
@@ -1697,7 +1734,7 @@ enum Beside {
 /// database: its first error is the import's, word for word. Records the walk holds
 /// back for a table after them are parsed once the whole document has been walked, from
 /// the import's database, here from [`Held`]. When the failure was not the input's (a
-/// refusal, a temporary file), the object is left to the import (`Ok(None)`). An error
+/// refusal, a temporary file), the object is left to the import (`Ok(Err(why))`). An error
 /// the walk itself meets comes before theirs either way.
 fn json_import_error(
     path: &Path,
@@ -1705,10 +1742,10 @@ fn json_import_error(
     opts: &ImportOptions,
     failed: &Describe,
 ) -> Result<Described> {
-    let why = failed.why_imported().unwrap_or(NOT_THE_INPUT);
     if !failed.input_failed {
-        return Ok(Err(why));
+        return Ok(Err(failed.why_imported().unwrap_or(NOT_THE_INPUT)));
     }
+    let why = failed.why_imported().unwrap_or(NOT_IN_ORDER);
     let mut ordered = Describe::for_json(path);
     ordered.held = Some(Held::default());
     let mut report = ImportReport::default();
@@ -1717,7 +1754,7 @@ fn json_import_error(
     match read {
         Err(e @ Error::Input { .. }) if !ordered.import_fails_first => Err(e),
         // This walk holds records back, which refuses: only its want of ids tells more.
-        _ if ordered.import_fails_first => Ok(Err(ordered.why_imported().unwrap_or(why))),
+        _ if ordered.import_fails_first && failed.refused.is_none() => Ok(Err(MAY_RUN_OUT)),
         _ => Ok(Err(why)),
     }
 }
@@ -2004,19 +2041,34 @@ impl DirectRunSource {
                 }
             }
         }
-        for &(file, ordinal, id) in &describe.moved_regions {
-            let first = d.first_event.get(file).copied().unwrap_or(1);
-            // Both from counts of rows read, so far below overflow.
-            d.moved_regions
-                .push((first.saturating_add(ordinal - 1), id));
+        // The moved rows by event id, now that the files' first events are known. Both maps
+        // hold the same records, so the second takes no more pages than the first did.
+        let first_event = &d.first_event;
+        for (from, to) in [
+            (&describe.moved_regions, &mut d.moved_regions),
+            (&describe.moved_dispatches, &mut d.moved_dispatches),
+        ] {
+            let mut failed: Option<std::result::Result<Error, &'static str>> = None;
+            from.for_each(|key, m| {
+                let Some(id) = m.0.filter(|_| failed.is_none()) else {
+                    return;
+                };
+                let (file, ordinal) = ((key >> 40) as usize, key & ((1 << 40) - 1));
+                let first = first_event.get(file).copied().unwrap_or(1);
+                // Both from counts of rows read, so far below overflow.
+                let event = first.saturating_add(ordinal - 1);
+                match to.entry(event) {
+                    Ok(Some(slot)) => *slot = MovedId(Some(id)),
+                    Ok(None) => failed = Some(Err("rows with a taken id too scattered")),
+                    Err(e) => failed = Some(Ok(e)),
+                }
+            })?;
+            match failed {
+                Some(Ok(e)) => return Err(e),
+                Some(Err(why)) => return Ok(Err(why)),
+                None => to.seal()?,
+            }
         }
-        d.moved_regions.sort_unstable_by_key(|(event, _)| *event);
-        for &(file, ordinal, id) in &describe.moved_dispatches {
-            let first = d.first_event.get(file).copied().unwrap_or(1);
-            d.moved_dispatches
-                .push((first.saturating_add(ordinal - 1), id));
-        }
-        d.moved_dispatches.sort_unstable_by_key(|(event, _)| *event);
         // JSON counter records find their dispatch by the row id the import moved, and
         // kernel records complete what counter records made by it (D113): an object with
         // both is left to the import. A counter section counts even without records:
@@ -3206,6 +3258,9 @@ struct Rows<'a> {
     fill_pages: PageCache<FillEntry>,
     /// The page of threads given by counter rows this stream read last.
     counter_tid_pages: PageCache<FillEntry>,
+    /// The pages of moved region and dispatch ids this stream read last (D131).
+    moved_region_pages: PageCache<MovedId>,
+    moved_dispatch_pages: PageCache<MovedId>,
 }
 
 impl<'a> Rows<'a> {
@@ -3254,6 +3309,8 @@ impl<'a> Rows<'a> {
             group_pages: PageCache::default(),
             fill_pages: PageCache::default(),
             counter_tid_pages: PageCache::default(),
+            moved_region_pages: PageCache::default(),
+            moved_dispatch_pages: PageCache::default(),
         }
     }
 
@@ -3308,6 +3365,17 @@ impl<'a> Rows<'a> {
         rocpd_model::json_extract_text(ext.get("message")?)
     }
 
+    /// The row id the import gives the dispatch of event `event_id`, if its dispatch id
+    /// was taken (D112).
+    fn moved_dispatch(&mut self, event_id: i64) -> Result<Option<i64>> {
+        let moved = self
+            .source
+            .desc
+            .moved_dispatches
+            .lookup(event_id, &mut self.moved_dispatch_pages)?;
+        Ok(moved.and_then(|m| m.0))
+    }
+
     /// A kernel dispatch row, if this stream writes them.
     fn push_dispatch(&mut self, d: &DispatchRow, tid: Option<i64>, event_id: i64) -> Result<()> {
         let Some(k) = self.out_of(Table::KernelDispatch) else {
@@ -3320,9 +3388,7 @@ impl<'a> Rows<'a> {
             .or_else(|| symbol.and_then(|k| k.kernel_name.as_deref()))
             .unwrap_or("");
         let region_name = d.region_name_id.map(|id| self.name(id).to_string());
-        let id = find_in(&desc.moved_dispatches, event_id)
-            .copied()
-            .unwrap_or(d.dispatch_id);
+        let id = self.moved_dispatch(event_id)?.unwrap_or(d.dispatch_id);
         self.push(
             k,
             &Values {
@@ -3483,9 +3549,12 @@ impl RowSink for Rows<'_> {
             return Ok(());
         };
         let name = self.name(name_id).to_string();
-        let id = find_in(&self.source.desc.moved_regions, event_id)
-            .copied()
-            .unwrap_or(id);
+        let moved = self
+            .source
+            .desc
+            .moved_regions
+            .lookup(event_id, &mut self.moved_region_pages)?;
+        let id = moved.and_then(|m| m.0).unwrap_or(id);
         self.push(
             k,
             &Values {
@@ -3501,11 +3570,9 @@ impl RowSink for Rows<'_> {
         )
     }
     fn dispatch(&mut self, d: &DispatchRow, event_id: i64) -> Result<()> {
-        let desc = &self.source.desc;
         // What counter rows find the dispatch by: the row id the import gave it (D117).
-        let row_id = find_in(&desc.moved_dispatches, event_id)
-            .copied()
-            .unwrap_or(d.dispatch_id);
+        let row_id = self.moved_dispatch(event_id)?.unwrap_or(d.dispatch_id);
+        let desc = &self.source.desc;
         // A dispatch in a counter file is one a counter row made.
         let created = self.kind == Some(CsvKind::CounterCollection);
         if created {

@@ -45,7 +45,7 @@ use std::path::{Path, PathBuf};
 use rocpd_model::{Error, Result};
 
 pub use csv_import::CsvKind;
-pub use direct::{set_pages_in_memory, set_texts_in_memory, DirectRunSource, MAX_GROUPS};
+pub use direct::{set_pages_in_memory, set_texts_in_memory, DirectRunSource};
 #[doc(hidden)]
 pub use paged::pages_written;
 pub use reason::unrecognised_reason;

@@ -168,3 +168,57 @@ fn threads_given_by_counter_rows_written_out_read_back_the_same() {
     assert!(rocpd_rocprofv3::pages_written() > before, "pages went out");
     rocpd_rocprofv3::set_pages_in_memory(0);
 }
+
+/// API rows whose correlation id an earlier row took get the ids the import gives them
+/// (D110); they are kept in paged maps (D131), and read back from the file they give the
+/// rows they give in memory.
+#[test]
+fn rows_with_a_taken_id_written_out_read_back_the_same() {
+    const N: i64 = 3_000;
+    let _turn = PAGE_LIMIT.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    let mut apis = String::from(
+        "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n",
+    );
+    // The run twice over in one file: every row of the second copy finds its id taken.
+    for copy in 0..2 {
+        for i in 1..=N {
+            let start = 1_000 + 10 * (i + copy * N);
+            apis.push_str(&format!(
+                "\"HIP_RUNTIME_API\",\"hipA\",4242,4242,{i},{start},{}\n",
+                start + 5
+            ));
+        }
+    }
+    std::fs::write(dir.join("4242_hip_api_trace.csv"), apis).unwrap();
+    let run = one_run(&dir);
+    let in_memory = all_rows(&open(&run, 2));
+    let regions = &in_memory
+        .iter()
+        .find(|(t, _)| *t == Table::Region)
+        .expect("regions")
+        .1;
+    let column = |name: &str| {
+        regions
+            .column_by_name(name)
+            .expect(name)
+            .as_primitive::<arrow_array::types::Int64Type>()
+            .clone()
+    };
+    let (ids, starts) = (column("id"), column("start"));
+    assert_eq!(ids.len(), 2 * N as usize);
+    // In time order, the k-th row is the k-th of the file: the second copy's rows took
+    // the next free ids, N + 1 on.
+    for (k, (id, start)) in ids.values().iter().zip(starts.values()).enumerate() {
+        assert_eq!(*start, 1_000 + 10 * (k as i64 + 1));
+        assert_eq!(*id, k as i64 + 1, "row {k}");
+    }
+    rocpd_rocprofv3::set_pages_in_memory(1);
+    for threads in [1, 2] {
+        let paged = all_rows(&open(&run, threads));
+        assert!(paged == in_memory, "{threads} threads");
+    }
+    rocpd_rocprofv3::set_pages_in_memory(0);
+}
