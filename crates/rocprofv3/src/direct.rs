@@ -1604,7 +1604,7 @@ fn csv_import_error<const N: usize>(
     if !reads.iter().any(input_error) {
         return Ok(Err(why));
     }
-    let mut ordered = Describe::new(plan.files.len());
+    let mut ordered = Describe::for_csv(plan);
     let mut report = ImportReport::default();
     let read = csv_import::read_files(plan, &plan.files, &mut ordered, opts, &mut report);
     if input_error(&read) && !ordered.import_fails_first {
@@ -2042,13 +2042,13 @@ impl DirectRunSource {
             }
         }
         // The moved rows by event id, now that the files' first events are known. Both maps
-        // hold the same records, so the second takes no more pages than the first did.
+        // hold the same records; a file's run of moves may straddle one more page here.
         let first_event = &d.first_event;
         for (from, to) in [
             (&describe.moved_regions, &mut d.moved_regions),
             (&describe.moved_dispatches, &mut d.moved_dispatches),
         ] {
-            let mut failed: Option<std::result::Result<Error, &'static str>> = None;
+            let mut failed: Option<&'static str> = None;
             from.for_each(|key, m| {
                 let Some(id) = m.0.filter(|_| failed.is_none()) else {
                     return;
@@ -2059,13 +2059,13 @@ impl DirectRunSource {
                 let event = first.saturating_add(ordinal - 1);
                 match to.entry(event) {
                     Ok(Some(slot)) => *slot = MovedId(Some(id)),
-                    Ok(None) => failed = Some(Err("rows with a taken id too scattered")),
-                    Err(e) => failed = Some(Ok(e)),
+                    Ok(None) => failed = Some("rows with a taken id too scattered"),
+                    // As when describing ([`move_taken`]): the import may yet manage.
+                    Err(_) => failed = Some("a temporary file failed"),
                 }
             })?;
             match failed {
-                Some(Ok(e)) => return Err(e),
-                Some(Err(why)) => return Ok(Err(why)),
+                Some(why) => return Ok(Err(why)),
                 None => to.seal()?,
             }
         }

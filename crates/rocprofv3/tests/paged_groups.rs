@@ -30,6 +30,31 @@ fn all_rows(source: &dyn Source) -> Vec<(Table, RecordBatch)> {
     out
 }
 
+/// The 64-bit integer column `name` of `table`'s rows in `rows`.
+fn int_column(rows: &[(Table, RecordBatch)], table: Table, name: &str) -> arrow_array::Int64Array {
+    let batch = &rows.iter().find(|(t, _)| *t == table).expect("the table").1;
+    batch
+        .column_by_name(name)
+        .expect(name)
+        .as_primitive::<arrow_array::types::Int64Type>()
+        .clone()
+}
+
+/// Asserts that `run` read with one page of each map in memory, on one thread and two,
+/// gives the rows `in_memory`; returns the pages written meanwhile. The caller holds
+/// [`PAGE_LIMIT`].
+fn same_on_one_page(run: &Run, in_memory: &[(Table, RecordBatch)]) -> u64 {
+    rocpd_rocprofv3::set_pages_in_memory(1);
+    let before = rocpd_rocprofv3::pages_written();
+    for threads in [1, 2] {
+        let paged = all_rows(&open(run, threads));
+        assert!(paged == in_memory, "{}: {threads} threads", run.label);
+    }
+    let written = rocpd_rocprofv3::pages_written() - before;
+    rocpd_rocprofv3::set_pages_in_memory(0);
+    written
+}
+
 /// The page limit is the process's: the tests that lower it take turns.
 static PAGE_LIMIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -80,18 +105,8 @@ fn flow_groups_written_out_read_back_the_same() {
             "{}: {flows} kernels with a launcher",
             run.label
         );
-        rocpd_rocprofv3::set_pages_in_memory(1);
-        let before = rocpd_rocprofv3::pages_written();
-        for threads in [1, 2] {
-            let paged = all_rows(&open(&run, threads));
-            assert!(paged == in_memory, "{}: {threads} threads", run.label);
-        }
-        assert!(
-            rocpd_rocprofv3::pages_written() > before + 10,
-            "{}: pages went out",
-            run.label
-        );
-        rocpd_rocprofv3::set_pages_in_memory(0);
+        let written = same_on_one_page(&run, &in_memory);
+        assert!(written > 10, "{}: pages went out", run.label);
     }
 }
 
@@ -141,32 +156,14 @@ fn threads_given_by_counter_rows_written_out_read_back_the_same() {
     std::fs::write(dir.join("4242_counter_collection.csv"), counters).unwrap();
     let run = one_run(&dir);
     let in_memory = all_rows(&open(&run, 2));
-    let dispatches = &in_memory
-        .iter()
-        .find(|(t, _)| *t == Table::KernelDispatch)
-        .expect("dispatches")
-        .1;
-    let column = |name: &str| {
-        dispatches
-            .column_by_name(name)
-            .expect(name)
-            .as_primitive::<arrow_array::types::Int64Type>()
-            .clone()
-    };
+    let column = |name: &str| int_column(&in_memory, Table::KernelDispatch, name);
     let (ids, tids) = (column("dispatch_id"), column("tid"));
     assert_eq!(ids.len(), N as usize);
     assert_eq!(tids.null_count(), 0);
     for (id, tid) in ids.values().iter().zip(tids.values()) {
         assert_eq!(*tid, 100 + id % 5, "dispatch {id}");
     }
-    rocpd_rocprofv3::set_pages_in_memory(1);
-    let before = rocpd_rocprofv3::pages_written();
-    for threads in [1, 2] {
-        let paged = all_rows(&open(&run, threads));
-        assert!(paged == in_memory, "{threads} threads");
-    }
-    assert!(rocpd_rocprofv3::pages_written() > before, "pages went out");
-    rocpd_rocprofv3::set_pages_in_memory(0);
+    assert!(same_on_one_page(&run, &in_memory) > 0, "pages went out");
 }
 
 /// API rows whose correlation id an earlier row took get the ids the import gives them
@@ -195,18 +192,7 @@ fn rows_with_a_taken_id_written_out_read_back_the_same() {
     std::fs::write(dir.join("4242_hip_api_trace.csv"), apis).unwrap();
     let run = one_run(&dir);
     let in_memory = all_rows(&open(&run, 2));
-    let regions = &in_memory
-        .iter()
-        .find(|(t, _)| *t == Table::Region)
-        .expect("regions")
-        .1;
-    let column = |name: &str| {
-        regions
-            .column_by_name(name)
-            .expect(name)
-            .as_primitive::<arrow_array::types::Int64Type>()
-            .clone()
-    };
+    let column = |name: &str| int_column(&in_memory, Table::Region, name);
     let (ids, starts) = (column("id"), column("start"));
     assert_eq!(ids.len(), 2 * N as usize);
     // In time order, the k-th row is the k-th of the file: the second copy's rows took
@@ -215,10 +201,5 @@ fn rows_with_a_taken_id_written_out_read_back_the_same() {
         assert_eq!(*start, 1_000 + 10 * (k as i64 + 1));
         assert_eq!(*id, k as i64 + 1, "row {k}");
     }
-    rocpd_rocprofv3::set_pages_in_memory(1);
-    for threads in [1, 2] {
-        let paged = all_rows(&open(&run, threads));
-        assert!(paged == in_memory, "{threads} threads");
-    }
-    rocpd_rocprofv3::set_pages_in_memory(0);
+    assert!(same_on_one_page(&run, &in_memory) > 0, "pages went out");
 }
