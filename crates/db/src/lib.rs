@@ -579,8 +579,7 @@ impl Source for Database {
             .map(|(i, set)| {
                 Table::ALL
                     .iter()
-                    .filter(|t| query::has_stream(set, **t))
-                    .filter(|t| **t != Table::Marker || self.has_markers(i))
+                    .filter(|t| query::has_stream(set, **t, self.has_markers(i)))
                     .count()
             })
             .sum()

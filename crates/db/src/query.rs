@@ -43,9 +43,10 @@ fn main_base(table: Table) -> &'static str {
     }
 }
 
-/// Whether `set` has the table `table` is read from (then it has a stream).
-pub(crate) fn has_stream(set: &TableSet, table: Table) -> bool {
-    set.table(main_base(table)).is_some()
+/// Whether `set` has a stream of `table`: it has the table `table` is read from, and for
+/// markers, marker categories (`markers`, [`has_marker_categories`]; D129).
+pub(crate) fn has_stream(set: &TableSet, table: Table, markers: bool) -> bool {
+    (table != Table::Marker || markers) && set.table(main_base(table)).is_some()
 }
 
 /// Whether any text of `set`'s strings table is a marker category (`MARKER_...`): when
@@ -70,7 +71,7 @@ const MARKER_TEXT: &str = "string LIKE 'MARKER\\_%' ESCAPE '\\'";
 /// The SQL of `table` over `set`; `markers` says whether the set has marker categories
 /// ([`has_marker_categories`]).
 fn build(set: &TableSet, table: Table, projection: &Projection, markers: bool) -> Option<Sql> {
-    if table == Table::Marker && !markers {
+    if !has_stream(set, table, markers) {
         return None;
     }
     let t = |base: &str| set.table(base);
@@ -506,12 +507,11 @@ pub(crate) fn temp_error(e: &rusqlite::Error) -> Error {
 /// [`TableQuery::weight`]).
 const MARKER_SHARE: u64 = 8;
 
-/// Whether the table `table` is read from has a row (one index seek); a table whose
-/// `rowid` a column of its own hides counts as having rows.
-/// `markers`: whether the set has marker categories ([`has_marker_categories`]).
+/// Whether `set` has a stream of `table` ([`has_stream`]) and the table it is read from
+/// has a row (one index seek); a table whose `rowid` a column of its own hides counts as
+/// having rows.
 pub(crate) fn has_rows(conn: &Connection, set: &TableSet, table: Table, markers: bool) -> bool {
-    (table != Table::Marker || markers)
-        && rowid_span(conn, set, table).map_or(true, |span| span > 0)
+    has_stream(set, table, markers) && rowid_span(conn, set, table).map_or(true, |span| span > 0)
 }
 
 /// The span of the row ids of the table `table` is read from, 0 when it is empty.

@@ -644,15 +644,7 @@ fn an_error_in_the_import_of_an_earlier_run_comes_before_a_later_run_error() {
 #[test]
 fn a_run_left_to_the_import_says_why_in_the_notes() {
     let tmp = tempfile::tempdir().unwrap();
-    let cfg = rocpd_gen::GenConfig {
-        seed: 21,
-        processes: 1,
-        iterations: 3,
-        ..Default::default()
-    };
-    let db = rocpd_gen::generate(&cfg, &tmp.path().join("gen"))
-        .unwrap()
-        .remove(0);
+    let db = generate(&tmp.path().join("gen"), 1, 3).remove(0);
     let (json, _) = rocpd_gen::export_json(&db, &tmp.path().join("json")).unwrap();
     let text = std::fs::read_to_string(&json).unwrap();
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
