@@ -17,6 +17,8 @@
 //! [`Sink::finish`]; dropped unfinished, or when any file fails, the sink leaves none of
 //! its files behind.
 
+#![warn(missing_docs)]
+
 mod agents;
 mod counters;
 mod layout;

@@ -8,6 +8,8 @@
 //! prepared statement per canonical table, ordered by start time (SQLite sorts with
 //! bounded memory, spilling to temporary files).
 
+#![warn(missing_docs)]
+
 mod catalog;
 mod detect;
 mod ids;

@@ -12,6 +12,8 @@
 //!
 //! Errors are rusqlite's; callers name the file in their own error type.
 
+#![warn(missing_docs)]
+
 use std::collections::HashMap;
 use std::path::Path;
 

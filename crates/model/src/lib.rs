@@ -7,6 +7,8 @@
 //! the events, in a [`Catalog`]. The column-by-column specification is in
 //! `formats/model/README.md`.
 
+#![warn(missing_docs)]
+
 mod builder;
 mod catalog;
 mod error;

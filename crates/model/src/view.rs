@@ -8,9 +8,14 @@ use arrow_array::{
     Array, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array,
 };
 
+/// The Int64 column `name` of table `t` in `b`.
+///
+/// Panics if the batch does not have the model's schema for `t` (batches of a
+/// [`crate::Table`] stream always do).
 pub fn i64s<'a>(b: &'a RecordBatch, t: Table, name: &str) -> &'a Int64Array {
     b.column(t.column_index(name)).as_primitive::<Int64Type>()
 }
+/// The Utf8 column `name` of table `t` in `b`; panics as [`i64s`] does.
 pub fn strs<'a>(b: &'a RecordBatch, t: Table, name: &str) -> &'a StringArray {
     b.column(t.column_index(name)).as_string::<i32>()
 }

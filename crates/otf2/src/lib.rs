@@ -15,6 +15,8 @@
 //! The archive is built in a temporary directory next to it and renamed into place by
 //! [`Sink::finish`] (anchor last); dropped unfinished, the sink removes everything.
 
+#![warn(missing_docs)]
+
 mod defs;
 mod encode;
 mod evt;

@@ -10,6 +10,8 @@
 //! predicates prune row groups and pages. Only the in-progress row group of each open file
 //! is held in memory. The layout is specified in `formats/parquet/README.md`.
 
+#![warn(missing_docs)]
+
 mod convert;
 mod dataset;
 mod delta;

@@ -6,6 +6,8 @@
 //! `COPY BYTES`, `ALLOCATE BYTES` and `PMC` counter tracks, flows from API calls to the
 //! kernels and copies they launched); see `formats/perfetto/README.md`.
 
+#![warn(missing_docs)]
+
 mod encoder;
 mod plan;
 pub mod proto;

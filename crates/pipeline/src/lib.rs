@@ -16,6 +16,8 @@
 //! * [`RunSorter`]: one table's rows sorted by time in bounded memory, spilling sorted
 //!   runs to Arrow IPC files, for readers of input that is not in time order.
 
+#![warn(missing_docs)]
+
 mod chunk;
 pub mod cleanup;
 mod decode;

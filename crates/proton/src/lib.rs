@@ -16,6 +16,8 @@
 //! parsers (JSON and MessagePack) without recursion, so trees of any depth work, and every
 //! parse error names the file and the byte offset.
 
+#![warn(missing_docs)]
+
 mod direct;
 mod direct_tree;
 mod pull;

@@ -33,6 +33,8 @@
 //! Runs decode on [`Conversion::threads`] threads (default: the machine's available
 //! parallelism); the output is the same, byte for byte, whatever the number.
 
+#![warn(missing_docs)]
+
 mod convert;
 mod events;
 mod expand;

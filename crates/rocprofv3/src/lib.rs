@@ -24,6 +24,8 @@
 //! The mapping from rocprofv3 columns and records to RocPD rows is specified in
 //! `formats/rocprofv3/README.md`.
 
+#![warn(missing_docs)]
+
 mod csv_import;
 mod csv_read;
 mod db;

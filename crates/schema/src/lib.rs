@@ -20,6 +20,8 @@
 //! * `JSONB` columns hold JSON *text* and default to `'{}'`;
 //! * `rocpd_metadata` holds `schema_version`, `uuid` and `guid` tags.
 
+#![warn(missing_docs)]
+
 /// The schema version this crate describes (`rocpd_metadata.schema_version`).
 pub const SCHEMA_VERSION: &str = "3";
 

@@ -8,6 +8,8 @@
 //! sharing its internal correlation id) reaches the same output; otherwise the kept
 //! members lose their flow markers ([`flows`]).
 
+#![warn(missing_docs)]
+
 pub mod filter;
 pub mod flows;
 pub mod select;

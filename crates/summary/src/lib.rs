@@ -10,6 +10,8 @@
 //! `Name`, `Calls`, `DURATION (nsec)`, ...); a statistic AMD's SQL leaves NULL (the
 //! standard deviation of one call, the share of a view whose total is 0) is `None` here.
 
+#![warn(missing_docs)]
+
 mod html;
 mod render;
 mod utilisation;
