@@ -205,6 +205,32 @@ fn filters_keep_what_sql_says() {
     );
     let n = sql_count(&ins, "SELECT COUNT(*) FROM {rocpd_kernel_dispatch} K JOIN {rocpd_info_node} N ON N.id = K.nid WHERE N.hostname = 'node-01'");
     assert_eq!(d.slices_by_category["kernel_dispatch"], n);
+    // A node by id, written as a number; `01` is not how the id is written, so it names
+    // no node (and no hostname).
+    let nid = sql_count(&ins[..1], "SELECT MIN(nid) FROM {rocpd_kernel_dispatch}");
+    let by_id = format!("node={nid}");
+    let d = decode(
+        &run(
+            &ins,
+            &tmp.path().join("g"),
+            &["--include", &by_id, "--include", "kind=kernel"],
+        )[0],
+    );
+    let n = sql_count(
+        &ins,
+        &format!("SELECT COUNT(*) FROM {{rocpd_kernel_dispatch}} WHERE nid = {nid}"),
+    );
+    assert!(n > 0);
+    assert_eq!(d.slices_by_category["kernel_dispatch"], n);
+    let padded = format!("node=0{nid}");
+    let d = decode(
+        &run(
+            &ins,
+            &tmp.path().join("h"),
+            &["--include", &padded, "--include", "kind=kernel"],
+        )[0],
+    );
+    assert_eq!(d.slices_by_category.get("kernel_dispatch"), None);
 }
 
 fn span(ins: &[PathBuf]) -> (i64, i64) {

@@ -1,6 +1,8 @@
 //! Names users of AMD's `rocpd` tools know: the short category names its Perfetto and
 //! OTF2 outputs use, and the names of memory-allocation operations.
 
+use std::borrow::Cow;
+
 /// The output category of a profiler category string: `HIP_RUNTIME_API_EXT` →
 /// `hip_api`, `MARKER_CORE_RANGE_API` → `marker_api`, ... (`none` when unknown).
 pub fn output_category(raw: &str) -> &'static str {
@@ -44,16 +46,18 @@ pub fn output_category(raw: &str) -> &'static str {
 
 /// The operation name of a memory-allocation row (`type` ALLOC/FREE/..., `level`
 /// REAL/VIRTUAL/SCRATCH), as rocprofv3 names the records.
-pub fn allocation_operation(kind: &str, level: Option<&str>) -> String {
+pub fn allocation_operation(kind: &str, level: Option<&str>) -> Cow<'static, str> {
+    // Borrowed for the kinds rocprofv3 writes, so that writers name each allocation row
+    // without allocating; only unknown kinds or levels build a string.
     match (level.unwrap_or("REAL"), kind) {
         ("SCRATCH", "ALLOC") => "SCRATCH_MEMORY_ALLOC".into(),
         ("SCRATCH", "FREE") => "SCRATCH_MEMORY_FREE".into(),
-        ("SCRATCH", k) => format!("SCRATCH_MEMORY_{k}"),
+        ("SCRATCH", k) => format!("SCRATCH_MEMORY_{k}").into(),
         ("VIRTUAL", "ALLOC") => "MEMORY_ALLOCATION_VMEM_ALLOCATE".into(),
         ("VIRTUAL", "FREE") => "MEMORY_ALLOCATION_VMEM_FREE".into(),
         (_, "ALLOC") => "MEMORY_ALLOCATION_ALLOCATE".into(),
         (_, "FREE") => "MEMORY_ALLOCATION_FREE".into(),
-        (l, k) => format!("MEMORY_ALLOCATION_{l}_{k}"),
+        (l, k) => format!("MEMORY_ALLOCATION_{l}_{k}").into(),
     }
 }
 

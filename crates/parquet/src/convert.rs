@@ -191,7 +191,7 @@ impl Resolver {
             Table::MemoryAllocation => {
                 let (kind, level) = (s("type"), s("level"));
                 let mut b = StringDictionaryBuilder::<Int32Type>::with_capacity(n, 8, 256);
-                let mut last: Option<((&str, Option<&str>), String)> = None;
+                let mut last: Option<(_, std::borrow::Cow<'static, str>)> = None;
                 for r in 0..n {
                     let key = (get(kind, r).unwrap_or(""), get(level, r));
                     if last.as_ref().is_none_or(|(k, _)| *k != key) {

@@ -1,6 +1,7 @@
 //! Selecting events by kind, category, name, node, process, thread and agent
 //! (`--include KEY=VALUE[,VALUE...]`, `--exclude KEY=VALUE[,VALUE...]`).
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -21,7 +22,9 @@ enum Key {
     Kind(Vec<Table>),
     Category(Vec<String>),
     Name(Regex),
-    Node(Vec<String>),
+    /// Hostnames, each with the node id it also names when it is an id written in
+    /// canonical decimal (`7`, not `07`), worked out once so rows compare numbers.
+    Node(Vec<(String, Option<i64>)>),
     Pid(Vec<i64>),
     Tid(Vec<i64>),
     Agent(Vec<i64>),
@@ -92,7 +95,15 @@ impl FilterRule {
             "category" | "domain" => Key::Category(values.iter().map(|s| s.to_ascii_lowercase()).collect()),
             // The value is one regular expression (commas included).
             "name" => Key::Name(Regex::new(v.trim()).map_err(|e| usage(format!("bad regular expression: {e}")))?),
-            "node" | "host" | "hostname" => Key::Node(values),
+            "node" | "host" | "hostname" => Key::Node(
+                values
+                    .into_iter()
+                    .map(|v| {
+                        let id = v.parse::<i64>().ok().filter(|n| n.to_string() == v);
+                        (v, id)
+                    })
+                    .collect(),
+            ),
             "pid" | "process" => Key::Pid(ints("pid")?),
             "tid" | "thread" => Key::Tid(ints("tid")?),
             "agent" => Key::Agent(ints("agent")?),
@@ -165,17 +176,17 @@ impl<'a> View<'a> {
     }
 
     /// The name a user sees: the ROCTx message if any, else the name.
-    fn name(&self, r: usize) -> String {
+    fn name(&self, r: usize) -> Cow<'a, str> {
         for a in &self.names {
             if a.is_valid(r) && !a.value(r).is_empty() {
                 let v = a.value(r);
                 return match self.level {
                     Some(l) => allocation_operation(v, l.is_valid(r).then(|| l.value(r))),
-                    None => v.to_string(),
+                    None => Cow::Borrowed(v),
                 };
             }
         }
-        String::new()
+        Cow::Borrowed("")
     }
 
     fn is_flow_end(&self, r: usize) -> bool {
@@ -260,7 +271,7 @@ impl Filter {
 
     fn keeps(&self, v: &View<'_>, r: usize) -> bool {
         let mut included: [Option<bool>; 7] = [None; 7];
-        let mut name: Option<String> = None;
+        let mut name: Option<Cow<'_, str>> = None;
         for rule in &self.rules {
             let m = match &rule.key {
                 Key::Kind(ts) => Some(ts.contains(&v.table)),
@@ -276,16 +287,19 @@ impl Filter {
                 Key::Node(vs) => {
                     let nid = View::int(v.nid, r);
                     let host = nid.and_then(|n| self.hostnames.get(&(v.source.value(r), n)));
-                    Some(vs.iter().any(|x| {
-                        Some(x) == host || Some(x.as_str()) == nid.map(|n| n.to_string()).as_deref()
-                    }))
+                    Some(
+                        vs.iter()
+                            .any(|(x, id)| Some(x) == host || (id.is_some() && *id == nid)),
+                    )
                 }
                 Key::Pid(ps) => View::int(v.pid, r).map(|p| ps.contains(&p)),
                 Key::Tid(ts) => View::int(v.tid, r).map(|t| ts.contains(&t)),
                 Key::Agent(ags) => {
-                    let present: Vec<i64> =
-                        v.agents.iter().filter_map(|a| View::int(a, r)).collect();
-                    (!present.is_empty()).then(|| present.iter().any(|a| ags.contains(a)))
+                    let mut present = v.agents.iter().filter_map(|a| View::int(a, r)).peekable();
+                    present
+                        .peek()
+                        .is_some()
+                        .then(|| present.any(|a| ags.contains(&a)))
                 }
             };
             // A key that does not apply to the row (no thread, no agent) neither selects

@@ -45,9 +45,10 @@ pub enum SplitMode {
 /// The key of one output.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SplitKey {
-    /// Order of the output among all keys (part number for time splits).
+    /// The part number of a time split; 0 for the keys of a process, node or agent
+    /// split, which their labels tell apart (keys order by ordinal, then label).
     pub ordinal: usize,
-    /// The label used in file names and the manifest.
+    /// The label used in file names and the manifest, unique among the keys of a split.
     pub label: String,
 }
 
@@ -104,6 +105,8 @@ pub struct SplitSink {
     row_keys: Vec<usize>,
     /// The rows of each key in the batch being routed (indexed by key number).
     buckets: Vec<Vec<u32>>,
+    /// Whether each row of the batch being routed loses its flow (its group is cut).
+    row_cut: Vec<bool>,
     open: BTreeMap<SplitKey, Child>,
     done: Vec<OutputReport>,
     completed: bool,
@@ -158,6 +161,7 @@ impl SplitSink {
             by_node: FastMap::default(),
             by_agent: FastMap::default(),
             row_keys: Vec::new(),
+            row_cut: Vec::new(),
             buckets: Vec::new(),
             open: BTreeMap::new(),
             done: Vec::new(),
@@ -416,10 +420,15 @@ impl Sink for SplitSink {
         for b in &chunk.batches {
             self.route(b);
             let groups = GroupColumns::new(b);
-            let cut: Vec<bool> = (0..self.row_keys.len())
-                .map(|r| groups.get(r).is_some_and(|g| !self.group_whole(&g)))
-                .collect();
-            let b = flows::clear(b, &cut)?;
+            let mut cut = std::mem::take(&mut self.row_cut);
+            cut.clear();
+            cut.extend(
+                (0..self.row_keys.len())
+                    .map(|r| groups.get(r).is_some_and(|g| !self.group_whole(&g))),
+            );
+            let cleared = flows::clear(b, &cut);
+            self.row_cut = cut;
+            let b = cleared?;
             for (r, &k) in self.row_keys.iter().enumerate() {
                 if self.slots[k].takes {
                     if self.buckets[k].is_empty() {
@@ -431,12 +440,16 @@ impl Sink for SplitSink {
             // In key order, as the children have always received their batches.
             touched.sort_unstable_by(|&x, &y| self.slots[x].key.cmp(&self.slots[y].key));
             for k in touched.drain(..) {
-                let idx = std::mem::take(&mut self.buckets[k]);
+                // The bucket keeps its room for the next batch: only the index array
+                // handed to `take` is allocated, once per key and batch.
+                let idx = &mut self.buckets[k];
                 let batch = if idx.len() == b.batch.num_rows() {
                     b.batch.clone()
                 } else {
-                    arrow_select::take::take_record_batch(&b.batch, &UInt32Array::from(idx))?
+                    let rows = UInt32Array::from_iter_values(idx.iter().copied());
+                    arrow_select::take::take_record_batch(&b.batch, &rows)?
                 };
+                idx.clear();
                 let part = match parts.iter().position(|(p, _)| *p == k) {
                     Some(i) => &mut parts[i].1,
                     None => {
