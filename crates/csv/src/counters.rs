@@ -12,8 +12,9 @@
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use rocpd_model::hash::FastMap;
+use rocpd_model::hash::{FastMap, FastSet};
 use rocpd_model::{Catalog, CatalogIndex, Error, Result};
 
 use crate::text::{shortest, Line};
@@ -28,7 +29,7 @@ pub(crate) struct Dispatch {
     pub row_id: i64,
     pub queue_id: Option<i64>,
     pub kernel_id: i64,
-    pub kernel_name: String,
+    pub kernel_name: Arc<str>,
     pub grid: [Option<i64>; 3],
     pub workgroup: [Option<i64>; 3],
     pub lds: Option<i64>,
@@ -44,7 +45,7 @@ struct Sum {
     pid: Option<i64>,
     tid: Option<i64>,
     correlation: Option<i64>,
-    name: String,
+    name: Arc<str>,
 }
 
 /// One counter value row of the stream.
@@ -69,6 +70,9 @@ pub(crate) struct Counters {
     pub enabled: bool,
     dispatches: FastMap<(u32, i64), Dispatch>,
     pending: BTreeMap<Key, Sum>,
+    /// Kernel and counter names, each kept once: a dispatch or sum takes a reference
+    /// rather than a copy, so rows allocate no name. Bounded by the distinct names.
+    names: FastSet<Arc<str>>,
 }
 
 /// A product of sizes in 128 bits: three 64-bit factors may still not fit.
@@ -84,6 +88,16 @@ fn product(xs: &[Option<i64>; 3]) -> Option<Option<i128>> {
 }
 
 impl Counters {
+    /// `name`, shared with every earlier use of it.
+    pub fn name(&mut self, name: &str) -> Arc<str> {
+        if let Some(n) = self.names.get(name) {
+            return n.clone();
+        }
+        let n: Arc<str> = Arc::from(name);
+        self.names.insert(n.clone());
+        n
+    }
+
     /// Remembers a dispatch that counter rows may refer to.
     pub fn dispatch(&mut self, source: u32, dispatch_id: i64, d: Dispatch) {
         if self.enabled {
@@ -94,6 +108,12 @@ impl Counters {
     /// Adds one counter value.
     pub fn add(&mut self, v: Value<'_>) {
         let key = (v.start, Reverse(v.end), v.source, v.dispatch, v.pmc_id);
+        if let Some(s) = self.pending.get_mut(&key) {
+            s.value += v.value.unwrap_or(0.0);
+            s.rows += 1;
+            return;
+        }
+        let name = self.name(v.name.unwrap_or(""));
         let s = self.pending.entry(key).or_insert_with(|| Sum {
             value: 0.0,
             rows: 0,
@@ -101,7 +121,7 @@ impl Counters {
             pid: v.pid,
             tid: v.tid,
             correlation: v.correlation,
-            name: v.name.unwrap_or("").to_string(),
+            name,
         });
         s.value += v.value.unwrap_or(0.0);
         s.rows += 1;

@@ -230,14 +230,30 @@ fn agent_field(
     }
 }
 
+/// The `flags` member of a scratch row's extdata, read in place: the other members are
+/// skipped, and a number or a string without escapes is not copied.
+#[derive(serde::Deserialize)]
+struct ScratchExtdata<'a> {
+    #[serde(borrow, default)]
+    flags: Option<Flags<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum Flags<'a> {
+    Number(serde_json::Number),
+    Text(#[serde(borrow)] std::borrow::Cow<'a, str>),
+    Other(serde::de::IgnoredAny),
+}
+
 /// The scratch `Alloc_Flags` from the row's extdata (`{"flags": ...}`).
 fn alloc_flags(line: &mut text::Line, extdata: Option<&str>) {
     let flags = extdata
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
-        .and_then(|v| v.get("flags").cloned());
+        .and_then(|t| serde_json::from_str::<ScratchExtdata<'_>>(t).ok())
+        .and_then(|e| e.flags);
     match flags {
-        Some(serde_json::Value::Number(n)) => line.raw(&n.to_string()),
-        Some(serde_json::Value::String(s)) => line.text(&s),
+        Some(Flags::Number(n)) => line.int(n),
+        Some(Flags::Text(s)) => line.text(&s),
         _ => line.empty(),
     }
 }
@@ -396,6 +412,7 @@ impl Sink for CsvSink {
                     self.files
                         .emit(TraceFile::KernelTrace, Some(table), 1, line.finish())?;
                     if self.counters.enabled {
+                        let kernel_name = self.counters.name(name);
                         self.counters.dispatch(
                             source,
                             dispatch_id,
@@ -404,7 +421,7 @@ impl Sink for CsvSink {
                                 row_id: row_id(&chunk.batches[bi].batch, r),
                                 queue_id: gi(c.queue_id, r),
                                 kernel_id,
-                                kernel_name: name.to_string(),
+                                kernel_name,
                                 grid,
                                 workgroup: wg,
                                 lds,
@@ -676,5 +693,52 @@ impl CsvSink {
             out.push((path, file));
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `alloc_flags` as it was, parsing a whole `serde_json::Value`: the field must not
+    /// change now that it reads in place.
+    fn alloc_flags_by_value(line: &mut text::Line, extdata: Option<&str>) {
+        let flags = extdata
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .and_then(|v| v.get("flags").cloned());
+        match flags {
+            Some(serde_json::Value::Number(n)) => line.raw(&n.to_string()),
+            Some(serde_json::Value::String(s)) => line.text(&s),
+            _ => line.empty(),
+        }
+    }
+
+    #[test]
+    fn scratch_flags_read_in_place_as_before() {
+        let cases = [
+            None,
+            Some(""),
+            Some("not json"),
+            Some("{}"),
+            Some(r#"{"flags": 0}"#),
+            Some(r#"{"size": 4, "flags": 3, "other": [1, {"a": "b"}]}"#),
+            Some(r#"{"flags": -7}"#),
+            Some(r#"{"flags": 18446744073709551615}"#),
+            Some(r#"{"flags": 1.5e3}"#),
+            Some(r#"{"flags": "ALLOC_FLAG_ALT"}"#),
+            Some(r#"{"flags": "quote \" and \u00e9"}"#),
+            Some(r#"{"flags": [1, 2]}"#),
+            Some(r#"{"flags": null}"#),
+            Some(r#"{"flags": true}"#),
+            Some("[1, 2]"),
+        ];
+        for extdata in cases {
+            let (mut now, mut before) = (text::Line::default(), text::Line::default());
+            now.start();
+            before.start();
+            alloc_flags(&mut now, extdata);
+            alloc_flags_by_value(&mut before, extdata);
+            assert_eq!(now.finish(), before.finish(), "{extdata:?}");
+        }
     }
 }
