@@ -1369,8 +1369,8 @@ fn api_row(
     } else {
         domain_v
     };
-    let marker = category.to_ascii_uppercase().starts_with("MARKER");
-    let extdata = marker.then(|| serde_json::json!({ "message": function_v.as_ref() }).to_string());
+    let marker = crate::db::strip_prefix_ignoring_case(category, "marker").is_some();
+    let extdata = marker.then(|| message_extdata(&function_v));
     let name_id = st.out.string(&function_v)?;
     let event_id = st.out.event(&EventRow {
         category,
@@ -1384,11 +1384,24 @@ fn api_row(
     Ok(())
 }
 
+/// `{"message":"<text>"}`, as serde_json writes it, in one allocation.
+fn message_extdata(text: &str) -> String {
+    let mut out = Vec::with_capacity(text.len() + 16);
+    out.extend_from_slice(b"{\"message\":");
+    // Writing a string into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, text);
+    out.push(b'}');
+    String::from_utf8(out).unwrap_or_default()
+}
+
 impl State<'_> {
     /// The kernel id of a row: its `Kernel_Id`, or one synthesized per distinct name.
     fn kernel_id(&mut self, explicit: Option<i64>, name: &str) -> i64 {
         if let Some(id) = explicit {
-            self.kernel_by_name.entry(name.to_string()).or_insert(id);
+            // Looked up before inserting: a name is copied once, not for every row.
+            if !self.kernel_by_name.contains_key(name) {
+                self.kernel_by_name.insert(name.to_string(), id);
+            }
             return id;
         }
         if let Some(id) = self.kernel_by_name.get(name) {
@@ -1409,7 +1422,7 @@ fn kernel_row(
     let agent = r
         .agent(Some(c.agent))?
         .ok_or_else(|| "column agent_id: empty".to_string())?;
-    let name = r.text(Some(c.kernel_name)).into_owned();
+    let name = r.text(Some(c.kernel_name));
     let explicit_kernel = r.opt_int(c.kernel_id)?;
     let corr = r.int(c.corr)?;
     let start = r.int(c.start)?;
@@ -1448,8 +1461,8 @@ fn kernel_row(
             &KernelSymbolRow {
                 id: kernel_id,
                 code_object_id: 0,
-                kernel_name: Some(name.clone()),
-                display_name: Some(name),
+                kernel_name: Some(name.to_string()),
+                display_name: Some(name.into_owned()),
                 group_segment_size: group,
                 private_segment_size: private,
                 sgpr_count: sgpr,
@@ -1502,14 +1515,19 @@ fn copy_types(direction: &str) -> (Option<&'static str>, Option<&'static str>) {
 }
 
 /// `HOST_TO_DEVICE` (2024-07) and `MEMORY_COPY_HOST_TO_DEVICE` both become the latter.
-pub(crate) fn copy_name(direction: &str) -> String {
-    let d = direction.trim().to_ascii_uppercase();
+pub(crate) fn copy_name(direction: &str) -> Cow<'_, str> {
+    let d = direction.trim();
+    // rocprofv3 writes the full upper-case name: taken as it is, without a copy.
+    if d.starts_with("MEMORY_COPY_") && !d.bytes().any(|b| b.is_ascii_lowercase()) {
+        return Cow::Borrowed(d);
+    }
+    let d = d.to_ascii_uppercase();
     if d.starts_with("MEMORY_COPY_") {
-        d
+        d.into()
     } else if d.is_empty() {
         "MEMORY_COPY_NONE".into()
     } else {
-        format!("MEMORY_COPY_{d}")
+        format!("MEMORY_COPY_{d}").into()
     }
 }
 
@@ -1519,7 +1537,8 @@ fn copy_row(
     [direction, src, dst, start, end]: [usize; 5],
     [kind, stream, corr, bytes]: [Option<usize>; 4],
 ) -> std::result::Result<(), RowError> {
-    let name = copy_name(&r.text(Some(direction)));
+    let direction = r.text(Some(direction));
+    let name = copy_name(&direction);
     let src = r.agent(Some(src))?;
     let dst = r.agent(Some(dst))?;
     let start = r.int(start)?;
@@ -1857,6 +1876,23 @@ pub(crate) fn distinct_guids(path: &Path) -> Result<Vec<String>> {
 mod tests {
     use super::*;
 
+    /// A marker row's extdata is what `serde_json::json!` wrote before.
+    #[test]
+    fn message_extdata_is_what_serde_json_writes() {
+        for text in [
+            "",
+            "plain",
+            "quote \" back \\ slash",
+            "tab\tnew\nline\u{1}",
+            "é ✓ 😀",
+        ] {
+            assert_eq!(
+                message_extdata(text),
+                serde_json::json!({ "message": text }).to_string()
+            );
+        }
+    }
+
     /// The fast path takes plain decimals only, and agrees with `parse_int` on them.
     #[test]
     fn plain_decimals_read_as_parse_int_reads_them() {
@@ -1966,11 +2002,31 @@ mod tests {
         assert_eq!(AgentRef::parse("2"), Ok(Some(AgentRef::Bare(2))));
         assert_eq!(AgentRef::parse(""), Ok(None));
         assert!(AgentRef::parse("Agent x").is_err());
+        // Prefixes in any case, the number after spaces; other words are bare numbers.
+        assert_eq!(AgentRef::parse(" aGeNt 4 "), Ok(Some(AgentRef::Logical(4))));
+        assert_eq!(AgentRef::parse("gpu3"), Ok(Some(AgentRef::Typed("GPU", 3))));
+        assert_eq!(
+            AgentRef::parse("Cpu 0"),
+            Ok(Some(AgentRef::Typed("CPU", 0)))
+        );
+        assert!(AgentRef::parse("Agen 4").is_err());
+        assert!(AgentRef::parse("é4").is_err());
         assert_eq!(copy_name("HOST_TO_DEVICE"), "MEMORY_COPY_HOST_TO_DEVICE");
         assert_eq!(
             copy_name("MEMORY_COPY_DEVICE_TO_HOST"),
             "MEMORY_COPY_DEVICE_TO_HOST"
         );
+        assert!(matches!(
+            copy_name(" MEMORY_COPY_DEVICE_TO_HOST "),
+            Cow::Borrowed("MEMORY_COPY_DEVICE_TO_HOST")
+        ));
+        assert_eq!(
+            copy_name("memory_copy_host_to_host"),
+            "MEMORY_COPY_HOST_TO_HOST"
+        );
+        assert_eq!(copy_name("Memory_Copy_X"), "MEMORY_COPY_X");
+        assert_eq!(copy_name("  "), "MEMORY_COPY_NONE");
+        assert_eq!(copy_name("peer_to_peer"), "MEMORY_COPY_PEER_TO_PEER");
         assert_eq!(
             alloc_type("MEMORY_ALLOCATION_VMEM_FREE"),
             (Some("FREE"), "VIRTUAL")

@@ -192,18 +192,26 @@ impl AgentRef {
                 format!("expected an agent (\"Agent N\", \"GPU N\" or a number), found {s:?}")
             })
         };
-        let lower = s.to_ascii_lowercase();
-        if let Some(rest) = lower.strip_prefix("agent") {
+        // Compared without case in place: this runs for every kernel and counter row.
+        if let Some(rest) = strip_prefix_ignoring_case(s, "agent") {
             return Ok(Some(AgentRef::Logical(num(rest)?)));
         }
-        if let Some(rest) = lower.strip_prefix("gpu") {
+        if let Some(rest) = strip_prefix_ignoring_case(s, "gpu") {
             return Ok(Some(AgentRef::Typed("GPU", num(rest)?)));
         }
-        if let Some(rest) = lower.strip_prefix("cpu") {
+        if let Some(rest) = strip_prefix_ignoring_case(s, "cpu") {
             return Ok(Some(AgentRef::Typed("CPU", num(rest)?)));
         }
         Ok(Some(AgentRef::Bare(num(s)?)))
     }
+}
+
+/// `s` after `prefix` (lower-case ASCII), if `s` starts with it in any case.
+pub(crate) fn strip_prefix_ignoring_case<'s>(s: &'s str, prefix: &str) -> Option<&'s str> {
+    let head = s.as_bytes().get(..prefix.len())?;
+    // An ASCII prefix matched byte for byte ends on a character boundary.
+    head.eq_ignore_ascii_case(prefix.as_bytes())
+        .then(|| &s[prefix.len()..])
 }
 
 /// The agents of a run: from `agent_info.csv` / the JSON `agents` array, or synthesized

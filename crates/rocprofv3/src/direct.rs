@@ -61,6 +61,7 @@
 //! their sorted rows from it: the pipeline opens a source's streams one after another
 //! on one decode thread, and each open is a whole read of the input.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -3224,6 +3225,27 @@ struct TableOut {
 
 /// The streaming pass's sink: the rows of one table (or of the two tables of the API
 /// files) into sorted batches, or, for a marker search, the matching markers' times.
+/// `message` as the database's `json_extract(extdata, '$.message')` gives it. A string
+/// member of an object is read in place (borrowed where it has no escapes); anything
+/// else (another type, a repeated member, text that is not an object) goes through a
+/// whole `serde_json::Value`, as it always did.
+fn message_of(extdata: Option<&str>) -> Option<Cow<'_, str>> {
+    #[derive(serde::Deserialize)]
+    struct Message<'a> {
+        #[serde(borrow, default)]
+        message: Option<Cow<'a, str>>,
+    }
+    let text = extdata?;
+    // A struct also reads from an array; only an object has members.
+    if text.trim_start().starts_with('{') {
+        if let Ok(Message { message: Some(m) }) = serde_json::from_str::<Message<'_>>(text) {
+            return Some(m);
+        }
+    }
+    let ext = serde_json::from_str::<serde_json::Value>(text).ok()?;
+    rocpd_model::json_extract_text(ext.get("message")?).map(Cow::Owned)
+}
+
 struct Rows<'a> {
     source: &'a DirectRunSource,
     first_source: u32,
@@ -3260,6 +3282,9 @@ struct Rows<'a> {
     /// The pages of moved region and dispatch ids this stream read last (D131).
     moved_region_pages: PageCache<MovedId>,
     moved_dispatch_pages: PageCache<MovedId>,
+    /// A row's name while it is pushed (the names are borrowed from `self`), kept so that
+    /// rows allocate none.
+    scratch: String,
 }
 
 impl<'a> Rows<'a> {
@@ -3310,6 +3335,7 @@ impl<'a> Rows<'a> {
             counter_tid_pages: PageCache::default(),
             moved_region_pages: PageCache::default(),
             moved_dispatch_pages: PageCache::default(),
+            scratch: String::new(),
         }
     }
 
@@ -3357,13 +3383,6 @@ impl<'a> Rows<'a> {
         self.source.desc.groups.lookup(s, &mut self.group_pages)
     }
 
-    /// `message` as the database's `json_extract(extdata, '$.message')` gives it.
-    fn message(&self) -> Option<String> {
-        let text = self.pending.extdata.as_deref()?;
-        let ext = serde_json::from_str::<serde_json::Value>(text).ok()?;
-        rocpd_model::json_extract_text(ext.get("message")?)
-    }
-
     /// The row id the import gives the dispatch of event `event_id`, if its dispatch id
     /// was taken (D112).
     fn moved_dispatch(&mut self, event_id: i64) -> Result<Option<i64>> {
@@ -3386,9 +3405,13 @@ impl<'a> Rows<'a> {
             .and_then(|k| k.display_name.as_deref().filter(|n| !n.is_empty()))
             .or_else(|| symbol.and_then(|k| k.kernel_name.as_deref()))
             .unwrap_or("");
-        let region_name = d.region_name_id.map(|id| self.name(id).to_string());
+        let mut region_name = std::mem::take(&mut self.scratch);
+        region_name.clear();
+        if let Some(id) = d.region_name_id {
+            region_name.push_str(self.name(id));
+        }
         let id = self.moved_dispatch(event_id)?.unwrap_or(d.dispatch_id);
-        self.push(
+        let pushed = self.push(
             k,
             &Values {
                 id,
@@ -3407,11 +3430,13 @@ impl<'a> Rows<'a> {
                 workgroup: d.workgroup,
                 grid: d.grid,
                 extdata: d.extdata.as_deref(),
-                region_name: region_name.as_deref(),
+                region_name: d.region_name_id.map(|_| region_name.as_str()),
                 event_id,
                 ..Default::default()
             },
-        )
+        );
+        self.scratch = region_name;
+        pushed
     }
 
     fn push(&mut self, k: usize, v: &Values<'_>) -> Result<()> {
@@ -3426,7 +3451,7 @@ impl<'a> Rows<'a> {
         let flows = linked.as_ref().and_then(Group::flows);
         let launched = linked.map_or(0, |g| i64::from(g.targets));
         let message = if self.outs[k].fills.contains(&Fill::Message) {
-            self.message()
+            message_of(self.pending.extdata.as_deref())
         } else {
             None
         };
@@ -3534,7 +3559,7 @@ impl RowSink for Rows<'_> {
     ) -> Result<()> {
         let marker = is_marker(&self.pending.category);
         if let Some((text, _)) = &self.find {
-            let carries = match self.message() {
+            let carries = match message_of(self.pending.extdata.as_deref()) {
                 Some(m) => m == *text,
                 None => self.name(name_id) == text,
             };
@@ -3547,14 +3572,16 @@ impl RowSink for Rows<'_> {
         let Some(k) = self.out_of(table) else {
             return Ok(());
         };
-        let name = self.name(name_id).to_string();
         let moved = self
             .source
             .desc
             .moved_regions
             .lookup(event_id, &mut self.moved_region_pages)?;
         let id = moved.and_then(|m| m.0).unwrap_or(id);
-        self.push(
+        let mut name = std::mem::take(&mut self.scratch);
+        name.clear();
+        name.push_str(self.name(name_id));
+        let pushed = self.push(
             k,
             &Values {
                 id,
@@ -3566,7 +3593,9 @@ impl RowSink for Rows<'_> {
                 event_id,
                 ..Default::default()
             },
-        )
+        );
+        self.scratch = name;
+        pushed
     }
     fn dispatch(&mut self, d: &DispatchRow, event_id: i64) -> Result<()> {
         // What counter rows find the dispatch by: the row id the import gave it (D117).
@@ -3616,10 +3645,17 @@ impl RowSink for Rows<'_> {
     fn copy(&mut self, c: &CopyRow, event_id: i64) -> Result<()> {
         let id = self.next_copy;
         self.next_copy += 1;
-        let name = self.name(c.name_id).to_string();
-        let region_name = c.region_name_id.map(|id| self.name(id).to_string());
         let tid = self.filled(c.tid)?;
-        self.push(
+        // The name, then the region's name, in the one kept buffer.
+        let mut names = std::mem::take(&mut self.scratch);
+        names.clear();
+        names.push_str(self.name(c.name_id));
+        let split = names.len();
+        if let Some(id) = c.region_name_id {
+            names.push_str(self.name(id));
+        }
+        let (name, region_name) = names.split_at(split);
+        let pushed = self.push(
             0,
             &Values {
                 id,
@@ -3627,20 +3663,22 @@ impl RowSink for Rows<'_> {
                 tid,
                 start: c.start,
                 end: c.end,
-                name: &name,
+                name,
                 dst_agent: c.dst_agent_id,
                 src_agent: c.src_agent_id,
                 size: Some(c.size),
                 queue_id: c.queue_id,
                 stream_id: c.stream_id,
                 extdata: c.extdata.as_deref(),
-                region_name: region_name.as_deref(),
+                region_name: c.region_name_id.map(|_| region_name),
                 dst_address: c.dst_address,
                 src_address: c.src_address,
                 event_id,
                 ..Default::default()
             },
-        )
+        );
+        self.scratch = names;
+        pushed
     }
     fn alloc(&mut self, a: &AllocRow, event_id: i64) -> Result<()> {
         let id = self.next_alloc;
@@ -3794,6 +3832,38 @@ impl RowSink for Rows<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A marker's message read in place is what the whole `Value` gave, for every shape
+    /// of extdata.
+    #[test]
+    fn messages_read_in_place_as_through_a_value() {
+        let by_value = |text: Option<&str>| -> Option<String> {
+            let ext = serde_json::from_str::<serde_json::Value>(text?).ok()?;
+            rocpd_model::json_extract_text(ext.get("message")?)
+        };
+        for text in [
+            None,
+            Some(""),
+            Some("{}"),
+            Some(r#"{"message":"plain"}"#),
+            Some(r#"  {"size": 3, "message": "with \"quotes\" and \u00e9"}"#),
+            Some(r#"{"message":""}"#),
+            Some(r#"{"message":null}"#),
+            Some(r#"{"message":7}"#),
+            Some(r#"{"message":true}"#),
+            Some(r#"{"message":{"a":[1,2]}}"#),
+            Some(r#"{"message":"first","message":"second"}"#),
+            Some(r#"["message"]"#),
+            Some(r#"{"message":"x"} trailing"#),
+            Some("not json"),
+        ] {
+            assert_eq!(
+                message_of(text).map(Cow::into_owned),
+                by_value(text),
+                "{text:?}"
+            );
+        }
+    }
 
     /// Held records past the memory kept read back from their file in order, whether the
     /// reads follow each other, start again, or skip ahead; texts with NULs, newlines and

@@ -1228,7 +1228,8 @@ impl Json<'_, '_> {
         let size = opt(v, "bytes")?.unwrap_or(0);
         let stream_id = opt_bits(v, "stream_id")?;
         let kinds = Arc::clone(&self.kinds);
-        let name = crate::csv_import::copy_name(&op_name(&kinds, kind, op));
+        let op = op_name(&kinds, kind, op);
+        let name = crate::csv_import::copy_name(&op);
         let category = kind_name(&kinds, kind);
         let (src_t, dst_t) = match name.trim_start_matches("MEMORY_COPY_") {
             "HOST_TO_DEVICE" => (Some("CPU"), Some("GPU")),
