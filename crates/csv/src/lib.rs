@@ -246,15 +246,37 @@ enum Flags<'a> {
     Other(serde::de::IgnoredAny),
 }
 
-/// The scratch `Alloc_Flags` from the row's extdata (`{"flags": ...}`).
+/// The scratch `Alloc_Flags` from the row's extdata (`{"flags": ...}`). An object is read
+/// in place; anything the in-place read refuses (text that is not an object, a repeated
+/// member) goes through a whole `serde_json::Value`, as it always did. Members other than
+/// `flags` are skipped unchecked, so an object whose other members `Value` would refuse
+/// (a number past `f64`, a lone surrogate escape) still gives its flags.
 fn alloc_flags(line: &mut text::Line, extdata: Option<&str>) {
-    let flags = extdata
-        .and_then(|t| serde_json::from_str::<ScratchExtdata<'_>>(t).ok())
-        .and_then(|e| e.flags);
-    match flags {
-        Some(Flags::Number(n)) => line.int(n),
-        Some(Flags::Text(s)) => line.text(&s),
-        _ => line.empty(),
+    let Some(text) = extdata else {
+        return line.empty();
+    };
+    // A struct also reads from an array; only an object has members.
+    let in_place = text
+        .trim_start()
+        .starts_with('{')
+        .then(|| serde_json::from_str::<ScratchExtdata<'_>>(text).ok())
+        .flatten();
+    match in_place {
+        Some(ScratchExtdata { flags }) => match flags {
+            Some(Flags::Number(n)) => line.int(n),
+            Some(Flags::Text(s)) => line.text(&s),
+            _ => line.empty(),
+        },
+        None => {
+            let flags = serde_json::from_str::<serde_json::Value>(text)
+                .ok()
+                .and_then(|v| v.get("flags").cloned());
+            match flags {
+                Some(serde_json::Value::Number(n)) => line.int(n),
+                Some(serde_json::Value::String(s)) => line.text(&s),
+                _ => line.empty(),
+            }
+        }
     }
 }
 
@@ -731,6 +753,10 @@ mod tests {
             Some(r#"{"flags": null}"#),
             Some(r#"{"flags": true}"#),
             Some("[1, 2]"),
+            Some("[5]"),
+            Some(r#"["x"]"#),
+            Some(r#"{"flags": 1, "flags": 2}"#),
+            Some(r#"  {"flags": "a\"b"}  "#),
         ];
         for extdata in cases {
             let (mut now, mut before) = (text::Line::default(), text::Line::default());

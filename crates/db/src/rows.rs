@@ -18,7 +18,7 @@ use arrow_array::types::{Float64Type, Int64Type, UInt32Type};
 use arrow_array::{Array, RecordBatch};
 use rocpd_dbwrite::{insert_sql, Strings};
 use rocpd_model::{col, Catalog, Table};
-use rusqlite::types::Value;
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{params_from_iter, Connection};
 
 /// Where a RocPD column's value comes from, for one model table.
@@ -160,6 +160,31 @@ const EVENT: &[(&str, Fill)] = &[
     ("extdata", Col("event_extdata")),
 ];
 
+/// The `rocpd_track` columns after its id, and the model columns they come from.
+const TRACK: [(&str, Fill); 4] = [
+    ("nid", Col("nid")),
+    ("pid", Pid),
+    ("tid", Tid),
+    ("name_id", Str("name")),
+];
+
+/// A column's fill with the index in the batch of the model column it reads.
+struct Resolved(Fill, usize);
+
+/// The fills of `cols` with their model columns found in table `t`'s layout.
+fn resolve(t: Table, cols: &[(&'static str, Fill)]) -> Vec<Resolved> {
+    cols.iter()
+        .map(|&(_, from)| {
+            let name = match from {
+                Col(n) | OrZero(n) | Str(n) | Text(n) => n,
+                Pid => "pid",
+                Tid | TidOrZero => "tid",
+            };
+            Resolved(from, t.column_index(name))
+        })
+        .collect()
+}
+
 /// The table set of one directly read source in the output being written.
 pub(crate) struct SetWriter {
     strings: Strings,
@@ -171,8 +196,6 @@ pub(crate) struct SetWriter {
     event_insert: String,
     arg_insert: String,
     track_insert: String,
-    /// Reused per row.
-    values: Vec<Value>,
 }
 
 impl SetWriter {
@@ -230,7 +253,6 @@ impl SetWriter {
             ),
             track_insert: insert_sql("rocpd_track", guid, &["id", "nid", "pid", "tid", "name_id"])
                 .replacen("INSERT", "INSERT OR IGNORE", 1),
-            values: Vec::new(),
         };
         w.write_catalog(conn, catalog, source, guid)?;
         Ok((w, tables))
@@ -424,51 +446,50 @@ impl SetWriter {
         Ok(())
     }
 
-    /// The value of model column `name` of table `t` at row `r` as `from` says.
-    fn value(
+    /// The value of a column at row `r` as `from` says, borrowed from the batch where
+    /// it is text.
+    fn value<'b>(
         &mut self,
         conn: &Connection,
-        b: &RecordBatch,
-        t: Table,
+        b: &'b RecordBatch,
         r: usize,
-        from: Fill,
-    ) -> rusqlite::Result<Value> {
-        let int = |name: &str| -> Option<i64> {
-            let a = b.column(t.column_index(name)).as_primitive::<Int64Type>();
+        from: &Resolved,
+    ) -> rusqlite::Result<ToSqlOutput<'b>> {
+        let int = |i: usize| -> Option<i64> {
+            let a = b.column(i).as_primitive::<Int64Type>();
             a.is_valid(r).then(|| a.value(r))
         };
-        Ok(match from {
-            Col(name) => {
-                let a = b.column(t.column_index(name));
+        let text = |i: usize| -> Option<&'b str> {
+            let a = b.column(i).as_string::<i32>();
+            a.is_valid(r).then(|| a.value(r))
+        };
+        let integer = |v: i64| ToSqlOutput::Owned(Value::Integer(v));
+        let null = ToSqlOutput::Owned(Value::Null);
+        Ok(match *from {
+            Resolved(Col(_), i) => {
+                let a = b.column(i);
                 if a.is_null(r) {
-                    Value::Null
+                    null
                 } else if let Some(s) = a.as_string_opt::<i32>() {
-                    Value::Text(s.value(r).to_string())
+                    ToSqlOutput::Borrowed(ValueRef::Text(s.value(r).as_bytes()))
                 } else if let Some(f) = a.as_primitive_opt::<Float64Type>() {
-                    Value::Real(f.value(r))
+                    ToSqlOutput::Owned(Value::Real(f.value(r)))
                 } else {
-                    Value::Integer(a.as_primitive::<Int64Type>().value(r))
+                    integer(a.as_primitive::<Int64Type>().value(r))
                 }
             }
-            OrZero(name) => Value::Integer(int(name).unwrap_or(0)),
-            Text(name) => {
-                let a = b.column(t.column_index(name)).as_string::<i32>();
-                match a.is_valid(r).then(|| a.value(r)) {
-                    Some(v) if !v.is_empty() => Value::Text(v.to_string()),
-                    _ => Value::Null,
-                }
-            }
-            Str(name) => {
-                let a = b.column(t.column_index(name)).as_string::<i32>();
-                if a.is_valid(r) {
-                    Value::Integer(self.strings.id(conn, a.value(r))?)
-                } else {
-                    Value::Null
-                }
-            }
-            Pid => self.pid(int("pid")).map_or(Value::Null, Value::Integer),
-            Tid => self.tid(int("tid")).map_or(Value::Null, Value::Integer),
-            TidOrZero => Value::Integer(self.tid(int("tid")).unwrap_or(0)),
+            Resolved(OrZero(_), i) => integer(int(i).unwrap_or(0)),
+            Resolved(Text(_), i) => match text(i) {
+                Some(v) if !v.is_empty() => ToSqlOutput::Borrowed(ValueRef::Text(v.as_bytes())),
+                _ => null,
+            },
+            Resolved(Str(_), i) => match text(i) {
+                Some(v) => integer(self.strings.id(conn, v)?),
+                None => null,
+            },
+            Resolved(Pid, i) => self.pid(int(i)).map_or(null, integer),
+            Resolved(Tid, i) => self.tid(int(i)).map_or(null, integer),
+            Resolved(TidOrZero, i) => integer(self.tid(int(i)).unwrap_or(0)),
         })
     }
 
@@ -482,7 +503,13 @@ impl SetWriter {
     ) -> rusqlite::Result<()> {
         let sources = b.column(col::SOURCE).as_primitive::<UInt32Type>();
         let (base, cols) = layout(t);
-        let insert = self.inserts[base].clone();
+        // Columns found by name once a batch, statements taken from the cache once a
+        // batch, texts bound where they lie: nothing is looked up or copied per row.
+        let cols = resolve(t, cols);
+        let event_cols = resolve(t, EVENT);
+        let track_cols = resolve(t, &TRACK);
+        let mut insert = conn.prepare_cached(&self.inserts[base])?;
+        let mut event_insert = conn.prepare_cached(&self.event_insert)?;
         let event_ids = b
             .column(t.column_index("event_id"))
             .as_primitive::<Int64Type>();
@@ -493,24 +520,20 @@ impl SetWriter {
             b.column(t.column_index("track_id"))
                 .as_primitive::<Int64Type>()
         });
+        let mut values: Vec<ToSqlOutput<'_>> = Vec::with_capacity(cols.len());
         for r in 0..b.num_rows() {
             if sources.value(r) != source {
                 continue;
             }
-            let mut values = std::mem::take(&mut self.values);
-            values.clear();
-            for (_, from) in cols {
-                values.push(self.value(conn, b, t, r, *from)?);
+            for from in &cols {
+                values.push(self.value(conn, b, r, from)?);
             }
-            conn.prepare_cached(&insert)?
-                .execute(params_from_iter(values.drain(..)))?;
+            insert.execute(params_from_iter(values.drain(..)))?;
             if event_ids.is_valid(r) {
-                for (_, from) in EVENT {
-                    values.push(self.value(conn, b, t, r, *from)?);
+                for from in &event_cols {
+                    values.push(self.value(conn, b, r, from)?);
                 }
-                let new = conn
-                    .prepare_cached(&self.event_insert)?
-                    .execute(params_from_iter(values.drain(..)))?;
+                let new = event_insert.execute(params_from_iter(values.drain(..)))?;
                 if new == 1 {
                     if let Some(a) = args.filter(|a| a.is_valid(r)) {
                         self.write_args(conn, event_ids.value(r), a.value(r))?;
@@ -518,14 +541,13 @@ impl SetWriter {
                 }
             }
             if let Some(tr) = tracks.filter(|tr| tr.is_valid(r)) {
-                values.push(Value::Integer(tr.value(r)));
-                for from in [Col("nid"), Pid, Tid, Str("name")] {
-                    values.push(self.value(conn, b, t, r, from)?);
+                values.push(ToSqlOutput::Owned(Value::Integer(tr.value(r))));
+                for from in &track_cols {
+                    values.push(self.value(conn, b, r, from)?);
                 }
                 conn.prepare_cached(&self.track_insert)?
                     .execute(params_from_iter(values.drain(..)))?;
             }
-            self.values = values;
         }
         Ok(())
     }

@@ -3223,12 +3223,13 @@ struct TableOut {
     sorter: RunSorter,
 }
 
-/// The streaming pass's sink: the rows of one table (or of the two tables of the API
-/// files) into sorted batches, or, for a marker search, the matching markers' times.
 /// `message` as the database's `json_extract(extdata, '$.message')` gives it. A string
 /// member of an object is read in place (borrowed where it has no escapes); anything
 /// else (another type, a repeated member, text that is not an object) goes through a
-/// whole `serde_json::Value`, as it always did.
+/// whole `serde_json::Value`, as it always did. The one difference: members other than
+/// `message` are skipped unchecked, so an object whose other members `Value` would
+/// refuse (a number past `f64`, a lone surrogate escape) still gives its message. The
+/// extdata read here is written by serde_json (`message_extdata`, the JSON reader).
 fn message_of(extdata: Option<&str>) -> Option<Cow<'_, str>> {
     #[derive(serde::Deserialize)]
     struct Message<'a> {
@@ -3246,6 +3247,8 @@ fn message_of(extdata: Option<&str>) -> Option<Cow<'_, str>> {
     rocpd_model::json_extract_text(ext.get("message")?).map(Cow::Owned)
 }
 
+/// The streaming pass's sink: the rows of one table (or of the two tables of the API
+/// files) into sorted batches, or, for a marker search, the matching markers' times.
 struct Rows<'a> {
     source: &'a DirectRunSource,
     first_source: u32,

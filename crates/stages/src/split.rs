@@ -103,8 +103,13 @@ pub struct SplitSink {
     by_agent: FastMap<(u32, i64, Option<i64>), usize>,
     /// The key number of every row of the batch being routed.
     row_keys: Vec<usize>,
-    /// The rows of each key in the batch being routed (indexed by key number).
-    buckets: Vec<Vec<u32>>,
+    /// Per key number: rows of the batch being routed, then where its next row goes in
+    /// `grouped`; 0 between batches.
+    key_rows: Vec<u32>,
+    /// The taken rows of the batch being routed, grouped by key.
+    grouped: Vec<u32>,
+    /// (key number, start in `grouped`, rows) of each key the batch touches, in key order.
+    spans: Vec<(usize, u32, u32)>,
     /// Whether each row of the batch being routed loses its flow (its group is cut).
     row_cut: Vec<bool>,
     open: BTreeMap<SplitKey, Child>,
@@ -162,7 +167,9 @@ impl SplitSink {
             by_agent: FastMap::default(),
             row_keys: Vec::new(),
             row_cut: Vec::new(),
-            buckets: Vec::new(),
+            key_rows: Vec::new(),
+            grouped: Vec::new(),
+            spans: Vec::new(),
             open: BTreeMap::new(),
             done: Vec::new(),
             completed: false,
@@ -258,7 +265,7 @@ impl SplitSink {
             key: SplitKey { ordinal, label },
             takes,
         });
-        self.buckets.push(Vec::new());
+        self.key_rows.push(0);
         k
     }
 
@@ -429,27 +436,56 @@ impl Sink for SplitSink {
             let cleared = flows::clear(b, &cut);
             self.row_cut = cut;
             let b = cleared?;
-            for (r, &k) in self.row_keys.iter().enumerate() {
+            // The batch's rows grouped by key in one list (a counting sort), each key's
+            // rows in their order: memory follows the batch, not the number of keys.
+            for &k in &self.row_keys {
                 if self.slots[k].takes {
-                    if self.buckets[k].is_empty() {
+                    if self.key_rows[k] == 0 {
                         touched.push(k);
                     }
-                    self.buckets[k].push(r as u32);
+                    self.key_rows[k] += 1;
                 }
             }
             // In key order, as the children have always received their batches.
             touched.sort_unstable_by(|&x, &y| self.slots[x].key.cmp(&self.slots[y].key));
-            for k in touched.drain(..) {
-                // The bucket keeps its room for the next batch: only the index array
-                // handed to `take` is allocated, once per key and batch.
-                let idx = &mut self.buckets[k];
-                let batch = if idx.len() == b.batch.num_rows() {
-                    b.batch.clone()
+            let mut spans = std::mem::take(&mut self.spans);
+            spans.clear();
+            let mut at = 0;
+            for &k in &touched {
+                let n = self.key_rows[k];
+                spans.push((k, at, n));
+                // From here on, where the key's next row goes.
+                self.key_rows[k] = at;
+                at += n;
+            }
+            self.grouped.clear();
+            self.grouped.resize(at as usize, 0);
+            for (r, &k) in self.row_keys.iter().enumerate() {
+                if self.slots[k].takes {
+                    let next = &mut self.key_rows[k];
+                    self.grouped[*next as usize] = r as u32;
+                    *next += 1;
+                }
+            }
+            for &k in &touched {
+                self.key_rows[k] = 0;
+            }
+            touched.clear();
+            for &(k, start, n) in &spans {
+                let rows = &self.grouped[start as usize..(start + n) as usize];
+                let taken = if rows.len() == b.batch.num_rows() {
+                    Ok(b.batch.clone())
                 } else {
-                    let rows = UInt32Array::from_iter_values(idx.iter().copied());
-                    arrow_select::take::take_record_batch(&b.batch, &rows)?
+                    let rows = UInt32Array::from_iter_values(rows.iter().copied());
+                    arrow_select::take::take_record_batch(&b.batch, &rows)
                 };
-                idx.clear();
+                let batch = match taken {
+                    Ok(batch) => batch,
+                    Err(e) => {
+                        self.spans = spans;
+                        return Err(e.into());
+                    }
+                };
                 let part = match parts.iter().position(|(p, _)| *p == k) {
                     Some(i) => &mut parts[i].1,
                     None => {
@@ -462,6 +498,7 @@ impl Sink for SplitSink {
                     batch,
                 });
             }
+            self.spans = spans;
         }
         parts.sort_by(|(x, _), (y, _)| self.slots[*x].key.cmp(&self.slots[*y].key));
         let parts: Vec<(SplitKey, Chunk)> = parts
