@@ -507,7 +507,12 @@ impl SetWriter {
         // batch, texts bound where they lie: nothing is looked up or copied per row.
         let cols = resolve(t, cols);
         let event_cols = resolve(t, EVENT);
-        let track_cols = resolve(t, &TRACK);
+        // Only samples have tracks (and a `name` column for theirs).
+        let track_cols = if t == Table::Sample {
+            resolve(t, &TRACK)
+        } else {
+            Vec::new()
+        };
         let mut insert = conn.prepare_cached(&self.inserts[base])?;
         let mut event_insert = conn.prepare_cached(&self.event_insert)?;
         let event_ids = b
