@@ -12,62 +12,18 @@
 //! Only allocations made on the test's thread while a chunk is written count: decoding
 //! (SQLite, Arrow builders, the merge) happens before, on the reader's own thread.
 
-// A global allocator is an `unsafe impl`; the workspace denies unsafe code, and this
-// test binary is the one place that needs it (it forwards every call to `System`).
-#![allow(unsafe_code)]
+mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::UInt32Array;
+use common::counting::{count_this_thread, this_thread_count, Counting};
 use rocpd::{EventOptions, Inputs, Projection};
 use rocpd_pipeline::{Chunk, Sink};
 use rocpd_stages::{SplitMode, SplitSink};
-
-struct Counting;
-
-thread_local! {
-    /// Whether this thread's allocations are being counted (tests run side by side, each
-    /// on its own thread, and count their own).
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    /// Allocations this thread made while counting.
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count_here() {
-    // `try_with`: a thread being torn down has no thread-locals left to ask.
-    if COUNTING.try_with(Cell::get).unwrap_or(false) {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-    }
-}
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
-
-// SAFETY: every call is passed on to the system allocator unchanged; the counting
-// touches only const-initialised thread-locals, which do not allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_here();
-        System.alloc(layout)
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count_here();
-        System.alloc_zeroed(layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_here();
-        System.realloc(ptr, layout, new_size)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -108,14 +64,14 @@ fn allocations_while_writing(
 ) -> (u64, u64) {
     sink.begin(catalog).unwrap();
     let mut rows = 0u64;
-    let before = allocations();
-    COUNTING.with(|c| c.set(true));
+    let before = this_thread_count();
+    count_this_thread(true);
     for chunk in chunks {
         rows += chunk.rows() as u64;
         sink.write(chunk).unwrap();
     }
-    COUNTING.with(|c| c.set(false));
-    let made = allocations() - before;
+    count_this_thread(false);
+    let made = this_thread_count() - before;
     sink.finish().unwrap();
     (rows, made)
 }
@@ -281,18 +237,18 @@ fn filters_and_the_window_do_not_allocate_per_row() {
             s.begin(&catalog).unwrap();
         }
         let (mut rows, mut kept) = (0u64, 0u64);
-        let before = allocations();
+        let before = this_thread_count();
         for chunk in chunks {
             rows += chunk.rows() as u64;
-            COUNTING.with(|c| c.set(true));
+            count_this_thread(true);
             let mut c = chunk;
             for s in &mut stages {
                 c = s.apply(c).unwrap();
             }
-            COUNTING.with(|c| c.set(false));
+            count_this_thread(false);
             kept += c.rows() as u64;
         }
-        let made = allocations() - before;
+        let made = this_thread_count() - before;
         assert_eq!(kept, rows, "the rules remove nothing");
         eprintln!("filter and window: {rows} rows, {made} allocations");
         seen.push((rows, made));

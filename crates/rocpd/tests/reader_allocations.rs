@@ -8,46 +8,12 @@
 //! A test binary of its own: the count is process-wide, and no other test may run beside
 //! it.
 
-// A global allocator is an `unsafe impl`; the workspace denies unsafe code, and this
-// test binary is one of the two places that need it (it forwards every call to `System`).
-#![allow(unsafe_code)]
+mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use common::counting::{count_everywhere, everywhere_count, Counting};
 use rocpd::{EventOptions, Inputs, Projection};
-
-struct Counting;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-fn count_here() {
-    if COUNTING.load(Ordering::Relaxed) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: every call is passed on to the system allocator unchanged; the counting
-// touches only atomics, which do not allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_here();
-        System.alloc(layout)
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count_here();
-        System.alloc_zeroed(layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_here();
-        System.realloc(ptr, layout, new_size)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -72,8 +38,8 @@ fn trace(dir: &Path, iterations: u32) -> [(&'static str, PathBuf); 3] {
 
 /// Rows read and allocations made from opening `input` to its last chunk.
 fn allocations_while_reading(input: &Path) -> (u64, u64) {
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    COUNTING.store(true, Ordering::Relaxed);
+    let before = everywhere_count();
+    count_everywhere(true);
     let mut inputs = Inputs::open(&[input], &Default::default()).unwrap();
     let options = EventOptions {
         projection: Projection::all(),
@@ -85,8 +51,8 @@ fn allocations_while_reading(input: &Path) -> (u64, u64) {
         rows += chunk.unwrap().rows() as u64;
     }
     drop(inputs);
-    COUNTING.store(false, Ordering::Relaxed);
-    (rows, ALLOCATIONS.load(Ordering::Relaxed) - before)
+    count_everywhere(false);
+    (rows, everywhere_count() - before)
 }
 
 #[test]

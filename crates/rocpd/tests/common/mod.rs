@@ -1,0 +1,3 @@
+//! Helpers shared by the facade's test binaries.
+
+pub mod counting;
