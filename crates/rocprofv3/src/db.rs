@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use rocpd_dbwrite::insert_sql;
-use rocpd_model::hash::{fnv1a64, FNV_OFFSET};
+use rocpd_model::hash::{fnv1a64, FastMap, FNV_OFFSET};
 use rocpd_model::{Error, Result};
 use rocpd_schema::table_name;
 use rusqlite::types::Value;
@@ -222,10 +222,10 @@ pub(crate) struct Agents {
     rows: BTreeMap<i64, AgentRow>,
     /// Whether the rows came from an agent table (otherwise they are synthesized).
     from_table: bool,
-    /// JSON agent handles → agent id.
-    handles: HashMap<i64, i64>,
+    /// JSON agent handles → agent id (looked up for every kernel and counter record).
+    handles: FastMap<i64, i64>,
     /// Synthesized ids of typed references without an agent table.
-    typed: HashMap<(&'static str, i64), i64>,
+    typed: FastMap<(&'static str, i64), i64>,
     /// The rows by (logical index, id) and by (type, type index, id), so that a
     /// reference is resolved without a scan of every agent: an input naming a new agent
     /// on every row made the scans quadratic (70,000 rows took 17 s).
