@@ -75,6 +75,16 @@ pub(crate) struct Counters {
     names: FastSet<Arc<str>>,
 }
 
+/// `name` from `names`, added the first time it is met.
+fn intern(names: &mut FastSet<Arc<str>>, name: &str) -> Arc<str> {
+    if let Some(n) = names.get(name) {
+        return n.clone();
+    }
+    let n: Arc<str> = Arc::from(name);
+    names.insert(n.clone());
+    n
+}
+
 /// A product of sizes in 128 bits: three 64-bit factors may still not fit.
 fn product(xs: &[Option<i64>; 3]) -> Option<Option<i128>> {
     let mut p: i128 = 1;
@@ -90,12 +100,7 @@ fn product(xs: &[Option<i64>; 3]) -> Option<Option<i128>> {
 impl Counters {
     /// `name`, shared with every earlier use of it.
     pub fn name(&mut self, name: &str) -> Arc<str> {
-        if let Some(n) = self.names.get(name) {
-            return n.clone();
-        }
-        let n: Arc<str> = Arc::from(name);
-        self.names.insert(n.clone());
-        n
+        intern(&mut self.names, name)
     }
 
     /// Remembers a dispatch that counter rows may refer to.
@@ -108,12 +113,7 @@ impl Counters {
     /// Adds one counter value.
     pub fn add(&mut self, v: Value<'_>) {
         let key = (v.start, Reverse(v.end), v.source, v.dispatch, v.pmc_id);
-        if let Some(s) = self.pending.get_mut(&key) {
-            s.value += v.value.unwrap_or(0.0);
-            s.rows += 1;
-            return;
-        }
-        let name = self.name(v.name.unwrap_or(""));
+        let names = &mut self.names;
         let s = self.pending.entry(key).or_insert_with(|| Sum {
             value: 0.0,
             rows: 0,
@@ -121,7 +121,7 @@ impl Counters {
             pid: v.pid,
             tid: v.tid,
             correlation: v.correlation,
-            name,
+            name: intern(names, v.name.unwrap_or("")),
         });
         s.value += v.value.unwrap_or(0.0);
         s.rows += 1;

@@ -261,22 +261,22 @@ fn alloc_flags(line: &mut text::Line, extdata: Option<&str>) {
         .starts_with('{')
         .then(|| serde_json::from_str::<ScratchExtdata<'_>>(text).ok())
         .flatten();
-    match in_place {
-        Some(ScratchExtdata { flags }) => match flags {
-            Some(Flags::Number(n)) => line.int(n),
-            Some(Flags::Text(s)) => line.text(&s),
-            _ => line.empty(),
-        },
-        None => {
-            let flags = serde_json::from_str::<serde_json::Value>(text)
-                .ok()
-                .and_then(|v| v.get("flags").cloned());
-            match flags {
-                Some(serde_json::Value::Number(n)) => line.int(n),
-                Some(serde_json::Value::String(s)) => line.text(&s),
-                _ => line.empty(),
-            }
-        }
+    let flags = match in_place {
+        Some(ScratchExtdata { flags }) => flags,
+        None => serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(
+                |mut v| match v.get_mut("flags").map(serde_json::Value::take) {
+                    Some(serde_json::Value::Number(n)) => Some(Flags::Number(n)),
+                    Some(serde_json::Value::String(s)) => Some(Flags::Text(s.into())),
+                    _ => None,
+                },
+            ),
+    };
+    match flags {
+        Some(Flags::Number(n)) => line.int(n),
+        Some(Flags::Text(s)) => line.text(&s),
+        _ => line.empty(),
     }
 }
 

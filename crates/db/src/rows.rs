@@ -507,24 +507,28 @@ impl SetWriter {
         // batch, texts bound where they lie: nothing is looked up or copied per row.
         let cols = resolve(t, cols);
         let event_cols = resolve(t, EVENT);
-        // Only samples have tracks (and a `name` column for theirs).
-        let track_cols = if t == Table::Sample {
-            resolve(t, &TRACK)
-        } else {
-            Vec::new()
-        };
         let mut insert = conn.prepare_cached(&self.inserts[base])?;
         let mut event_insert = conn.prepare_cached(&self.event_insert)?;
+        // Only samples have tracks (and a `name` column for theirs): the track ids, the
+        // other columns and the statement.
+        let mut tracks = if t == Table::Sample {
+            let ids = b
+                .column(t.column_index("track_id"))
+                .as_primitive::<Int64Type>();
+            Some((
+                ids,
+                resolve(t, &TRACK),
+                conn.prepare_cached(&self.track_insert)?,
+            ))
+        } else {
+            None
+        };
         let event_ids = b
             .column(t.column_index("event_id"))
             .as_primitive::<Int64Type>();
         let args = t
             .column_position("args")
             .map(|i| b.column(i).as_string::<i32>());
-        let tracks = (t == Table::Sample).then(|| {
-            b.column(t.column_index("track_id"))
-                .as_primitive::<Int64Type>()
-        });
         let mut values: Vec<ToSqlOutput<'_>> = Vec::with_capacity(cols.len());
         for r in 0..b.num_rows() {
             if sources.value(r) != source {
@@ -545,13 +549,14 @@ impl SetWriter {
                     }
                 }
             }
-            if let Some(tr) = tracks.filter(|tr| tr.is_valid(r)) {
-                values.push(ToSqlOutput::Owned(Value::Integer(tr.value(r))));
-                for from in &track_cols {
+            if let Some((ids, track_cols, track_insert)) =
+                tracks.as_mut().filter(|(ids, ..)| ids.is_valid(r))
+            {
+                values.push(ToSqlOutput::Owned(Value::Integer(ids.value(r))));
+                for from in track_cols.iter() {
                     values.push(self.value(conn, b, r, from)?);
                 }
-                conn.prepare_cached(&self.track_insert)?
-                    .execute(params_from_iter(values.drain(..)))?;
+                track_insert.execute(params_from_iter(values.drain(..)))?;
             }
         }
         Ok(())

@@ -1384,8 +1384,9 @@ fn api_row(
     Ok(())
 }
 
-/// `{"message":"<text>"}`, as serde_json writes it, in one allocation.
-fn message_extdata(text: &str) -> String {
+/// `{"message":"<text>"}`, as serde_json writes it, in one allocation: a marker's
+/// extdata, from a CSV row or a JSON record.
+pub(crate) fn message_extdata(text: &str) -> String {
     let mut out = Vec::with_capacity(text.len() + 16);
     out.extend_from_slice(b"{\"message\":");
     // Writing a string into a Vec cannot fail.
@@ -1503,7 +1504,7 @@ fn kernel_row(
 }
 
 /// Agent types implied by a copy direction: (source, destination).
-fn copy_types(direction: &str) -> (Option<&'static str>, Option<&'static str>) {
+pub(crate) fn copy_types(direction: &str) -> (Option<&'static str>, Option<&'static str>) {
     let d = direction.trim_start_matches("MEMORY_COPY_");
     match d {
         "HOST_TO_DEVICE" => (Some("CPU"), Some("GPU")),

@@ -1087,7 +1087,7 @@ impl Json<'_, '_> {
         let mut extdata = None;
         if category.starts_with("MARKER") {
             if let Some(msg) = self.out.text(Texts::Marker, internal)? {
-                extdata = Some(serde_json::json!({ "message": msg }).to_string());
+                extdata = Some(crate::csv_import::message_extdata(&msg));
             }
         }
         let name_id = self.out.string(&name)?;
@@ -1231,13 +1231,7 @@ impl Json<'_, '_> {
         let op = op_name(&kinds, kind, op);
         let name = crate::csv_import::copy_name(&op);
         let category = kind_name(&kinds, kind);
-        let (src_t, dst_t) = match name.trim_start_matches("MEMORY_COPY_") {
-            "HOST_TO_DEVICE" => (Some("CPU"), Some("GPU")),
-            "DEVICE_TO_HOST" => (Some("GPU"), Some("CPU")),
-            "DEVICE_TO_DEVICE" | "PEER_TO_PEER" => (Some("GPU"), Some("GPU")),
-            "HOST_TO_HOST" => (Some("CPU"), Some("CPU")),
-            _ => (None, None),
-        };
+        let (src_t, dst_t) = crate::csv_import::copy_types(&name);
         // Checked before either agent is noted.
         opt_bits(v, "src_agent_id")?;
         opt_bits(v, "dst_agent_id")?;
