@@ -36,10 +36,9 @@
 //! Some runs are imported after all, because what the import does to them needs the
 //! database or passes the direct reader's bounds: rows given the next free id for a
 //! taken one (D110, D112, D113) when they scatter as no paged map keeps them (D131); more
-//! than 67M ids of one kind (the
-//! id sets' bound, which every paged map and [`MAX_COUNTED`] follow, D128); correlation
-//! ids that scatter (fewer than 16 kernels or copies per 512 ids, and pages
-//! past 1.5 times the input's size, D120); counter values in a run of more than 65,535
+//! than 67M ids of one kind (the id sets' bound, which every paged map and
+//! [`MAX_COUNTED`] follow, D128); correlation ids that scatter (fewer than 16 kernels or
+//! copies per 512 ids, and pages past 1.5 times the input's size, D120); counter values in a run of more than 65,535
 //! agents, processes or event categories (D122). (A taken id with no larger one left is
 //! the import's error at that row, and the describing pass reports it the same, D126.)
 //! JSON objects also when two kernel
@@ -381,6 +380,11 @@ fn moved_key(file: usize, ordinal: i64) -> Option<i64> {
     (0..1 << 40)
         .contains(&ordinal)
         .then_some(file << 40 | ordinal)
+}
+
+/// The (file, ordinal) of a [`moved_key`].
+fn moved_place(key: i64) -> (usize, i64) {
+    ((key >> 40) as usize, key & ((1 << 40) - 1))
 }
 
 /// Pages of dispatch checks (4.5 KiB each) a JSON object's describing pass keeps in
@@ -2053,7 +2057,7 @@ impl DirectRunSource {
                 let Some(id) = m.0.filter(|_| failed.is_none()) else {
                     return;
                 };
-                let (file, ordinal) = ((key >> 40) as usize, key & ((1 << 40) - 1));
+                let (file, ordinal) = moved_place(key);
                 let first = first_event.get(file).copied().unwrap_or(1);
                 // Both from counts of rows read, so far below overflow.
                 let event = first.saturating_add(ordinal - 1);
@@ -3285,8 +3289,7 @@ struct Rows<'a> {
     /// The pages of moved region and dispatch ids this stream read last (D131).
     moved_region_pages: PageCache<MovedId>,
     moved_dispatch_pages: PageCache<MovedId>,
-    /// A row's name while it is pushed (the names are borrowed from `self`), kept so that
-    /// rows allocate none.
+    /// A row's names while it is pushed ([`Rows::scratch_names`]).
     scratch: String,
 }
 
@@ -3397,6 +3400,34 @@ impl<'a> Rows<'a> {
         Ok(moved.and_then(|m| m.0))
     }
 
+    /// The region id the import gives the API call of event `event_id`, if its
+    /// correlation id was taken (D110).
+    fn moved_region(&mut self, event_id: i64) -> Result<Option<i64>> {
+        let moved = self
+            .source
+            .desc
+            .moved_regions
+            .lookup(event_id, &mut self.moved_region_pages)?;
+        Ok(moved.and_then(|m| m.0))
+    }
+
+    /// The texts of name ids `name` and `region` (either may be absent) one after the
+    /// other in the kept buffer, taken out of `self` so that they may be pushed (the names
+    /// are borrowed from `self`), and where the first ends. Put it back in `scratch` once
+    /// pushed: rows then allocate no name.
+    fn scratch_names(&mut self, name: Option<i64>, region: Option<i64>) -> (String, usize) {
+        let mut names = std::mem::take(&mut self.scratch);
+        names.clear();
+        if let Some(id) = name {
+            names.push_str(self.name(id));
+        }
+        let split = names.len();
+        if let Some(id) = region {
+            names.push_str(self.name(id));
+        }
+        (names, split)
+    }
+
     /// A kernel dispatch row, if this stream writes them.
     fn push_dispatch(&mut self, d: &DispatchRow, tid: Option<i64>, event_id: i64) -> Result<()> {
         let Some(k) = self.out_of(Table::KernelDispatch) else {
@@ -3408,12 +3439,8 @@ impl<'a> Rows<'a> {
             .and_then(|k| k.display_name.as_deref().filter(|n| !n.is_empty()))
             .or_else(|| symbol.and_then(|k| k.kernel_name.as_deref()))
             .unwrap_or("");
-        let mut region_name = std::mem::take(&mut self.scratch);
-        region_name.clear();
-        if let Some(id) = d.region_name_id {
-            region_name.push_str(self.name(id));
-        }
         let id = self.moved_dispatch(event_id)?.unwrap_or(d.dispatch_id);
+        let (region_name, _) = self.scratch_names(None, d.region_name_id);
         let pushed = self.push(
             k,
             &Values {
@@ -3575,15 +3602,8 @@ impl RowSink for Rows<'_> {
         let Some(k) = self.out_of(table) else {
             return Ok(());
         };
-        let moved = self
-            .source
-            .desc
-            .moved_regions
-            .lookup(event_id, &mut self.moved_region_pages)?;
-        let id = moved.and_then(|m| m.0).unwrap_or(id);
-        let mut name = std::mem::take(&mut self.scratch);
-        name.clear();
-        name.push_str(self.name(name_id));
+        let id = self.moved_region(event_id)?.unwrap_or(id);
+        let (name, _) = self.scratch_names(Some(name_id), None);
         let pushed = self.push(
             k,
             &Values {
@@ -3649,14 +3669,7 @@ impl RowSink for Rows<'_> {
         let id = self.next_copy;
         self.next_copy += 1;
         let tid = self.filled(c.tid)?;
-        // The name, then the region's name, in the one kept buffer.
-        let mut names = std::mem::take(&mut self.scratch);
-        names.clear();
-        names.push_str(self.name(c.name_id));
-        let split = names.len();
-        if let Some(id) = c.region_name_id {
-            names.push_str(self.name(id));
-        }
+        let (names, split) = self.scratch_names(Some(c.name_id), c.region_name_id);
         let (name, region_name) = names.split_at(split);
         let pushed = self.push(
             0,
