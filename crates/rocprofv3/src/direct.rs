@@ -382,6 +382,15 @@ fn moved_key(file: usize, ordinal: i64) -> Option<i64> {
         .then_some(file << 40 | ordinal)
 }
 
+/// The id `moved` gives the row of event `event_id`, if it moved, through `pages`.
+fn moved_id(
+    moved: &PagedMap<MovedId>,
+    pages: &mut PageCache<MovedId>,
+    event_id: i64,
+) -> Result<Option<i64>> {
+    Ok(moved.lookup(event_id, pages)?.and_then(|m| m.0))
+}
+
 /// The (file, ordinal) of a [`moved_key`].
 fn moved_place(key: i64) -> (usize, i64) {
     ((key >> 40) as usize, key & ((1 << 40) - 1))
@@ -3392,23 +3401,19 @@ impl<'a> Rows<'a> {
     /// The row id the import gives the dispatch of event `event_id`, if its dispatch id
     /// was taken (D112).
     fn moved_dispatch(&mut self, event_id: i64) -> Result<Option<i64>> {
-        let moved = self
-            .source
-            .desc
-            .moved_dispatches
-            .lookup(event_id, &mut self.moved_dispatch_pages)?;
-        Ok(moved.and_then(|m| m.0))
+        let d = &self.source.desc;
+        moved_id(
+            &d.moved_dispatches,
+            &mut self.moved_dispatch_pages,
+            event_id,
+        )
     }
 
     /// The region id the import gives the API call of event `event_id`, if its
     /// correlation id was taken (D110).
     fn moved_region(&mut self, event_id: i64) -> Result<Option<i64>> {
-        let moved = self
-            .source
-            .desc
-            .moved_regions
-            .lookup(event_id, &mut self.moved_region_pages)?;
-        Ok(moved.and_then(|m| m.0))
+        let d = &self.source.desc;
+        moved_id(&d.moved_regions, &mut self.moved_region_pages, event_id)
     }
 
     /// The texts of name ids `name` and `region` (either may be absent) one after the
