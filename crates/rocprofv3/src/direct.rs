@@ -1643,11 +1643,13 @@ const JSON_TARGETS: &[CsvKind] = &[
 /// The describing pass over process object `index` of a rocprofv3 JSON file, in two
 /// reads: every section but the API calls, then the API calls (the flow groups exist by
 /// then). With `threads` of two or more, the first read's kernel records are read on a
-/// second thread beside the rest ([`Speculation`]). `Err(why)` when the object must be
-/// imported.
+/// second thread beside the rest ([`Speculation`]). The first read jumps over the
+/// values at `places` (the pre-scan's) that it does not parse or check, such as the API
+/// calls' sections (D136). `Err(why)` when the object must be imported.
 fn describe_json(
     path: &Path,
     index: usize,
+    places: &[(u64, u64)],
     opts: &ImportOptions,
     threads: usize,
 ) -> Result<Described> {
@@ -1671,7 +1673,8 @@ fn describe_json(
     // sections a later read parses.
     let mut in_order = threads < 2;
     if !in_order {
-        let side_by_side = describe_kernels_beside(path, index, opts, &mut describe, &mut spans);
+        let side_by_side =
+            describe_kernels_beside(path, index, places, opts, &mut describe, &mut spans);
         match side_by_side {
             Beside::Failed => return json_import_error(path, index, opts, &describe),
             Beside::Done(r) => {
@@ -1702,7 +1705,7 @@ fn describe_json(
         // The first read notes where the large values lie; the API calls' read jumps over
         // those it skips.
         let places = if strict {
-            Spans::Note(&mut spans)
+            Spans::Note(&mut spans, places)
         } else {
             Spans::Jump(&spans)
         };
@@ -1780,10 +1783,12 @@ fn json_import_error(
 /// is taken in and the result is the read in order's. When the kernel records are
 /// something else (no counter records: the speculation stops at its first record), they
 /// are read again into `describe`, after the rest, which gives the same unless a kernel
-/// section comes before a counter section: then the whole read is done in order.
+/// section comes before a counter section: then the whole read is done in order. Both
+/// jump over the values at `places` they do not read.
 fn describe_kernels_beside(
     path: &Path,
     index: usize,
+    places: &[(u64, u64)],
     opts: &ImportOptions,
     describe: &mut Describe,
     spans: &mut Vec<(u64, u64)>,
@@ -1829,14 +1834,14 @@ fn describe_kernels_beside(
                 index,
                 &kernels,
                 false,
-                Spans::Jump(&[]),
+                Spans::Jump(places),
                 side,
                 opts,
                 report,
             )
         });
         let ended = Ended(signal);
-        let places = Spans::Note(spans);
+        let places = Spans::Note(spans, places);
         let read = json_import::scan_process(
             path,
             index,
@@ -2023,11 +2028,11 @@ impl DirectRunSource {
                 let described = describe_run(&plan, opts, threads)?;
                 (Input::Csv(Box::new(plan)), described)
             }
-            crate::RunSource::Json { index, .. } => {
+            crate::RunSource::Json { index, places, .. } => {
                 let Some(path) = run.files.first() else {
                     return Ok(Err("a JSON run without its file"));
                 };
-                let described = describe_json(path, *index, opts, threads)?;
+                let described = describe_json(path, *index, places.spans(), opts, threads)?;
                 let (path, index) = (path.clone(), *index);
                 (Input::Json { path, index }, described)
             }
@@ -4027,10 +4032,37 @@ mod tests {
         for (pages, (path, way)) in [0, 1].into_iter().flat_map(|p| ways.map(|w| (p, w))) {
             set_pages_in_memory(pages);
             let written = crate::paged::pages_written();
-            let (two, _) = describe_json(path, 0, &opts, 2).unwrap().expect("direct");
-            let (one, _) = describe_json(path, 0, &opts, 1).unwrap().expect("direct");
+            let (two, _) = describe_json(path, 0, &[], &opts, 2)
+                .unwrap()
+                .expect("direct");
+            let (one, _) = describe_json(path, 0, &[], &opts, 1)
+                .unwrap()
+                .expect("direct");
             assert_eq!((two.first_read, one.first_read), (way, FirstRead::InOrder));
             assert_eq!(learned(&two), learned(&one), "{way:?}");
+            // With the pre-scan's places the first read jumps over the sections it does
+            // not parse, and learns the same (D136).
+            let places = crate::json_import::prescan(path).unwrap().places;
+            for threads in [2, 1] {
+                let jumps = || crate::json_scan::JUMPS.with(|n| n.get());
+                let before = jumps();
+                let (plain, _) = describe_json(path, 0, &[], &opts, threads)
+                    .unwrap()
+                    .unwrap();
+                let plain_jumps = jumps() - before;
+                let (jumped, _) = describe_json(path, 0, places.spans(), &opts, threads)
+                    .unwrap()
+                    .expect("direct");
+                let places_jumps = jumps() - before - plain_jumps;
+                assert_eq!(learned(&jumped), learned(&plain), "{way:?} {threads}");
+                assert_eq!(jumped.first_read, plain.first_read);
+                assert_eq!(jumped.d.json_spans, plain.d.json_spans);
+                // Beside, this thread passes over the kernel records (over 1 MiB); the
+                // API calls' sections are smaller than a jump here.
+                if threads == 2 && way == FirstRead::Beside {
+                    assert!(places_jumps > plain_jumps, "{places_jumps} {plain_jumps}");
+                }
+            }
             assert!(two.d.completed == one.d.completed, "{way:?}");
             let completed = (0..10_000).filter(|&i| one.d.completed.contains(i)).count();
             let kernels = one.d.counts.get(&Table::KernelDispatch).copied();

@@ -171,21 +171,99 @@ pub(crate) struct ProcMeta {
     pub init_time: Option<i64>,
 }
 
+/// What the pre-scan of a JSON file learns: each per-process object's metadata, and
+/// where the file's large values lie.
+#[derive(Debug, Default)]
+pub(crate) struct Prescanned {
+    pub procs: Vec<ProcMeta>,
+    pub places: crate::JsonPlaces,
+}
+
 /// Counts the per-process objects of a JSON file (one streaming pass) and reads each
 /// object's `metadata.pid` and `metadata.init_time`: through the byte-level scanner, and
 /// again through serde when the scanner finds something wrong, so errors name their place
 /// as the import's do.
-pub(crate) fn prescan(path: &Path) -> Result<Vec<ProcMeta>> {
-    let input = open(path)?;
-    let mut scan = Scan::new(input.reader.into_inner());
-    match prescan_fast(&mut scan) {
-        Ok(Some(metas)) => Ok(metas),
-        Ok(None) | Err(_) => prescan_strict(path),
+///
+/// The pass has to go over the whole file, so it also notes where the values a later read
+/// may jump over lie, as that read would note them ([`JUMP_MIN`]): the document's other
+/// members, the process objects, their members and the members of their objects (the
+/// record sections, `strings`). The describing pass then jumps over what it does not
+/// parse instead of scanning it again (D136).
+pub(crate) fn prescan(path: &Path) -> Result<Prescanned> {
+    for descend in [true, false] {
+        let input = open(path)?;
+        let mut scan = Scan::new(input.reader.into_inner());
+        let mut spans = Vec::new();
+        let noting = Noting {
+            spans: &mut spans,
+            descend,
+        };
+        match prescan_fast(&mut scan, noting) {
+            Ok(Some(procs)) => {
+                // A gzip stream cannot seek: its reads scan.
+                let places = crate::JsonPlaces::new(if input.gz { Vec::new() } else { spans });
+                return Ok(Prescanned { procs, places });
+            }
+            // A member the descent could not read is the strict read's to report: the
+            // pass without the descent skips as before, and failing that, serde names
+            // the place.
+            Err(_) if descend => {}
+            Ok(None) | Err(_) => break,
+        }
+    }
+    Ok(Prescanned {
+        procs: prescan_strict(path)?,
+        places: crate::JsonPlaces::default(),
+    })
+}
+
+/// Where the pre-scan notes the places of large values, and whether it looks into the
+/// objects of a process object.
+struct Noting<'a> {
+    spans: &'a mut Vec<(u64, u64)>,
+    descend: bool,
+}
+
+impl Noting<'_> {
+    /// Skips the value at the cursor, noting its place when it is large.
+    fn skip<R: Read>(&mut self, s: &mut Scan<R>) -> crate::json_scan::ScanResult<()> {
+        let at = s.start()?;
+        s.skip(false)?;
+        self.note(at, s.offset());
+        Ok(())
+    }
+
+    fn note(&mut self, start: u64, end: u64) {
+        if end.saturating_sub(start) >= JUMP_MIN {
+            self.spans.push((start, end));
+        }
+    }
+
+    /// A process object's member: an object's members one by one, else the whole value.
+    fn member<R: Read>(&mut self, s: &mut Scan<R>) -> crate::json_scan::ScanResult<()> {
+        if !self.descend || s.peek()? != Some(b'{') {
+            return self.skip(s);
+        }
+        let at = s.start()?;
+        if s.open(b'{', b'}')? {
+            loop {
+                s.key()?;
+                self.skip(s)?;
+                if !s.more(b'}')? {
+                    break;
+                }
+            }
+        }
+        self.note(at, s.offset());
+        Ok(())
     }
 }
 
 /// The scanner's pre-scan; `None` when the document is not what it expects.
-fn prescan_fast<R: Read>(s: &mut Scan<R>) -> crate::json_scan::ScanResult<Option<Vec<ProcMeta>>> {
+fn prescan_fast<R: Read>(
+    s: &mut Scan<R>,
+    mut noting: Noting<'_>,
+) -> crate::json_scan::ScanResult<Option<Vec<ProcMeta>>> {
     let mut raw = Vec::new();
     let mut found = None;
     if !s.open(b'{', b'}')? {
@@ -203,6 +281,7 @@ fn prescan_fast<R: Read>(s: &mut Scan<R>) -> crate::json_scan::ScanResult<Option
                         return Ok(None);
                     }
                     let mut m = ProcMeta::default();
+                    let object = s.start()?;
                     if s.open(b'{', b'}')? {
                         loop {
                             if s.key()? == "metadata" {
@@ -210,13 +289,14 @@ fn prescan_fast<R: Read>(s: &mut Scan<R>) -> crate::json_scan::ScanResult<Option
                                 m.pid = opt(&v, "pid").ok().flatten();
                                 m.init_time = opt(&v, "init_time").ok().flatten();
                             } else {
-                                s.skip(false)?;
+                                noting.member(s)?;
                             }
                             if !s.more(b'}')? {
                                 break;
                             }
                         }
                     }
+                    noting.note(object, s.offset());
                     metas.push(m);
                     if !s.more(b']')? {
                         break;
@@ -225,7 +305,7 @@ fn prescan_fast<R: Read>(s: &mut Scan<R>) -> crate::json_scan::ScanResult<Option
             }
             found = Some(metas);
         } else {
-            s.skip(false)?;
+            noting.skip(s)?;
         }
         if !s.more(b'}')? {
             break;
@@ -1824,8 +1904,7 @@ pub(crate) fn scan_process(
     report: &mut ImportReport,
 ) -> Result<()> {
     let jumps = match &spans {
-        Spans::Jump(list) => *list,
-        Spans::Note(_) => &[],
+        Spans::Jump(list) | Spans::Note(_, list) => *list,
     };
     let mut st = Json::new(out, path, opts, report, wanted);
     st.strict = strict;
@@ -1851,7 +1930,7 @@ pub(crate) fn scan_process(
         }
         st.spans.clear();
     }
-    if let Spans::Note(out) = spans {
+    if let Spans::Note(out, _) = spans {
         // `Scan::with_jumps` sorts them where they are used.
         *out = noted;
     }
@@ -1904,8 +1983,9 @@ fn walk(st: &mut Json<'_, '_>, path: &Path, index: usize, jumps: &[(u64, u64)]) 
 /// more that it passes (the document's other members and process objects, the process
 /// object's members, each record section and `strings` member).
 pub(crate) enum Spans<'a> {
-    /// Notes them here: the first read of a file.
-    Note(&'a mut Vec<(u64, u64)>),
+    /// Notes them here: the first read of a file; jumping, as [`Spans::Jump`] does, over
+    /// those of the pre-scan that it skips without checking them (D136).
+    Note(&'a mut Vec<(u64, u64)>, &'a [(u64, u64)]),
     /// Jumps over those of an earlier read that it skips, when the file is plain (a gzip
     /// stream cannot seek, so it is scanned); an empty list is a read without jumps.
     Jump(&'a [(u64, u64)]),
@@ -2307,5 +2387,65 @@ mod tests {
         assert_eq!(i("j"), Ok(None));
         assert!(i("k").unwrap_err().contains("out of range"));
         assert_eq!(b("k"), Ok(Some(-1)));
+    }
+
+    /// The pre-scan notes the places a describing read jumps over: the large record
+    /// sections inside a process object's members, the process objects and the document's
+    /// other large members, and nothing small; a member its descent cannot read leaves the
+    /// places out and the process objects as they were; a gzip file has none (D136).
+    #[test]
+    fn the_pre_scan_notes_where_large_values_lie() {
+        let tmp = tempfile::tempdir().unwrap();
+        let records = format!("[{}{{}}]", "{\"a\":1,\"s\":\"x]}\"},".repeat(80_000));
+        let text = format!(
+            "{{\"rocprofiler-sdk-tool\": [{{\"metadata\": {{\"pid\": 7, \"init_time\": 5}}, \
+             \"buffer_records\": {{\"hip_api\": {records}, \"kernel_dispatch\": []}}, \
+             \"strings\": {{\"marker_api\": []}}}}, {{\"metadata\": {{\"pid\": 8}}}}], \
+             \"other\": {records}}}"
+        );
+        let path = tmp.path().join("p_results.json");
+        std::fs::write(&path, &text).unwrap();
+        let found = prescan(&path).unwrap();
+        let pids: Vec<_> = found.procs.iter().map(|m| m.pid).collect();
+        assert_eq!(pids, [Some(7), Some(8)]);
+        let span_of = |from: usize| {
+            let at = from + text[from..].find('[').unwrap();
+            let mut values = serde_json::Deserializer::from_str(&text[at..])
+                .into_iter::<serde::de::IgnoredAny>();
+            values.next().unwrap().unwrap();
+            (at as u64, (at + values.byte_offset()) as u64)
+        };
+        let hip = span_of(text.find("\"hip_api\"").unwrap());
+        let other = span_of(text.find("\"other\"").unwrap());
+        let object_at = text.find("[{").unwrap() + 1;
+        let object_end = text.find(", {\"metadata\": {\"pid\": 8").unwrap();
+        let buffers_at = text.find("{\"hip_api\"").unwrap();
+        let buffers_end = text.find(", \"strings\"").unwrap();
+        let mut expected = vec![
+            hip,
+            other,
+            (object_at as u64, object_end as u64),
+            (buffers_at as u64, buffers_end as u64),
+        ];
+        expected.sort_unstable();
+        assert!(hip.1 - hip.0 >= JUMP_MIN);
+        assert_eq!(found.places.spans(), expected);
+
+        // `buffer_records` misses a colon: a plain skip passes over it, the descent does not.
+        let broken = text.replace("{\"hip_api\": [", "{\"hip_api\" [");
+        std::fs::write(&path, &broken).unwrap();
+        let found = prescan(&path).unwrap();
+        assert_eq!(found.procs.len(), 2);
+        assert!(found.places.spans().iter().all(|&(s, e)| e - s >= JUMP_MIN));
+        assert!(!found.places.spans().is_empty());
+        assert!(!found.places.spans().contains(&hip));
+
+        let gz = tmp.path().join("g_results.json.gz");
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut enc, text.as_bytes()).unwrap();
+        std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+        let found = prescan(&gz).unwrap();
+        assert_eq!(found.procs.len(), 2);
+        assert!(found.places.spans().is_empty());
     }
 }

@@ -77,6 +77,12 @@ pub(crate) struct Scan<R> {
     tries: usize,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Jumps over noted values made on this thread, for the tests of who jumps.
+    pub(crate) static JUMPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// Opens the input again at a byte offset of the text.
 pub(crate) type Reopen<R> = Box<dyn FnMut(u64) -> std::io::Result<R>>;
 
@@ -226,6 +232,8 @@ impl<R: Read> Scan<R> {
     /// Goes on at byte offset `to` (past the current one): in the buffer if it is
     /// there, else in the input opened again there.
     fn jump(&mut self, to: u64) -> ScanResult<()> {
+        #[cfg(test)]
+        JUMPS.with(|n| n.set(n.get() + 1));
         if let Some(pos) = to
             .checked_sub(self.base)
             .and_then(|d| usize::try_from(d).ok())

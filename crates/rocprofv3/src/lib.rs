@@ -179,7 +179,29 @@ pub enum RunSource {
         pid: Option<i64>,
         /// `metadata.init_time` (ns), if the pre-scan found it.
         init_time: Option<i64>,
+        /// Where the file's large values lie, as the pre-scan found them (none: the
+        /// reads scan every value they pass).
+        places: JsonPlaces,
     },
+}
+
+/// The byte ranges of a JSON file's large values (its record sections, process objects,
+/// ...), noted by the pass that groups the file's runs so that later reads jump over
+/// those they do not parse instead of scanning them again. Shared by the runs of one
+/// file; the default knows no places.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JsonPlaces(std::sync::Arc<[(u64, u64)]>);
+
+impl JsonPlaces {
+    pub(crate) fn new(mut spans: Vec<(u64, u64)>) -> JsonPlaces {
+        spans.sort_unstable();
+        JsonPlaces(spans.into())
+    }
+
+    /// The (start, end) byte offsets of the values, sorted by start.
+    pub(crate) fn spans(&self) -> &[(u64, u64)] {
+        &self.0
+    }
 }
 
 /// The outputs of one profiled process.

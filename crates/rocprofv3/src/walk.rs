@@ -126,7 +126,7 @@ pub(crate) fn group_runs(paths: &[PathBuf], threads: usize) -> Result<Vec<Run>> 
     for (path, det) in files {
         match det {
             Detected::Json => {
-                let procs = prescans
+                let json_import::Prescanned { procs, places } = prescans
                     .next()
                     .unwrap_or_else(|| Err(Error::Usage("internal: a pre-scan was lost".into())))?;
                 if procs.is_empty() {
@@ -152,6 +152,7 @@ pub(crate) fn group_runs(paths: &[PathBuf], threads: usize) -> Result<Vec<Run>> 
                             index,
                             pid: m.pid,
                             init_time: m.init_time,
+                            places: places.clone(),
                         },
                     });
                 }
