@@ -190,7 +190,9 @@ pub(crate) struct Prescanned {
 /// record sections, `strings`). The describing pass then jumps over what it does not
 /// parse instead of scanning it again (D136).
 pub(crate) fn prescan(path: &Path) -> Result<Prescanned> {
-    for descend in [true, false] {
+    // A gzip stream cannot seek: its reads scan, and its pre-scan notes nothing.
+    let plain = !open(path)?.gz;
+    for descend in [plain, false] {
         let input = open(path)?;
         let mut scan = Scan::new(input.reader.into_inner());
         let mut spans = Vec::new();
@@ -200,14 +202,17 @@ pub(crate) fn prescan(path: &Path) -> Result<Prescanned> {
         };
         match prescan_fast(&mut scan, noting) {
             Ok(Some(procs)) => {
-                // A gzip stream cannot seek: its reads scan.
-                let places = crate::JsonPlaces::new(if input.gz { Vec::new() } else { spans });
+                let places = if descend {
+                    crate::JsonPlaces::of_file(path, spans)
+                } else {
+                    crate::JsonPlaces::default()
+                };
                 return Ok(Prescanned { procs, places });
             }
-            // A member the descent could not read is the strict read's to report: the
-            // pass without the descent skips as before, and failing that, serde names
-            // the place.
-            Err(_) if descend => {}
+            // What the descent could not read (bad JSON that brace counting passes
+            // over) is the strict read's to report: the pass without the descent skips
+            // as before, and failing that, serde names the place.
+            _ if descend => {}
             Ok(None) | Err(_) => break,
         }
     }
@@ -2392,7 +2397,8 @@ mod tests {
     /// The pre-scan notes the places a describing read jumps over: the large record
     /// sections inside a process object's members, the process objects and the document's
     /// other large members, and nothing small; a member its descent cannot read leaves the
-    /// places out and the process objects as they were; a gzip file has none (D136).
+    /// places out and the process objects as they were; a gzip file has none, and a file
+    /// changed since has none either (D136).
     #[test]
     fn the_pre_scan_notes_where_large_values_lie() {
         let tmp = tempfile::tempdir().unwrap();
@@ -2429,16 +2435,29 @@ mod tests {
         ];
         expected.sort_unstable();
         assert!(hip.1 - hip.0 >= JUMP_MIN);
-        assert_eq!(found.places.spans(), expected);
+        assert_eq!(found.places.spans_in(&path), expected);
+        // Places are a cache: a run compares equal without them.
+        assert_eq!(found.places, crate::JsonPlaces::default());
 
-        // `buffer_records` misses a colon: a plain skip passes over it, the descent does not.
+        // The file changed since (a byte more): its places are not used.
+        std::fs::write(&path, format!("{text} ")).unwrap();
+        assert!(found.places.spans_in(&path).is_empty());
+
+        // `hip_api` misses a colon: brace counting passes over it, the descent does not,
+        // and the pre-scan without it finds the objects as before, noting nothing.
         let broken = text.replace("{\"hip_api\": [", "{\"hip_api\" [");
         std::fs::write(&path, &broken).unwrap();
         let found = prescan(&path).unwrap();
         assert_eq!(found.procs.len(), 2);
-        assert!(found.places.spans().iter().all(|&(s, e)| e - s >= JUMP_MIN));
-        assert!(!found.places.spans().is_empty());
-        assert!(!found.places.spans().contains(&hip));
+        assert!(found.places.spans_in(&path).is_empty());
+        // Brackets that do not balance inside a member: the descent ends it elsewhere
+        // and finds no process object where brace counting does.
+        let unbalanced = r#"{"rocprofiler-sdk-tool": [{"buffer_records": {"a": [{]}},
+            "metadata": {"pid": 1}}]}"#;
+        std::fs::write(&path, unbalanced).unwrap();
+        let found = prescan(&path).unwrap();
+        let pids: Vec<_> = found.procs.iter().map(|m| m.pid).collect();
+        assert_eq!(pids, [Some(1)]);
 
         let gz = tmp.path().join("g_results.json.gz");
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -2446,6 +2465,6 @@ mod tests {
         std::fs::write(&gz, enc.finish().unwrap()).unwrap();
         let found = prescan(&gz).unwrap();
         assert_eq!(found.procs.len(), 2);
-        assert!(found.places.spans().is_empty());
+        assert!(found.places.spans_in(&gz).is_empty());
     }
 }

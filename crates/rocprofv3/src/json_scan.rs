@@ -79,8 +79,23 @@ pub(crate) struct Scan<R> {
 
 #[cfg(test)]
 thread_local! {
-    /// Jumps over noted values made on this thread, for the tests of who jumps.
+    /// Jumps over noted values made on this thread (and by the helpers it joined, which
+    /// add theirs), for the tests of who jumps.
     pub(crate) static JUMPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The jumps counted on this thread, in tests; 0 otherwise.
+pub(crate) fn jumps_here() -> usize {
+    #[cfg(test)]
+    return JUMPS.with(|n| n.get());
+    #[cfg(not(test))]
+    0
+}
+
+/// Adds a joined helper thread's jumps to this thread's, in tests.
+pub(crate) fn add_jumps(_n: usize) {
+    #[cfg(test)]
+    JUMPS.with(|n| n.set(n.get() + _n));
 }
 
 /// Opens the input again at a byte offset of the text.

@@ -189,18 +189,56 @@ pub enum RunSource {
 /// ...), noted by the pass that groups the file's runs so that later reads jump over
 /// those they do not parse instead of scanning them again. Shared by the runs of one
 /// file; the default knows no places.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct JsonPlaces(std::sync::Arc<[(u64, u64)]>);
+///
+/// Places are a cache, not part of what a run is: runs compare equal whatever places
+/// they carry. They hold for the file as it was pre-scanned: a file whose length or
+/// modification time has changed since is read without them.
+#[derive(Clone, Default)]
+pub struct JsonPlaces {
+    spans: std::sync::Arc<[(u64, u64)]>,
+    /// The file's length and modification time when it was pre-scanned.
+    file: Option<(u64, Option<std::time::SystemTime>)>,
+}
 
 impl JsonPlaces {
-    pub(crate) fn new(mut spans: Vec<(u64, u64)>) -> JsonPlaces {
+    /// The places of `path`, as it is now.
+    pub(crate) fn of_file(path: &Path, mut spans: Vec<(u64, u64)>) -> JsonPlaces {
+        let Some(file) = Self::identity(path) else {
+            return JsonPlaces::default();
+        };
         spans.sort_unstable();
-        JsonPlaces(spans.into())
+        JsonPlaces {
+            spans: spans.into(),
+            file: Some(file),
+        }
     }
 
-    /// The (start, end) byte offsets of the values, sorted by start.
-    pub(crate) fn spans(&self) -> &[(u64, u64)] {
-        &self.0
+    fn identity(path: &Path) -> Option<(u64, Option<std::time::SystemTime>)> {
+        let meta = std::fs::metadata(path).ok()?;
+        Some((meta.len(), meta.modified().ok()))
+    }
+
+    /// The (start, end) byte offsets of the values in `path`, sorted by start; none when
+    /// the file is not the one pre-scanned.
+    pub(crate) fn spans_in(&self, path: &Path) -> &[(u64, u64)] {
+        match self.file {
+            Some(file) if Self::identity(path) == Some(file) => &self.spans,
+            _ => &[],
+        }
+    }
+}
+
+impl PartialEq for JsonPlaces {
+    fn eq(&self, _: &JsonPlaces) -> bool {
+        true
+    }
+}
+
+impl Eq for JsonPlaces {}
+
+impl std::fmt::Debug for JsonPlaces {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "JsonPlaces({} noted)", self.spans.len())
     }
 }
 
