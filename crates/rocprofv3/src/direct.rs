@@ -3983,6 +3983,63 @@ mod tests {
         )
     }
 
+    /// In a file of several process objects, only the first object's describing read
+    /// checks the others (the import of any object fails on bad JSON anywhere, and the
+    /// first object's run reports it); the others' reads pass over them. A file of k
+    /// objects is checked once, not k times.
+    #[test]
+    fn only_the_first_object_of_a_json_file_checks_the_others() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = rocpd_gen::GenConfig {
+            seed: 9,
+            processes: 1,
+            iterations: 20,
+            ..Default::default()
+        };
+        let dbs = rocpd_gen::generate(&cfg, &tmp.path().join("gen")).unwrap();
+        let (json, _) = rocpd_gen::export_json(&dbs[0], &tmp.path().join("json")).unwrap();
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let object = &doc["rocprofiler-sdk-tool"][0];
+        let objects: Vec<serde_json::Value> = (0..3)
+            .map(|i| {
+                let mut o = object.clone();
+                o["metadata"]["pid"] = serde_json::json!(100 + i);
+                o
+            })
+            .collect();
+        let text = serde_json::json!({ "rocprofiler-sdk-tool": objects }).to_string();
+        // A colon missing in the last object's last record: brace counting passes over it.
+        let at = text.rfind("\"thread_id\":").unwrap();
+        let broken = format!("{}\"thread_id\" {}", &text[..at], &text[at + 12..]);
+        let opts = ImportOptions::default();
+        for (name, text, bad) in [("good", &text, false), ("bad", &broken, true)] {
+            let path = tmp.path().join(format!("{name}_results.json"));
+            std::fs::write(&path, text).unwrap();
+            let places = crate::json_import::prescan(&path).unwrap().places;
+            for threads in [1, 2] {
+                for index in 0..3 {
+                    let read = describe_json(&path, index, places.spans_in(&path), &opts, threads);
+                    match read {
+                        Ok(Ok(_)) => assert!(!bad || index == 1, "{name} {index} {threads}"),
+                        Err(e @ Error::Input { .. }) => {
+                            // The first object's read meets the last object's error; the
+                            // last object's own read meets it too.
+                            assert!(bad && index != 1, "{name} {index}: {e}");
+                            let e = e.to_string();
+                            assert!(
+                                e.contains("invalid JSON") && e.contains("byte offset"),
+                                "{e}"
+                            );
+                        }
+                        Ok(Err(why)) => panic!("{name} {index} {threads}: imported: {why}"),
+                        Err(e) => panic!("{name} {index} {threads}: {e}"),
+                    }
+                }
+            }
+        }
+    }
+
     /// The first describing read on two threads takes each of its ways: the kernel
     /// records beside the rest when counter records made their dispatches (rocprofv3's
     /// order), again after the rest when there are no counter records, and the whole

@@ -2016,11 +2016,17 @@ impl From<Error> for Stop {
 
 type Walked<T> = std::result::Result<T, Stop>;
 
-/// The top-level object; stops after process object `index` (the strict read has
-/// checked the rest).
+/// The top-level object, reading process object `index` and skipping the rest.
+///
+/// What a strict read skips is checked only in the read of the first process object:
+/// the import of any object of the file fails on bad JSON anywhere in it, and so does
+/// the first object's describing read, which comes first in the file's runs, so its error
+/// is the one reported. The other objects' reads pass over the rest unchecked (jumping
+/// where the pre-scan noted it): a file of k objects is checked once, not k times.
 fn scan_top<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, index: usize) -> Walked<bool> {
     let mut raw = Vec::new();
     let mut found = false;
+    let check_rest = st.strict && index == 0;
     if s.open(b'{', b'}')? {
         loop {
             if s.key()? == TOOL_KEY {
@@ -2033,7 +2039,7 @@ fn scan_top<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, index: usize) -> Wa
                             found = true;
                         } else {
                             let at = s.start()?;
-                            s.skip(st.strict)?;
+                            s.skip(check_rest)?;
                             st.note(at, s.offset());
                         }
                         i += 1;
@@ -2044,7 +2050,7 @@ fn scan_top<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, index: usize) -> Wa
                 }
             } else {
                 let at = s.start()?;
-                s.skip(st.strict)?;
+                s.skip(check_rest)?;
                 st.note(at, s.offset());
             }
             if !s.more(b'}')? {

@@ -1142,6 +1142,47 @@ fn reads_that_jump_over_large_sections_read_as_imported() {
     );
 }
 
+/// A file of several large process objects: each object's reads jump over the others
+/// (the pre-scan noted them; only the first object's read checks them, D136), and every
+/// object reads as its import.
+#[test]
+fn each_large_object_of_a_json_file_reads_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json_of(tmp.path(), 8, false, 150);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let objects: Vec<serde_json::Value> = (0..3)
+        .map(|i| {
+            let mut o = doc["rocprofiler-sdk-tool"][0].clone();
+            o["metadata"]["pid"] = serde_json::json!(300 + i);
+            o
+        })
+        .collect();
+    let text = serde_json::json!({ "rocprofiler-sdk-tool": objects }).to_string();
+    assert!(
+        text.len() > 3 << 21,
+        "objects of over a MiB: {}",
+        text.len()
+    );
+    let path = tmp.path().join("three_results.json");
+    std::fs::write(&path, text).unwrap();
+    let runs = rocpd_rocprofv3::group_runs(&[path]).unwrap();
+    assert_eq!(runs.len(), 3);
+    let mut kernels = Vec::new();
+    for run in &runs {
+        assert!(DirectRunSource::open(run, &ImportOptions::default())
+            .unwrap()
+            .is_some());
+        let counts = same_as_imported(run, SortOptions::default());
+        let n = |t: Table| counts.iter().find(|(x, _)| *x == t).unwrap().1;
+        kernels.push(n(Table::KernelDispatch));
+    }
+    assert!(
+        kernels[0] > 100 && kernels.iter().all(|&k| k == kernels[0]),
+        "{kernels:?}"
+    );
+}
+
 /// rocprofv3 writes counter records (`callback_records`) before kernel records, so
 /// counter records make dispatches that kernel records complete; a file in the other order
 /// (kernel records first) reads the same.
