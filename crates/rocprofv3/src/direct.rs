@@ -1644,12 +1644,34 @@ const JSON_TARGETS: &[CsvKind] = &[
 /// reads: every section but the API calls, then the API calls (the flow groups exist by
 /// then). With `threads` of two or more, the first read's kernel records are read on a
 /// second thread beside the rest ([`Speculation`]). The first read jumps over the
-/// values at `places` (the pre-scan's) that it does not parse or check, such as the API
-/// calls' sections (D136). `Err(why)` when the object must be imported.
+/// values the pre-scan noted in `known` that it does not parse or check, such as the API
+/// calls' sections (D136), and checks the rest of the file unless the first object's
+/// read has (D137). `Err(why)` when the object must be imported.
 fn describe_json(
     path: &Path,
     index: usize,
+    known: &crate::JsonPlaces,
+    opts: &ImportOptions,
+    threads: usize,
+) -> Result<Described> {
+    let places = known.spans_in(path);
+    // The first object's read checks the whole file; a later object's, unless the first
+    // has (D137).
+    let check_rest = index == 0 || !known.checked(path);
+    let described = describe_json_with(path, index, places, check_rest, opts, threads)?;
+    if index == 0 && described.is_ok() {
+        known.set_checked(path);
+    }
+    Ok(described)
+}
+
+/// [`describe_json`] with the places to jump over and whether the first read checks the
+/// rest of the file.
+fn describe_json_with(
+    path: &Path,
+    index: usize,
     places: &[(u64, u64)],
+    check_rest: bool,
     opts: &ImportOptions,
     threads: usize,
 ) -> Result<Described> {
@@ -1673,8 +1695,14 @@ fn describe_json(
     // sections a later read parses.
     let mut in_order = threads < 2;
     if !in_order {
-        let side_by_side =
-            describe_kernels_beside(path, index, places, opts, &mut describe, &mut spans);
+        let side_by_side = describe_kernels_beside(
+            path,
+            index,
+            (places, check_rest),
+            opts,
+            &mut describe,
+            &mut spans,
+        );
         match side_by_side {
             Beside::Failed => return json_import_error(path, index, opts, &describe),
             Beside::Done(r) => {
@@ -1705,7 +1733,7 @@ fn describe_json(
         // The first read notes where the large values lie; the API calls' read jumps over
         // those it skips.
         let places = if strict {
-            Spans::Note(&mut spans, places)
+            Spans::Note(&mut spans, places, check_rest)
         } else {
             Spans::Jump(&spans)
         };
@@ -1788,7 +1816,7 @@ fn json_import_error(
 fn describe_kernels_beside(
     path: &Path,
     index: usize,
-    places: &[(u64, u64)],
+    (places, check_rest): (&[(u64, u64)], bool),
     opts: &ImportOptions,
     describe: &mut Describe,
     spans: &mut Vec<(u64, u64)>,
@@ -1842,7 +1870,7 @@ fn describe_kernels_beside(
             (read, crate::json_scan::jumps_here())
         });
         let ended = Ended(signal);
-        let places = Spans::Note(spans, places);
+        let places = Spans::Note(spans, places, check_rest);
         let read = json_import::scan_process(
             path,
             index,
@@ -2034,8 +2062,7 @@ impl DirectRunSource {
                 let Some(path) = run.files.first() else {
                     return Ok(Err("a JSON run without its file"));
                 };
-                let spans = places.spans_in(path);
-                let described = describe_json(path, *index, spans, opts, threads)?;
+                let described = describe_json(path, *index, places, opts, threads)?;
                 let (path, index) = (path.clone(), *index);
                 (Input::Json { path, index }, described)
             }
@@ -3983,12 +4010,12 @@ mod tests {
         )
     }
 
-    /// In a file of several process objects, only the first object's describing read
-    /// checks the others (the import of any object fails on bad JSON anywhere, and the
-    /// first object's run reports it); the others' reads pass over them. A file of k
-    /// objects is checked once, not k times.
+    /// In a file of several process objects, the first object's describing read checks
+    /// the whole file as JSON and says so in the file's places; later objects' reads then
+    /// pass over the rest unchecked (D137). A later object read without that (the first
+    /// not read, or it failed) checks the file itself, so it fails as its import does.
     #[test]
-    fn only_the_first_object_of_a_json_file_checks_the_others() {
+    fn later_objects_of_a_json_file_trust_the_first_objects_check() {
         let tmp = tempfile::tempdir().unwrap();
         let cfg = rocpd_gen::GenConfig {
             seed: 9,
@@ -4013,30 +4040,50 @@ mod tests {
         let at = text.rfind("\"thread_id\":").unwrap();
         let broken = format!("{}\"thread_id\" {}", &text[..at], &text[at + 12..]);
         let opts = ImportOptions::default();
-        for (name, text, bad) in [("good", &text, false), ("bad", &broken, true)] {
-            let path = tmp.path().join(format!("{name}_results.json"));
-            std::fs::write(&path, text).unwrap();
-            let places = crate::json_import::prescan(&path).unwrap().places;
-            for threads in [1, 2] {
-                for index in 0..3 {
-                    let read = describe_json(&path, index, places.spans_in(&path), &opts, threads);
-                    match read {
-                        Ok(Ok(_)) => assert!(!bad || index == 1, "{name} {index} {threads}"),
-                        Err(e @ Error::Input { .. }) => {
-                            // The first object's read meets the last object's error; the
-                            // last object's own read meets it too.
-                            assert!(bad && index != 1, "{name} {index}: {e}");
-                            let e = e.to_string();
-                            assert!(
-                                e.contains("invalid JSON") && e.contains("byte offset"),
-                                "{e}"
-                            );
-                        }
-                        Ok(Err(why)) => panic!("{name} {index} {threads}: imported: {why}"),
-                        Err(e) => panic!("{name} {index} {threads}: {e}"),
-                    }
-                }
+        let fails = |read: Result<Described>| match read {
+            Err(e @ Error::Input { .. }) => {
+                let e = e.to_string();
+                assert!(
+                    e.contains("invalid JSON") && e.contains("byte offset"),
+                    "{e}"
+                );
             }
+            Err(e) => panic!("{e}"),
+            Ok(Err(why)) => panic!("imported: {why}"),
+            Ok(Ok(_)) => panic!("read"),
+        };
+        for threads in [1, 2] {
+            let good = tmp.path().join("good_results.json");
+            std::fs::write(&good, &text).unwrap();
+            let places = crate::json_import::prescan(&good).unwrap().places;
+            // A later object first: it checks the file itself, and says nothing.
+            describe_json(&good, 2, &places, &opts, threads)
+                .unwrap()
+                .unwrap();
+            assert!(!places.checked(&good));
+            describe_json(&good, 0, &places, &opts, threads)
+                .unwrap()
+                .unwrap();
+            assert!(places.checked(&good));
+
+            let bad = tmp.path().join("bad_results.json");
+            std::fs::write(&bad, &broken).unwrap();
+            let places = crate::json_import::prescan(&bad).unwrap().places;
+            // Every object's read fails, the first's included, and nothing is noted.
+            for index in [1, 0, 1, 2] {
+                fails(describe_json(&bad, index, &places, &opts, threads));
+            }
+            assert!(!places.checked(&bad));
+            // Had the first object's read checked the file, the middle object would be
+            // read without a look at the last; the last still meets its own error.
+            places.set_checked(&bad);
+            describe_json(&bad, 1, &places, &opts, threads)
+                .unwrap()
+                .unwrap();
+            fails(describe_json(&bad, 2, &places, &opts, threads));
+            // Places of another file (this one rewritten) are not trusted.
+            std::fs::write(&bad, format!("{broken} ")).unwrap();
+            fails(describe_json(&bad, 1, &places, &opts, threads));
         }
     }
 
@@ -4092,10 +4139,10 @@ mod tests {
         for (pages, (path, way)) in [0, 1].into_iter().flat_map(|p| ways.map(|w| (p, w))) {
             set_pages_in_memory(pages);
             let written = crate::paged::pages_written();
-            let (two, _) = describe_json(path, 0, &[], &opts, 2)
+            let (two, _) = describe_json_with(path, 0, &[], true, &opts, 2)
                 .unwrap()
                 .expect("direct");
-            let (one, _) = describe_json(path, 0, &[], &opts, 1)
+            let (one, _) = describe_json_with(path, 0, &[], true, &opts, 1)
                 .unwrap()
                 .expect("direct");
             assert_eq!((two.first_read, one.first_read), (way, FirstRead::InOrder));
@@ -4107,11 +4154,11 @@ mod tests {
             for threads in [2, 1] {
                 let jumps = || crate::json_scan::JUMPS.with(|n| n.get());
                 let before = jumps();
-                let (plain, _) = describe_json(path, 0, &[], &opts, threads)
+                let (plain, _) = describe_json_with(path, 0, &[], true, &opts, threads)
                     .unwrap()
                     .unwrap();
                 let plain_jumps = jumps() - before;
-                let (jumped, _) = describe_json(path, 0, places, &opts, threads)
+                let (jumped, _) = describe_json_with(path, 0, places, true, &opts, threads)
                     .unwrap()
                     .expect("direct");
                 let places_jumps = jumps() - before - plain_jumps;

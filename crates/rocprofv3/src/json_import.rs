@@ -761,6 +761,8 @@ struct Json<'o, 'r> {
     ordinal: usize,
     /// Whether the scanning walk checks the values it skips.
     strict: bool,
+    /// Whether a strict walk also checks the rest of the file (D137).
+    check_rest: bool,
     /// Where the large values of the object and the document lie, as (start, end) byte
     /// offsets: a later read of the same plain file jumps over those it skips.
     spans: Vec<(u64, u64)>,
@@ -1908,11 +1910,13 @@ pub(crate) fn scan_process(
     opts: &ImportOptions,
     report: &mut ImportReport,
 ) -> Result<()> {
-    let jumps = match &spans {
-        Spans::Jump(list) | Spans::Note(_, list) => *list,
+    let (jumps, check_rest) = match &spans {
+        Spans::Jump(list) => (*list, true),
+        Spans::Note(_, list, check_rest) => (*list, *check_rest),
     };
     let mut st = Json::new(out, path, opts, report, wanted);
     st.strict = strict;
+    st.check_rest = check_rest;
     let found = walk(&mut st, path, index, jumps)?;
     let noted = std::mem::take(&mut st.spans);
     if !st.late.is_empty() || !st.late_tables.is_empty() {
@@ -1935,7 +1939,7 @@ pub(crate) fn scan_process(
         }
         st.spans.clear();
     }
-    if let Spans::Note(out, _) = spans {
+    if let Spans::Note(out, _, _) = spans {
         // `Scan::with_jumps` sorts them where they are used.
         *out = noted;
     }
@@ -1989,8 +1993,10 @@ fn walk(st: &mut Json<'_, '_>, path: &Path, index: usize, jumps: &[(u64, u64)]) 
 /// object's members, each record section and `strings` member).
 pub(crate) enum Spans<'a> {
     /// Notes them here: the first read of a file; jumping, as [`Spans::Jump`] does, over
-    /// those of the pre-scan that it skips without checking them (D136).
-    Note(&'a mut Vec<(u64, u64)>, &'a [(u64, u64)]),
+    /// those of the pre-scan that it skips without checking them (D136). The flag: whether
+    /// a strict read checks the rest of the file (the other process objects and top-level
+    /// members), which the first object's read has done for later objects' (D137).
+    Note(&'a mut Vec<(u64, u64)>, &'a [(u64, u64)], bool),
     /// Jumps over those of an earlier read that it skips, when the file is plain (a gzip
     /// stream cannot seek, so it is scanned); an empty list is a read without jumps.
     Jump(&'a [(u64, u64)]),
@@ -2018,15 +2024,14 @@ type Walked<T> = std::result::Result<T, Stop>;
 
 /// The top-level object, reading process object `index` and skipping the rest.
 ///
-/// What a strict read skips is checked only in the read of the first process object:
-/// the import of any object of the file fails on bad JSON anywhere in it, and so does
-/// the first object's describing read, which comes first in the file's runs, so its error
-/// is the one reported. The other objects' reads pass over the rest unchecked (jumping
-/// where the pre-scan noted it): a file of k objects is checked once, not k times.
+/// A strict read checks what it skips unless `st.check_rest` is off: the import of any
+/// object of the file fails on bad JSON anywhere in it, and once the first object's read
+/// has checked the whole file, later objects' reads pass over the rest unchecked (jumping
+/// where the pre-scan noted it), so a file of k objects is not checked k times (D137).
 fn scan_top<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, index: usize) -> Walked<bool> {
     let mut raw = Vec::new();
     let mut found = false;
-    let check_rest = st.strict && index == 0;
+    let check_rest = st.strict && st.check_rest;
     if s.open(b'{', b'}')? {
         loop {
             if s.key()? == TOOL_KEY {
@@ -2324,6 +2329,7 @@ impl<'o, 'r> Json<'o, 'r> {
             wanted: *wanted,
             ordinal: 0,
             strict: false,
+            check_rest: true,
             spans: Vec::new(),
             error: None,
             section: String::new(),

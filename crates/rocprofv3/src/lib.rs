@@ -190,6 +190,11 @@ pub enum RunSource {
 /// those they do not parse instead of scanning them again. Shared by the runs of one
 /// file; the default knows no places.
 ///
+/// They also carry whether the first process object's describing read has checked the
+/// whole file as JSON: the runs of later objects then pass over the rest of the file
+/// unchecked instead of checking it again (D137). A run opened without its first object's
+/// having been read checks the file itself, so its error is its import's.
+///
 /// Places are a cache, not part of what a run is: runs compare equal whatever places
 /// they carry. They hold for the file as it was pre-scanned: a file whose length or
 /// modification time has changed since is read without them.
@@ -198,6 +203,8 @@ pub struct JsonPlaces {
     spans: std::sync::Arc<[(u64, u64)]>,
     /// The file's length and modification time when it was pre-scanned.
     file: Option<(u64, Option<std::time::SystemTime>)>,
+    /// Set by the first object's describing read once it has checked the whole file.
+    checked: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl JsonPlaces {
@@ -210,6 +217,7 @@ impl JsonPlaces {
         JsonPlaces {
             spans: spans.into(),
             file: Some(file),
+            checked: Default::default(),
         }
     }
 
@@ -221,9 +229,27 @@ impl JsonPlaces {
     /// The (start, end) byte offsets of the values in `path`, sorted by start; none when
     /// the file is not the one pre-scanned.
     pub(crate) fn spans_in(&self, path: &Path) -> &[(u64, u64)] {
-        match self.file {
-            Some(file) if Self::identity(path) == Some(file) => &self.spans,
-            _ => &[],
+        if self.same_file(path) {
+            &self.spans
+        } else {
+            &[]
+        }
+    }
+
+    fn same_file(&self, path: &Path) -> bool {
+        self.file.is_some() && Self::identity(path) == self.file
+    }
+
+    /// Whether the first object's read has checked `path`, as pre-scanned, as JSON.
+    pub(crate) fn checked(&self, path: &Path) -> bool {
+        self.checked.load(std::sync::atomic::Ordering::Acquire) && self.same_file(path)
+    }
+
+    /// Notes that the first object's read has checked `path` as JSON.
+    pub(crate) fn set_checked(&self, path: &Path) {
+        if self.same_file(path) {
+            self.checked
+                .store(true, std::sync::atomic::Ordering::Release);
         }
     }
 }

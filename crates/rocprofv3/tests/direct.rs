@@ -1142,9 +1142,9 @@ fn reads_that_jump_over_large_sections_read_as_imported() {
     );
 }
 
-/// A file of several large process objects: each object's reads jump over the others
-/// (the pre-scan noted them; only the first object's read checks them, D136), and every
-/// object reads as its import.
+/// A file of several large process objects, each opened on its own as a library user
+/// may: every object reads directly and as its import, its reads jumping over the other
+/// objects where they need not check them (the pre-scan noted them, D136, D137).
 #[test]
 fn each_large_object_of_a_json_file_reads_as_imported() {
     let tmp = tempfile::tempdir().unwrap();
