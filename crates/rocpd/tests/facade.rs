@@ -685,3 +685,50 @@ fn a_run_left_to_the_import_says_why_in_the_notes() {
         "{direct:?}"
     );
 }
+
+/// A JSON file of several process objects with bad JSON in a later object: whatever the
+/// thread count, and whichever object's read gets to check the file (the first object's
+/// read checks it for the others once it has, D137), the error reported is the same; the
+/// same file without the fault opens on every thread count.
+#[test]
+fn bad_json_in_a_later_object_is_the_same_error_on_every_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = &generate(&dir.path().join("gen"), 1, 6)[0];
+    let json_dir = dir.path().join("json");
+    let (json, _) = rocpd_gen::export_json(db, &json_dir).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let objects: Vec<serde_json::Value> = (0..3)
+        .map(|i| {
+            let mut o = doc["rocprofiler-sdk-tool"][0].clone();
+            o["metadata"]["pid"] = serde_json::json!(500 + i);
+            o
+        })
+        .collect();
+    let text = serde_json::json!({ "rocprofiler-sdk-tool": objects }).to_string();
+    std::fs::remove_file(&json).unwrap();
+    let path = json_dir.join("three_results.json");
+    for threads in [1, 2, 3] {
+        std::fs::write(&path, &text).unwrap();
+        let options = rocpd::OpenOptions {
+            threads,
+            ..Default::default()
+        };
+        Inputs::open(&[&path], &options).unwrap();
+    }
+    // A colon missing in the middle object, then in the last.
+    let key = "\"thread_id\":";
+    let middle = text.len() / 2 + text[text.len() / 2..].find(key).unwrap();
+    for at in [middle, text.rfind(key).unwrap()] {
+        let broken = format!("{}\"thread_id\" {}", &text[..at], &text[at + 12..]);
+        std::fs::write(&path, broken).unwrap();
+        let errors = open_errors(&json_dir);
+        assert!(
+            errors[0].contains("three_results.json") && errors[0].contains("invalid JSON"),
+            "{}",
+            errors[0]
+        );
+        assert_eq!(errors[0], errors[1]);
+        assert_eq!(errors[0], errors[2]);
+    }
+}
