@@ -4010,6 +4010,20 @@ mod tests {
         )
     }
 
+    /// A generated one-process trace as a rocprofv3 JSON file under `dir`.
+    fn generated_json(dir: &Path, seed: u64, iterations: u32) -> std::path::PathBuf {
+        let cfg = rocpd_gen::GenConfig {
+            seed,
+            processes: 1,
+            iterations,
+            ..Default::default()
+        };
+        let dbs = rocpd_gen::generate(&cfg, &dir.join("gen")).unwrap();
+        rocpd_gen::export_json(&dbs[0], &dir.join("json"))
+            .unwrap()
+            .0
+    }
+
     /// In a file of several process objects, the first object's describing read checks
     /// the whole file as JSON and says so in the file's places; later objects' reads then
     /// pass over the rest unchecked (D137). A later object read without that (the first
@@ -4017,14 +4031,7 @@ mod tests {
     #[test]
     fn later_objects_of_a_json_file_trust_the_first_objects_check() {
         let tmp = tempfile::tempdir().unwrap();
-        let cfg = rocpd_gen::GenConfig {
-            seed: 9,
-            processes: 1,
-            iterations: 20,
-            ..Default::default()
-        };
-        let dbs = rocpd_gen::generate(&cfg, &tmp.path().join("gen")).unwrap();
-        let (json, _) = rocpd_gen::export_json(&dbs[0], &tmp.path().join("json")).unwrap();
+        let json = generated_json(tmp.path(), 9, 20);
         let doc: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let object = &doc["rocprofiler-sdk-tool"][0];
@@ -4095,15 +4102,8 @@ mod tests {
     #[test]
     fn json_kernel_records_are_described_beside_the_rest() {
         let tmp = tempfile::tempdir().unwrap();
-        let cfg = rocpd_gen::GenConfig {
-            seed: 5,
-            processes: 1,
-            // Over 2,048 dispatch ids: several pages of them.
-            iterations: 250,
-            ..Default::default()
-        };
-        let dbs = rocpd_gen::generate(&cfg, &tmp.path().join("gen")).unwrap();
-        let (json, _) = rocpd_gen::export_json(&dbs[0], &tmp.path().join("json")).unwrap();
+        // Over 2,048 dispatch ids: several pages of them.
+        let json = generated_json(tmp.path(), 5, 250);
         let text = std::fs::read_to_string(&json).unwrap();
         // Without counter records: the section emptied.
         let key = "\"counter_collection\":";
