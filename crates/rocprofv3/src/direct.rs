@@ -1640,6 +1640,46 @@ const JSON_TARGETS: &[CsvKind] = &[
     CsvKind::Stats,
 ];
 
+/// What the describing pass's last read takes: the API calls alone.
+const API_READ: Wanted = Wanted {
+    records: Some(&[CsvKind::Api]),
+    catalog: false,
+    marker_texts: false,
+    external_texts: false,
+    ..Wanted::ALL
+};
+
+/// The describing pass's read of the API calls of process object `index`, made ahead into
+/// a recording (D139): `None` when the recording cannot stand for the read (it failed,
+/// skipped or ignored anything, or made a call the recorder does not keep), and the
+/// caller reads them itself.
+fn record_api_calls(
+    path: &Path,
+    index: usize,
+    places: &[(u64, u64)],
+    opts: &ImportOptions,
+) -> Option<crate::recorded::Recording> {
+    let mut recorder = crate::recorded::Recorder::new()?;
+    let keyed = || ImportReport {
+        ordered: Some(Default::default()),
+        ..Default::default()
+    };
+    let mut report = keyed();
+    let read = json_import::scan_process(
+        path,
+        index,
+        &API_READ,
+        false,
+        Spans::Jump(places),
+        &mut recorder,
+        opts,
+        &mut report,
+    );
+    // The read in place adds nothing to the report either.
+    (read.is_ok() && report == keyed()).then_some(())?;
+    recorder.finish()
+}
+
 /// The describing pass over process object `index` of a rocprofv3 JSON file, in two
 /// reads: every section but the API calls, then the API calls (the flow groups exist by
 /// then). With `threads` of two or more, the first read's kernel records are read on a
@@ -1694,6 +1734,8 @@ fn describe_json_with(
     // import, which reports it with its place): the first every value it skips but the
     // sections a later read parses.
     let mut in_order = threads < 2;
+    // The API calls' read, made ahead on the helper thread (D139).
+    let mut recorded = None;
     if !in_order {
         let side_by_side = describe_kernels_beside(
             path,
@@ -1702,6 +1744,7 @@ fn describe_json_with(
             opts,
             &mut describe,
             &mut spans,
+            &mut recorded,
         );
         match side_by_side {
             Beside::Failed => return json_import_error(path, index, opts, &describe),
@@ -1715,13 +1758,7 @@ fn describe_json_with(
             }
         }
     }
-    let apis = Wanted {
-        records: Some(&[CsvKind::Api]),
-        catalog: false,
-        marker_texts: false,
-        external_texts: false,
-        ..Wanted::ALL
-    };
+    let apis = API_READ;
     // The first read in order if it was not done beside, then the API calls once the
     // groups are merged.
     let reads = [(in_order.then_some(first), true), (Some(apis), false)];
@@ -1729,6 +1766,13 @@ fn describe_json_with(
         let Some(wanted) = wanted else { continue };
         if !strict {
             describe.seen_event = false;
+            if let Some(recording) = recorded.take() {
+                let read = crate::recorded::Recording::replay(recording, &mut describe);
+                if describe.failed(&read) {
+                    return json_import_error(path, index, opts, &describe);
+                }
+                continue;
+            }
         }
         // The first read notes where the large values lie; the API calls' read jumps over
         // those it skips.
@@ -1820,6 +1864,7 @@ fn describe_kernels_beside(
     opts: &ImportOptions,
     describe: &mut Describe,
     spans: &mut Vec<(u64, u64)>,
+    recorded: &mut Option<crate::recorded::Recording>,
 ) -> Beside {
     const KERNELS: &[CsvKind] = &[CsvKind::KernelTrace];
     // [`JSON_TARGETS`] but the kernel records.
@@ -1867,7 +1912,10 @@ fn describe_kernels_beside(
                 opts,
                 report,
             );
-            (read, crate::json_scan::jumps_here())
+            // Then the API calls, which the main thread would read alone after the rest
+            // (whatever came of the kernel records: the recording does not depend on it).
+            let apis = record_api_calls(path, index, places, opts);
+            (read, crate::json_scan::jumps_here(), apis)
         });
         let ended = Ended(signal);
         let places = Spans::Note(spans, places, check_rest);
@@ -1882,10 +1930,11 @@ fn describe_kernels_beside(
             &mut report,
         );
         drop(ended);
-        let (side, jumps) = helper
+        let (side, jumps, apis) = helper
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         crate::json_scan::add_jumps(jumps);
+        *recorded = apis;
         (read, side)
     });
     describe.counters_seen = None;
@@ -4139,12 +4188,18 @@ mod tests {
         for (pages, (path, way)) in [0, 1].into_iter().flat_map(|p| ways.map(|w| (p, w))) {
             set_pages_in_memory(pages);
             let written = crate::paged::pages_written();
+            let replays = || crate::recorded::REPLAYS.with(|n| n.get());
+            let before = replays();
             let (two, _) = describe_json_with(path, 0, &[], true, &opts, 2)
                 .unwrap()
                 .expect("direct");
+            // On two threads the API calls were read ahead by the helper and replayed
+            // (D139); on one, read in place: both learn the same.
+            assert_eq!(replays(), before + 1, "{way:?}");
             let (one, _) = describe_json_with(path, 0, &[], true, &opts, 1)
                 .unwrap()
                 .expect("direct");
+            assert_eq!(replays(), before + 1, "{way:?}");
             assert_eq!((two.first_read, one.first_read), (way, FirstRead::InOrder));
             assert_eq!(learned(&two), learned(&one), "{way:?}");
             // With the pre-scan's places the first read jumps over the sections it does

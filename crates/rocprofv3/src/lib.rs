@@ -37,6 +37,7 @@ mod json_node;
 mod json_scan;
 mod paged;
 mod reason;
+mod recorded;
 mod sink;
 mod walk;
 
