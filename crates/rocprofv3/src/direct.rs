@@ -1767,7 +1767,7 @@ fn describe_json_with(
         if !strict {
             describe.seen_event = false;
             if let Some(recording) = recorded.take() {
-                let read = crate::recorded::Recording::replay(recording, &mut describe);
+                let read = recording.replay(path, &mut describe);
                 if describe.failed(&read) {
                     return json_import_error(path, index, opts, &describe);
                 }
@@ -1902,6 +1902,10 @@ fn describe_kernels_beside(
     let (read, side_read) = std::thread::scope(|scope| {
         let helper = scope.spawn(|| {
             let (side, report) = (&mut side, &mut side_report);
+            // First the API calls, which the main thread would read alone after the rest
+            // (D139): ahead of the kernel records, because without counter records those
+            // wait for the main thread's read to end.
+            let apis = record_api_calls(path, index, places, opts);
             let read = json_import::scan_process(
                 path,
                 index,
@@ -1912,9 +1916,6 @@ fn describe_kernels_beside(
                 opts,
                 report,
             );
-            // Then the API calls, which the main thread would read alone after the rest
-            // (whatever came of the kernel records: the recording does not depend on it).
-            let apis = record_api_calls(path, index, places, opts);
             (read, crate::json_scan::jumps_here(), apis)
         });
         let ended = Ended(signal);
@@ -4043,7 +4044,7 @@ mod tests {
     fn learned(d: &Describe) -> String {
         let x = &d.d;
         format!(
-            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {} {} {:?} {:?}",
+            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {} {} {:?} {:?} {:?} {:?} {:?} {:?} {} {:?} {:?}",
             x.counts,
             x.span,
             x.threads,
@@ -4056,6 +4057,13 @@ mod tests {
             x.counted_dispatches,
             x.queues,
             x.symbols.keys().collect::<Vec<_>>(),
+            x.node,
+            x.process_rows,
+            x.processes,
+            x.pid_spans,
+            d.categories.len(),
+            d.late,
+            d.refused,
         )
     }
 

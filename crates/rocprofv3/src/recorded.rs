@@ -40,6 +40,12 @@ const THREAD: u8 = 4;
 const EVENT: u8 = 5;
 const REGION: u8 = 6;
 const LATE: u8 = 7;
+/// Written last: a recording without it did not read back whole.
+const END: u8 = 8;
+
+/// Distinct event categories a recording keeps; past them it is spoiled (the API kinds
+/// rocprofv3 writes are a handful, a crafted file may give every record its own).
+const MAX_CATEGORIES: usize = 1 << 12;
 
 /// Every kind a section can have, for the file-begin call's byte.
 const KINDS: [CsvKind; 9] = [
@@ -57,8 +63,9 @@ const KINDS: [CsvKind; 9] = [
 /// A sink that records the calls of an API calls' read (see the module documentation).
 pub(crate) struct Recorder {
     out: Option<BufWriter<File>>,
-    /// Event categories, by their index in the recording.
+    /// Event categories, by their index in the recording, and their indexes.
     categories: Vec<String>,
+    category_index: rocpd_model::hash::FastMap<String, usize>,
     /// The node and process rows of `metadata`, by their index in the recording.
     nodes: Vec<NodeRow>,
     processes: Vec<ProcessRow>,
@@ -76,6 +83,7 @@ impl Recorder {
         Some(Recorder {
             out: Some(BufWriter::with_capacity(64 << 10, file)),
             categories: Vec::new(),
+            category_index: Default::default(),
             nodes: Vec::new(),
             processes: Vec::new(),
             spoiled: std::cell::Cell::new(false),
@@ -113,8 +121,17 @@ impl Recorder {
         self.spoiled.set(true);
     }
 
+    /// Stops the read once the recording is spoiled: it will not be used.
+    fn going(&self) -> Result<()> {
+        if self.spoiled.get() {
+            return Err(Error::Usage("a spoiled recording".into()));
+        }
+        Ok(())
+    }
+
     /// The recording, to replay; `None` if it is spoiled.
     pub fn finish(mut self) -> Option<Recording> {
+        self.put(&[END]);
         let out = self.out.take()?;
         if self.spoiled.get() {
             return None;
@@ -146,13 +163,10 @@ fn lost(e: impl std::fmt::Display) -> Error {
 }
 
 impl Recording {
-    fn byte(&mut self) -> Result<Option<u8>> {
+    fn byte(&mut self) -> Result<u8> {
         let mut b = [0u8; 1];
-        match self.input.read(&mut b) {
-            Ok(0) => Ok(None),
-            Ok(_) => Ok(Some(b[0])),
-            Err(e) => Err(lost(e)),
-        }
+        self.input.read_exact(&mut b).map_err(lost)?;
+        Ok(b[0])
     }
 
     fn i64(&mut self) -> Result<i64> {
@@ -163,8 +177,8 @@ impl Recording {
 
     fn opt(&mut self) -> Result<Option<i64>> {
         match self.byte()? {
-            Some(0) => Ok(None),
-            Some(1) => self.i64().map(Some),
+            0 => Ok(None),
+            1 => self.i64().map(Some),
             _ => Err(lost("a bad option")),
         }
     }
@@ -174,12 +188,19 @@ impl Recording {
     }
 
     /// Makes every recorded call on `out`, in order; stops at the first error a call
-    /// gives, as the read would have.
-    pub fn replay(mut self, out: &mut dyn RowSink) -> Result<()> {
+    /// gives, as the read would have. A call's error is placed as the read places it
+    /// (a taken id with none left names the record's place: here the file's API calls).
+    ///
+    /// A recording that fails to read back (its temporary file) stops the replay with an
+    /// error that is not the input's, `out` half fed: the caller then leaves the object to
+    /// the import, as for any failure not the input's.
+    pub fn replay(mut self, path: &std::path::Path, out: &mut dyn RowSink) -> Result<()> {
         #[cfg(test)]
         REPLAYS.with(|n| n.set(n.get() + 1));
-        while let Some(tag) = self.byte()? {
-            match tag {
+        let placed = |e: Error| crate::db::placed(e, path, "the API calls");
+        loop {
+            match self.byte()? {
+                END => return Ok(()),
                 BEGIN_FILE => {
                     let index = self.opt()?.and_then(|i| usize::try_from(i).ok());
                     let kind = KINDS
@@ -219,11 +240,13 @@ impl Recording {
                         parent_stack_id,
                         correlation_id,
                         extdata: None,
-                    })?;
+                    })
+                    .map_err(placed)?;
                 }
                 REGION => {
                     let [id, pid, tid, start, end] = [(); 5].map(|_| self.i64());
-                    out.region(id?, pid?, tid?, start?, end?, 0, 0)?;
+                    out.region(id?, pid?, tid?, start?, end?, 0, 0)
+                        .map_err(placed)?;
                 }
                 LATE => {
                     let n = self.index()?;
@@ -233,7 +256,6 @@ impl Recording {
                 _ => return Err(lost("a bad tag")),
             }
         }
-        Ok(())
     }
 }
 
@@ -258,16 +280,23 @@ impl RowSink for Recorder {
         Ok(0)
     }
     fn event(&mut self, e: &EventRow<'_>) -> Result<i64> {
+        self.going()?;
         if e.extdata.is_some() {
             // The describer's `text` gives none, so neither does the read; only another
             // sink's answer would.
             self.spoil();
         }
-        let category = match self.categories.iter().position(|c| c == e.category) {
-            Some(i) => i,
+        let category = match self.category_index.get(e.category) {
+            Some(&i) => i,
+            None if self.categories.len() >= MAX_CATEGORIES => {
+                self.spoil();
+                0
+            }
             None => {
+                let i = self.categories.len();
                 self.categories.push(e.category.to_string());
-                self.categories.len() - 1
+                self.category_index.insert(e.category.to_string(), i);
+                i
             }
         };
         self.put(&[EVENT]);
@@ -288,6 +317,7 @@ impl RowSink for Recorder {
         name_id: i64,
         event_id: i64,
     ) -> Result<()> {
+        self.going()?;
         if (name_id, event_id) != (0, 0) {
             self.spoil();
         }
@@ -446,7 +476,8 @@ mod tests {
         let mut first = Recorder::new().unwrap();
         calls(&mut first);
         let mut second = Recorder::new().unwrap();
-        first.finish().unwrap().replay(&mut second).unwrap();
+        let path = std::path::Path::new("x.json");
+        first.finish().unwrap().replay(path, &mut second).unwrap();
         let mut third = Recorder::new().unwrap();
         calls(&mut third);
         let (a, b) = (
@@ -483,5 +514,38 @@ mod tests {
             spoil(&mut r);
             assert!(r.finish().is_none());
         }
+        // Once spoiled, the read is stopped.
+        let mut r = Recorder::new().unwrap();
+        r.agents();
+        assert!(r.region(1, 1, 1, 1, 1, 0, 0).is_err());
+
+        // A recording cut short (its end lost) fails to replay, with an error not the
+        // input's.
+        let mut r = Recorder::new().unwrap();
+        calls(&mut r);
+        let cut = r.finish().unwrap();
+        let len = cut.input.get_ref().metadata().unwrap().len();
+        cut.input.get_ref().set_len(len - 1).unwrap();
+        let mut sink = Recorder::new().unwrap();
+        let e = cut.replay(path, &mut sink).unwrap_err();
+        assert!(matches!(e, Error::Usage(_)), "{e}");
+
+        // Many distinct categories spoil a recording.
+        let mut r = Recorder::new().unwrap();
+        fn event(category: &str) -> EventRow<'_> {
+            EventRow {
+                category,
+                stack_id: None,
+                parent_stack_id: None,
+                correlation_id: None,
+                extdata: None,
+            }
+        }
+        let mut stopped = false;
+        for i in 0..=MAX_CATEGORIES {
+            stopped |= r.event(&event(&format!("KIND_{i}"))).is_err();
+        }
+        assert!(r.event(&event("KIND_0")).is_err() || stopped);
+        assert!(r.finish().is_none());
     }
 }

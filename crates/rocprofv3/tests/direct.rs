@@ -341,6 +341,24 @@ fn a_run_with_no_id_left_for_a_taken_id_fails_as_imported() {
     );
 }
 
+/// The JSON form of the last test: two API records with the largest correlation id. The
+/// describing pass's API read is replayed from a recording on two threads (D139); the
+/// second record's error is the import's either way, word for word.
+#[test]
+fn a_json_object_with_no_id_left_for_a_taken_id_fails_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = generated_doc(tmp.path(), 12);
+    let records = hip_api(&mut doc);
+    for i in [0, 1] {
+        records[i]["correlation_id"]["internal"] = serde_json::json!(i64::MAX);
+    }
+    let path = tmp.path().join("max_results.json");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let run = one_run(&path);
+    let e = fails_as_imported(&run);
+    assert!(e.contains("its id is taken by an earlier row"), "{e}");
+}
+
 #[test]
 fn csv_runs_with_bad_lines_skipped_read_as_imported() {
     let skip = ImportOptions {
