@@ -1640,6 +1640,16 @@ const JSON_TARGETS: &[CsvKind] = &[
     CsvKind::Stats,
 ];
 
+/// An empty report that keeps skip reasons by place: the reads take a JSON object's
+/// sections in another order than the import, and the reasons are put in its order at the
+/// end (D111).
+fn keyed_report() -> ImportReport {
+    ImportReport {
+        ordered: Some(Default::default()),
+        ..Default::default()
+    }
+}
+
 /// What the describing pass's last read takes: the API calls alone.
 const API_READ: Wanted = Wanted {
     records: Some(&[CsvKind::Api]),
@@ -1660,11 +1670,7 @@ fn record_api_calls(
     opts: &ImportOptions,
 ) -> Option<crate::recorded::Recording> {
     let mut recorder = crate::recorded::Recorder::new()?;
-    let keyed = || ImportReport {
-        ordered: Some(Default::default()),
-        ..Default::default()
-    };
-    let mut report = keyed();
+    let mut report = keyed_report();
     let read = json_import::scan_process(
         path,
         index,
@@ -1676,7 +1682,7 @@ fn record_api_calls(
         &mut report,
     );
     // The read in place adds nothing to the report either.
-    (read.is_ok() && report == keyed()).then_some(())?;
+    (read.is_ok() && report == keyed_report()).then_some(())?;
     recorder.finish()
 }
 
@@ -1716,13 +1722,7 @@ fn describe_json_with(
     threads: usize,
 ) -> Result<Described> {
     let mut describe = Describe::for_json(path);
-    // The reads take the object's sections in another order than the import: skip
-    // reasons are kept by place and put in its order at the end (D111).
-    let keyed = || ImportReport {
-        ordered: Some(Default::default()),
-        ..Default::default()
-    };
-    let mut report = keyed();
+    let mut report = keyed_report();
     let mut spans = Vec::new();
     let first = Wanted {
         records: Some(JSON_TARGETS),
@@ -1753,7 +1753,7 @@ fn describe_json_with(
                 report.ordered = Some(Default::default());
             }
             Beside::InOrder => {
-                (describe, report, spans) = (Describe::for_json(path), keyed(), Vec::new());
+                (describe, report, spans) = (Describe::for_json(path), keyed_report(), Vec::new());
                 in_order = true;
             }
         }
