@@ -168,13 +168,9 @@ impl Encoder {
         }
     }
 
-    fn write_packet(
-        &mut self,
-        out: &mut impl Write,
-        p: &mut TracePacket,
-        interned: bool,
-    ) -> std::io::Result<()> {
-        p.trusted_packet_sequence_id = Some(SEQUENCE_ID);
+    /// The sequence flags of the next packet: the first clears the incremental state, and
+    /// one that uses interned ids says it needs that state.
+    fn sequence_flags(&mut self, interned: bool) -> u32 {
         let mut flags = 0;
         if !self.cleared {
             flags |= SEQ_INCREMENTAL_STATE_CLEARED;
@@ -182,25 +178,29 @@ impl Encoder {
         }
         if interned {
             flags |= SEQ_NEEDS_INCREMENTAL_STATE;
-            let data = std::mem::take(&mut self.pending);
-            if !(data.event_names.is_empty()
-                && data.event_categories.is_empty()
-                && data.debug_annotation_names.is_empty())
-            {
-                p.interned_data = Some(data);
-            }
         }
+        flags
+    }
+
+    /// Writes the packet in `self.buf` and counts its bytes.
+    fn emit(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        out.write_all(&self.buf)?;
+        self.written += self.buf.len() as u64;
+        Ok(())
+    }
+
+    /// Writes a packet that uses no interned id (descriptors) through prost.
+    fn write_packet(&mut self, out: &mut impl Write, p: &mut TracePacket) -> std::io::Result<()> {
+        p.trusted_packet_sequence_id = Some(SEQUENCE_ID);
+        let flags = self.sequence_flags(false);
         if flags != 0 {
             p.sequence_flags = Some(flags);
         }
         // A trace is `repeated TracePacket packet = 1`: key 0x0a, length, message.
         self.buf.clear();
-        self.buf.push(0x0a);
-        prost::encoding::encode_varint(p.encoded_len() as u64, &mut self.buf);
+        key_varint(&mut self.buf, 0x0a, p.encoded_len() as u64);
         p.encode(&mut self.buf).expect("Vec has room");
-        out.write_all(&self.buf)?;
-        self.written += self.buf.len() as u64;
-        Ok(())
+        self.emit(out)
     }
 
     /// Writes a track descriptor.
@@ -209,7 +209,7 @@ impl Encoder {
             track_descriptor: Some(d),
             ..Default::default()
         };
-        self.write_packet(out, &mut p, false)
+        self.write_packet(out, &mut p)
     }
 
     /// Writes a track event at `ts` whose name, category and annotation names are interned.
@@ -322,14 +322,9 @@ impl Encoder {
         ts: i64,
         interned: bool,
     ) -> std::io::Result<()> {
-        let mut flags = 0;
-        if !self.cleared {
-            flags |= SEQ_INCREMENTAL_STATE_CLEARED;
-            self.cleared = true;
-        }
+        let flags = self.sequence_flags(interned);
         self.interned.clear();
         if interned {
-            flags |= SEQ_NEEDS_INCREMENTAL_STATE;
             let data = &mut self.pending;
             if !(data.event_names.is_empty()
                 && data.event_categories.is_empty()
@@ -365,9 +360,7 @@ impl Encoder {
         if flags != 0 {
             key_varint(buf, 0x68, u64::from(flags));
         }
-        out.write_all(buf)?;
-        self.written += buf.len() as u64;
-        Ok(())
+        self.emit(out)
     }
 }
 
