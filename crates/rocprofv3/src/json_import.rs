@@ -190,10 +190,15 @@ pub(crate) struct Prescanned {
 /// record sections, `strings`). The describing pass then jumps over what it does not
 /// parse instead of scanning it again (D136).
 pub(crate) fn prescan(path: &Path) -> Result<Prescanned> {
+    let mut opened = Some(open(path)?);
     // A gzip stream cannot seek: its reads scan, and its pre-scan notes nothing.
-    let plain = !open(path)?.gz;
+    let plain = opened.as_ref().is_some_and(|input| !input.gz);
     for descend in [plain, false] {
-        let input = open(path)?;
+        // The pass without the descent, after the descent failed, opens the file again.
+        let input = match opened.take() {
+            Some(input) => input,
+            None => open(path)?,
+        };
         let mut scan = Scan::new(input.reader.into_inner());
         let mut spans = Vec::new();
         let noting = Noting {
@@ -239,9 +244,7 @@ impl Noting<'_> {
     }
 
     fn note(&mut self, start: u64, end: u64) {
-        if end.saturating_sub(start) >= JUMP_MIN {
-            self.spans.push((start, end));
-        }
+        note_span(self.spans, start, end);
     }
 
     /// A process object's member: an object's members one by one, else the whole value.
@@ -551,6 +554,13 @@ fn text<N: Node>(v: Option<&N>) -> Option<String> {
 /// reopened file would cost more than the scan.
 const JUMP_MIN: u64 = 1 << 20;
 
+/// Notes the value at `start..end` in `spans` if it is large enough to be worth a jump.
+fn note_span(spans: &mut Vec<(u64, u64)>, start: u64, end: u64) {
+    if end.saturating_sub(start) >= JUMP_MIN {
+        spans.push((start, end));
+    }
+}
+
 /// Kind and operation names from `strings.buffer_records`.
 #[derive(Debug, Clone, serde::Deserialize)]
 struct KindNames {
@@ -843,9 +853,7 @@ fn op_name(kinds: &[KindNames], kind: i64, op: i64) -> Cow<'_, str> {
 impl Json<'_, '_> {
     /// Notes where a value lay, if it is large enough to be worth a jump.
     fn note(&mut self, start: u64, end: u64) {
-        if end.saturating_sub(start) >= JUMP_MIN {
-            self.spans.push((start, end));
-        }
+        note_span(&mut self.spans, start, end);
     }
 
     /// After the object's walk: every table it has is read, and what waited for one is
