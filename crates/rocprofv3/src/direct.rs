@@ -1758,10 +1758,9 @@ fn describe_json_with(
             }
         }
     }
-    let apis = API_READ;
     // The first read in order if it was not done beside, then the API calls once the
     // groups are merged.
-    let reads = [(in_order.then_some(first), true), (Some(apis), false)];
+    let reads = [(in_order.then_some(first), true), (Some(API_READ), false)];
     for (wanted, strict) in reads {
         let Some(wanted) = wanted else { continue };
         if !strict {

@@ -63,9 +63,8 @@ const KINDS: [CsvKind; 9] = [
 /// A sink that records the calls of an API calls' read (see the module documentation).
 pub(crate) struct Recorder {
     out: Option<BufWriter<File>>,
-    /// Event categories, by their index in the recording, and their indexes.
-    categories: Vec<String>,
-    category_index: rocpd_model::hash::FastMap<String, usize>,
+    /// Event categories and their indexes in the recording.
+    categories: rocpd_model::hash::FastMap<String, usize>,
     /// The node and process rows of `metadata`, by their index in the recording.
     nodes: Vec<NodeRow>,
     processes: Vec<ProcessRow>,
@@ -82,8 +81,7 @@ impl Recorder {
         let file = tempfile::tempfile().ok()?;
         Some(Recorder {
             out: Some(BufWriter::with_capacity(64 << 10, file)),
-            categories: Vec::new(),
-            category_index: Default::default(),
+            categories: Default::default(),
             nodes: Vec::new(),
             processes: Vec::new(),
             spoiled: std::cell::Cell::new(false),
@@ -140,11 +138,18 @@ impl Recorder {
         file.seek(SeekFrom::Start(0)).ok()?;
         Some(Recording {
             input: BufReader::with_capacity(64 << 10, file),
-            categories: self.categories,
+            categories: by_index(self.categories),
             nodes: self.nodes,
             processes: self.processes,
         })
     }
+}
+
+/// The categories of a recording in the order of their indexes.
+fn by_index(categories: rocpd_model::hash::FastMap<String, usize>) -> Vec<String> {
+    let mut list: Vec<(usize, String)> = categories.into_iter().map(|(c, i)| (i, c)).collect();
+    list.sort_unstable();
+    list.into_iter().map(|(_, c)| c).collect()
 }
 
 /// The calls a [`Recorder`] received, to replay into another sink.
@@ -286,7 +291,7 @@ impl RowSink for Recorder {
             // sink's answer would.
             self.spoil();
         }
-        let category = match self.category_index.get(e.category) {
+        let category = match self.categories.get(e.category) {
             Some(&i) => i,
             None if self.categories.len() >= MAX_CATEGORIES => {
                 self.spoil();
@@ -294,8 +299,7 @@ impl RowSink for Recorder {
             }
             None => {
                 let i = self.categories.len();
-                self.categories.push(e.category.to_string());
-                self.category_index.insert(e.category.to_string(), i);
+                self.categories.insert(e.category.to_string(), i);
                 i
             }
         };
