@@ -107,6 +107,25 @@ pub fn members_moved_last(text: &str, members: &[&str]) -> Option<String> {
     Some(body)
 }
 
+/// `text`, a one-object document as [`export_json`] writes it, with its process object
+/// given `objects` times, the copies' `metadata.pid` counting up from `first_pid`: the
+/// layout of a file that holds several processes. `None` if the text is not such a
+/// document. For tests of readers of several objects in one file.
+pub fn objects_repeated(text: &str, objects: usize, first_pid: i64) -> Option<String> {
+    let doc: Value = serde_json::from_str(text).ok()?;
+    let object = doc.get("rocprofiler-sdk-tool")?.get(0)?;
+    let mut copies = Vec::with_capacity(objects);
+    for i in 0..objects {
+        let mut copy = object.clone();
+        let pid = first_pid.checked_add(i64::try_from(i).ok()?)?;
+        copy.get_mut("metadata")?
+            .as_object_mut()?
+            .insert("pid".into(), json!(pid));
+        copies.push(copy);
+    }
+    Some(json!({ "rocprofiler-sdk-tool": copies }).to_string())
+}
+
 /// Writes the JSON file of the (single-process) database `db` into `out_dir`; returns
 /// its path and the records written per list.
 pub fn export_json(db: &Path, out_dir: &Path) -> Result<(PathBuf, BTreeMap<String, usize>)> {

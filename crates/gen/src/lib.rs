@@ -103,7 +103,7 @@ fn db_path(out_dir: &Path, node: &layout::NodeInfo, p: &layout::ProcInfo) -> Pat
 /// Returns the paths in rank order. Refuses to overwrite existing files;
 /// each file is written under a temporary name and renamed when complete.
 pub use csv_export::{export_csv, CsvCounts};
-pub use json_export::{export_json, members_moved_last};
+pub use json_export::{export_json, members_moved_last, objects_repeated};
 
 /// Generates the databases.
 pub fn generate(cfg: &GenConfig, out_dir: &Path) -> Result<Vec<PathBuf>> {

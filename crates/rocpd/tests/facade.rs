@@ -696,16 +696,8 @@ fn bad_json_in_a_later_object_is_the_same_error_on_every_thread_count() {
     let db = &generate(&dir.path().join("gen"), 1, 6)[0];
     let json_dir = dir.path().join("json");
     let (json, _) = rocpd_gen::export_json(db, &json_dir).unwrap();
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let objects: Vec<serde_json::Value> = (0..3)
-        .map(|i| {
-            let mut o = doc["rocprofiler-sdk-tool"][0].clone();
-            o["metadata"]["pid"] = serde_json::json!(500 + i);
-            o
-        })
-        .collect();
-    let text = serde_json::json!({ "rocprofiler-sdk-tool": objects }).to_string();
+    let one = std::fs::read_to_string(&json).unwrap();
+    let text = rocpd_gen::objects_repeated(&one, 3, 500).unwrap();
     std::fs::remove_file(&json).unwrap();
     let path = json_dir.join("three_results.json");
     for threads in [1, 2, 3] {

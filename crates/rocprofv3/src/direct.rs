@@ -4088,17 +4088,8 @@ mod tests {
     fn later_objects_of_a_json_file_trust_the_first_objects_check() {
         let tmp = tempfile::tempdir().unwrap();
         let json = generated_json(tmp.path(), 9, 20);
-        let doc: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-        let object = &doc["rocprofiler-sdk-tool"][0];
-        let objects: Vec<serde_json::Value> = (0..3)
-            .map(|i| {
-                let mut o = object.clone();
-                o["metadata"]["pid"] = serde_json::json!(100 + i);
-                o
-            })
-            .collect();
-        let text = serde_json::json!({ "rocprofiler-sdk-tool": objects }).to_string();
+        let one = std::fs::read_to_string(&json).unwrap();
+        let text = rocpd_gen::objects_repeated(&one, 3, 100).unwrap();
         // A colon missing in the last object's last record: brace counting passes over it.
         let at = text.rfind("\"thread_id\":").unwrap();
         let broken = format!("{}\"thread_id\" {}", &text[..at], &text[at + 12..]);

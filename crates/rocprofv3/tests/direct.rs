@@ -1167,16 +1167,8 @@ fn reads_that_jump_over_large_sections_read_as_imported() {
 fn each_large_object_of_a_json_file_reads_as_imported() {
     let tmp = tempfile::tempdir().unwrap();
     let json = generated_json_of(tmp.path(), 8, false, 150);
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let objects: Vec<serde_json::Value> = (0..3)
-        .map(|i| {
-            let mut o = doc["rocprofiler-sdk-tool"][0].clone();
-            o["metadata"]["pid"] = serde_json::json!(300 + i);
-            o
-        })
-        .collect();
-    let text = serde_json::json!({ "rocprofiler-sdk-tool": objects }).to_string();
+    let one = std::fs::read_to_string(&json).unwrap();
+    let text = rocpd_gen::objects_repeated(&one, 3, 300).unwrap();
     assert!(
         text.len() > 3 << 21,
         "objects of over a MiB: {}",
