@@ -1,5 +1,5 @@
 //! `--fallback-only`: rocprofv3 runs the direct readers used to leave to the import
-//! (D119-D121, D125, D127), read directly beside the way they were read before: imported into a RocPD
+//! (D119-D121, D125, D127, D140), read directly beside the way they were read before: imported into a RocPD
 //! database by `rocpd_rocprofv3::import` (this binary's hidden `--import-run` mode), which
 //! `rocpd convert` then reads. Both give the same Perfetto file, which is checked.
 //!
@@ -8,6 +8,9 @@
 //! * **decode**: the real llama.cpp decode trace of `fixtures/`, many times over with
 //!   ids and times shifted and every third kernel kept: kernels few in each page of
 //!   correlation ids, the others taken by calls of domains not traced (D120).
+//! * **spread**: the same decode trace 3,000 times over with every kernel (450 MB): its
+//!   calls' correlation ids spread over more than the 16,384 pages of 4,096 ids the
+//!   region ids were kept in before D140.
 //! * **markers**: the generated 0.1M JSON object with marker calls added, one `strings`
 //!   text each but few distinct, more than the 2^19 texts kept before D121.
 //! * **distinct**: the same with every text distinct, more than the 2^19 distinct texts
@@ -239,6 +242,7 @@ fn file_hash(path: &Path) -> Result<u64> {
 pub fn write_inputs(dir: &Path, markers_base: &Path, scale: i64) -> Result<()> {
     write_counted(&dir.join("counted"), 700_000 / scale)?;
     write_decode(&dir.join("decode"), 400 / scale, 3)?;
+    write_decode(&dir.join("spread"), 3000 / scale, 1)?;
     let markers = dir.join("markers").join("markers_results.json");
     write_markers(markers_base, &markers, 700_000 / scale, 1000)?;
     let distinct = dir.join("distinct").join("distinct_results.json");
@@ -256,10 +260,11 @@ pub fn section(
     let dir = root.join(format!("fallback-s{scale}"));
     let counted = dir.join("counted");
     let decode = dir.join("decode");
+    let spread = dir.join("spread");
     let markers = dir.join("markers").join("markers_results.json");
     let distinct = dir.join("distinct").join("distinct_results.json");
     let threads = dir.join("threads");
-    if !dir.join("threads-done").exists() {
+    if !dir.join("spread-done").exists() {
         let _ = std::fs::remove_dir_all(&dir);
         crate::prepare_in_child(&[
             "fallback".as_ref(),
@@ -267,9 +272,9 @@ pub fn section(
             markers_base.as_os_str(),
             scale.to_string().as_ref(),
         ])?;
-        std::fs::write(dir.join("threads-done"), "")?;
+        std::fs::write(dir.join("spread-done"), "")?;
     }
-    println!("\nRuns imported before D119-D121, D125 and D127, read directly against their import (-f pftrace):");
+    println!("\nRuns imported before D119-D121, D125, D127 and D140, read directly against their import (-f pftrace):");
     let mut table = String::new();
     writeln!(
         table,
@@ -288,6 +293,7 @@ pub fn section(
     for (name, input) in [
         ("counted", &counted),
         ("decode", &decode),
+        ("spread", &spread),
         ("markers", &markers),
         ("distinct", &distinct),
         ("threads", &threads),

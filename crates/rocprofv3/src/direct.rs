@@ -83,7 +83,7 @@ use crate::db::{
     KernelSymbolRow, NodeRow, PmcRow, ProcessRow,
 };
 use crate::json_import::{self, Spans, Wanted};
-use crate::paged::{bytes_at, put_i64s, PageCache, PageLimits, PagedMap, Slot};
+use crate::paged::{bytes_at, put_i64s, PageCache, PageLimits, PagedIds, PagedMap, Slot};
 use crate::sink::{Deferred, RowSink, Texts};
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
 
@@ -330,6 +330,14 @@ fn page_limits(default: usize) -> PageLimits {
 /// 100,000 correlation ids; the rest wait in a temporary file (D101).
 const GROUP_PAGES_IN_MEMORY: usize = 200;
 
+/// Pages of region ids (4 KiB, 32,768 ids each) the describing pass keeps in memory:
+/// 1 MiB, 8M ids (D140).
+const ID_PAGES_IN_MEMORY: usize = 256;
+
+/// The file the region ids may take whatever the input's size: 64 MiB, as many pages
+/// as the [`IdSet`] they were kept in took in memory (D140).
+const REGION_ID_FILE_BYTES: u64 = (MAX_ID_PAGES * 4096) as u64;
+
 /// Pages of fill entries (4.5 KiB each) the describing pass keeps in memory: 1 MiB.
 const FILL_PAGES_IN_MEMORY: usize = 224;
 
@@ -559,7 +567,7 @@ const NO_ID_LEFT: &str = "no id left for a row with a taken id";
 /// taken from then on. The row is noted in `moved` by its `place` (file or section, event
 /// ordinal in it). `Err` says why the run is left to the import instead.
 fn move_taken(
-    ids: &mut IdSet,
+    ids: &mut impl RowIds,
     max: i64,
     moved: &mut PagedMap<MovedId>,
     place: Option<(usize, i64)>,
@@ -572,15 +580,35 @@ fn move_taken(
     };
     let key =
         moved_key(file, ordinal).ok_or("more events in a file than the direct reader numbers")?;
-    if ids.insert(next).is_none() {
-        return Err("ids too scattered");
-    }
+    ids.take(next)?;
     match moved.entry(key) {
         Ok(Some(slot)) => *slot = MovedId(Some(next)),
         Ok(None) => return Err("rows with a taken id too scattered"),
         Err(_) => return Err("a temporary file failed"),
     }
     Ok(next)
+}
+
+/// The row ids a table has so far, for [`move_taken`].
+trait RowIds {
+    /// Adds `id`; `Err` says why the run is left to the import instead.
+    fn take(&mut self, id: i64) -> std::result::Result<(), &'static str>;
+}
+
+impl RowIds for IdSet {
+    fn take(&mut self, id: i64) -> std::result::Result<(), &'static str> {
+        self.insert(id).map(|_| ()).ok_or("ids too scattered")
+    }
+}
+
+impl RowIds for PagedIds {
+    fn take(&mut self, id: i64) -> std::result::Result<(), &'static str> {
+        match self.insert(id) {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err("ids too scattered"),
+            Err(_) => Err("a temporary file failed"),
+        }
+    }
 }
 
 /// Whether a category names a marker table row (SQLite's `LIKE 'MARKER\_%'`, which
@@ -709,7 +737,9 @@ struct Describe {
     /// The external correlation id of the event just made.
     external: Option<i64>,
     marker: bool,
-    region_ids: IdSet,
+    /// Region ids written: correlation ids, which every call rocprofv3 intercepts takes
+    /// (traced or not), so they may spread far past the rows; paged (D140).
+    region_ids: PagedIds,
     /// The largest region id written, or 0: the table is `AUTOINCREMENT`, whose next free
     /// id is one past the larger of its largest id and its sequence, which starts at 0.
     region_max: i64,
@@ -990,7 +1020,13 @@ impl RowSink for Describe {
         // The import writes a row whose id is taken with the next id SQLite gives (D110):
         // the streams give it the same, found by its event.
         let mut written = id;
-        let inserted = self.region_ids.insert(id);
+        let inserted = match self.region_ids.insert(id) {
+            Ok(inserted) => inserted,
+            Err(_) => {
+                self.refuse("a temporary file failed");
+                None
+            }
+        };
         self.note_taken(inserted, self.region_max)?;
         match inserted {
             Some(true) => {}
@@ -1349,6 +1385,9 @@ impl Describe {
         self.d.fills.allow_input_bytes(bytes / 2);
         self.d.counter_tids.allow_input_bytes(bytes / 2);
         self.moved_regions.allow_input_bytes(bytes / 2);
+        // As many pages as the set in memory took before (D140), or half the input.
+        self.region_ids
+            .allow_input_bytes((bytes / 2).max(REGION_ID_FILE_BYTES));
         self.moved_dispatches.allow_input_bytes(bytes / 2);
     }
 
@@ -1430,7 +1469,7 @@ impl Describe {
             stack: None,
             external: None,
             marker: false,
-            region_ids: IdSet::default(),
+            region_ids: PagedIds::new(page_limits(ID_PAGES_IN_MEMORY), "region ids"),
             region_max: 0,
             moved_regions: PagedMap::new(page_limits(FILL_PAGES_IN_MEMORY), "moved rows"),
             dispatch_max: 0,

@@ -14,6 +14,10 @@
 //! [`PagedMap::seal`] writes every page out (when any was written out before) and the
 //! map is shared by the streams, each looking records up through its own small
 //! [`PageCache`].
+//!
+//! A page goes to the file compressed as one LZ4 block: pages of scattered ids are mostly
+//! empty slots, and a long trace's flow groups, a few dozen kernels to a page of 512 ids,
+//! took as much file as the input did (D141).
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -62,6 +66,15 @@ pub(crate) fn bytes_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
     out
 }
 
+/// Where a page written out lies in the file: its compressed bytes at `at`, `len` of
+/// the `room` it has there (a page written again goes back to its place while it fits).
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    at: u64,
+    room: u32,
+    len: u32,
+}
+
 /// A page in memory.
 struct Resident<V> {
     slots: Box<[V]>,
@@ -89,8 +102,8 @@ const MIN_PER_PAGE: usize = 16;
 /// Records by id; see the module documentation.
 pub(crate) struct PagedMap<V: Slot> {
     resident: FastMap<i64, Resident<V>>,
-    /// Where each page written out lies in the file (always at the same place).
-    written: FastMap<i64, u64>,
+    /// Where each page written out lies in the file.
+    written: FastMap<i64, Place>,
     file: Option<Mutex<File>>,
     file_end: u64,
     limits: PageLimits,
@@ -218,7 +231,7 @@ impl<V: Slot> PagedMap<V> {
         let clock = self.clock;
         if !self.resident.contains_key(&page) {
             let slots = match self.written.get(&page) {
-                Some(&at) => self.read_page(at)?,
+                Some(&place) => self.read_page(place)?,
                 None if create => vec![V::default(); SLOTS].into_boxed_slice(),
                 None => return Ok(None),
             };
@@ -264,29 +277,33 @@ impl<V: Slot> PagedMap<V> {
         for (v, out) in slots.iter().zip(bytes.chunks_exact_mut(V::BYTES)) {
             v.put(out);
         }
+        let packed = lz4_flex::block::compress(&bytes);
+        // A page is at most 512 records of a few dozen bytes: far below u32::MAX.
+        let len = u32::try_from(packed.len()).map_err(|e| self.fail(std::io::Error::other(e)))?;
         if self.file.is_none() {
             let file = tempfile::tempfile_in(&self.dir).map_err(|e| self.fail(e))?;
             self.file = Some(Mutex::new(file));
         }
-        let at = match self.written.get(&page) {
-            Some(&at) => at,
-            None => {
+        let place = match self.written.get(&page) {
+            Some(&p) if len <= p.room => Place { len, ..p },
+            // New, or grown past its room: at the end (the old room is left unused).
+            _ => {
                 let at = self.file_end;
-                self.file_end += bytes.len() as u64;
-                self.written.insert(page, at);
-                at
+                self.file_end += u64::from(len);
+                Place { at, room: len, len }
             }
         };
+        self.written.insert(page, place);
         PAGES_WRITTEN.fetch_add(1, Ordering::Relaxed);
         let file = self.file.as_ref().expect("created above");
         let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
-        f.seek(SeekFrom::Start(at))
-            .and_then(|_| f.write_all(&bytes))
+        f.seek(SeekFrom::Start(place.at))
+            .and_then(|_| f.write_all(&packed))
             .map_err(|e| self.fail(e))
     }
 
-    fn read_page(&self, at: u64) -> Result<Box<[V]>> {
-        read_page(self.file.as_ref(), at).map_err(|e| self.fail(e))
+    fn read_page(&self, place: Place) -> Result<Box<[V]>> {
+        read_page(self.file.as_ref(), place).map_err(|e| self.fail(e))
     }
 
     fn fail(&self, e: std::io::Error) -> Error {
@@ -319,7 +336,7 @@ impl<V: Slot> PagedMap<V> {
         if let Some(p) = self.resident.get(&page) {
             return Ok(found(p.slots[slot]));
         }
-        let Some(&at) = self.written.get(&page) else {
+        let Some(&place) = self.written.get(&page) else {
             return Ok(None);
         };
         cache.clock += 1;
@@ -327,7 +344,7 @@ impl<V: Slot> PagedMap<V> {
             *used = cache.clock;
             return Ok(found(slots[slot]));
         }
-        let slots = self.read_page(at)?;
+        let slots = self.read_page(place)?;
         let v = slots[slot];
         if cache.pages.len() >= CACHED_PAGES {
             let oldest = (0..cache.pages.len())
@@ -352,7 +369,7 @@ impl<V: Slot> PagedMap<V> {
         for page in pages {
             let slots = match (self.resident.get(&page), self.written.get(&page)) {
                 (Some(p), _) => p.slots.clone(),
-                (None, Some(&at)) => self.read_page(at)?,
+                (None, Some(&place)) => self.read_page(place)?,
                 (None, None) => continue,
             };
             for (i, v) in slots.iter().enumerate() {
@@ -391,19 +408,87 @@ impl<V> Default for PageCache<V> {
     }
 }
 
+/// 64 ids' bits, the record of a [`PagedIds`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Bits(u64);
+
+impl Slot for Bits {
+    const BYTES: usize = 8;
+    fn put(&self, out: &mut [u8]) {
+        out.copy_from_slice(&self.0.to_le_bytes());
+    }
+    fn take(bytes: &[u8]) -> Self {
+        Bits(u64::from_le_bytes(bytes_at(bytes, 0)))
+    }
+}
+
+/// A set of ids as bits in a [`PagedMap`]: 32,768 ids a page (4 KiB), a bounded number
+/// of pages in memory and the others in the map's file, so that the set's memory does
+/// not grow with the spread of the ids (D140). For a set one thread builds and asks,
+/// ids coming close to their order (the describing pass's region ids).
+pub(crate) struct PagedIds {
+    words: PagedMap<Bits>,
+}
+
+impl PagedIds {
+    pub(crate) fn new(limits: PageLimits, what: &'static str) -> Self {
+        PagedIds {
+            words: PagedMap::new(limits, what),
+        }
+    }
+
+    /// See [`PagedMap::allow_input_bytes`].
+    pub(crate) fn allow_input_bytes(&mut self, bytes: u64) {
+        self.words.allow_input_bytes(bytes);
+    }
+
+    /// Adds `id`: `Some(false)` when it was there, `None` when its page is refused
+    /// (the ids scatter past the map's rules; see [`PagedMap::entry`]).
+    pub(crate) fn insert(&mut self, id: i64) -> Result<Option<bool>> {
+        let Some(word) = self.words.entry(id.div_euclid(64))? else {
+            return Ok(None);
+        };
+        let mask = 1u64 << id.rem_euclid(64);
+        let new = word.0 & mask == 0;
+        word.0 |= mask;
+        Ok(Some(new))
+    }
+
+    /// Whether `id` was added.
+    #[cfg(test)]
+    pub(crate) fn contains(&mut self, id: i64) -> Result<bool> {
+        let mask = 1u64 << id.rem_euclid(64);
+        Ok(self
+            .words
+            .get(id.div_euclid(64))?
+            .is_some_and(|w| w.0 & mask != 0))
+    }
+
+    /// Pages in all, in memory or written out.
+    #[cfg(test)]
+    pub(crate) fn pages(&self) -> usize {
+        self.words.pages()
+    }
+}
+
 /// The page of `id` and its slot in it.
 fn split(id: i64) -> (i64, usize) {
     let n = SLOTS as i64;
     (id.div_euclid(n), id.rem_euclid(n) as usize)
 }
 
-fn read_page<V: Slot>(file: Option<&Mutex<File>>, at: u64) -> std::io::Result<Box<[V]>> {
+fn read_page<V: Slot>(file: Option<&Mutex<File>>, place: Place) -> std::io::Result<Box<[V]>> {
     let file = file.ok_or_else(|| std::io::Error::other("no file"))?;
-    let mut bytes = vec![0u8; SLOTS * V::BYTES];
+    let mut packed = vec![0u8; place.len as usize];
     {
         let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
-        f.seek(SeekFrom::Start(at))?;
-        f.read_exact(&mut bytes)?;
+        f.seek(SeekFrom::Start(place.at))?;
+        f.read_exact(&mut packed)?;
+    }
+    let mut bytes = vec![0u8; SLOTS * V::BYTES];
+    match lz4_flex::block::decompress_into(&packed, &mut bytes) {
+        Ok(n) if n == bytes.len() => {}
+        _ => return Err(std::io::Error::other("a page of the file is damaged")),
     }
     Ok(bytes.chunks_exact(V::BYTES).map(V::take).collect())
 }
@@ -533,5 +618,89 @@ mod tests {
         let mut cache = PageCache::default();
         assert_eq!(map.lookup(600, &mut cache).unwrap(), Some(Pair(1, 0)));
         assert_eq!(map.lookup(601, &mut cache).unwrap(), None);
+    }
+
+    /// A page written small, then filled with records that compress badly, moves to the
+    /// end of the file; written small again, it goes back into its larger room. Every
+    /// record reads back as written, and a mostly empty page takes far less file than
+    /// its raw size.
+    #[test]
+    fn compressed_pages_move_when_they_grow() {
+        let limits = PageLimits {
+            resident: 1,
+            total: 64,
+        };
+        let mut map = PagedMap::<Pair>::new(limits, "pairs");
+        map.entry(3).unwrap().unwrap().0 = 1;
+        map.entry(SLOTS as i64).unwrap().unwrap().0 = 1; // page 0 goes out
+        let small = map.written[&0];
+        assert!((small.len as usize) < SLOTS * Pair::BYTES / 20, "{small:?}");
+        let noisy = |i: i64| {
+            Pair(
+                i as u32 ^ 0x9e37_79b9,
+                i.wrapping_mul(0x2545_f491_4f6c_dd1d),
+            )
+        };
+        for i in 0..SLOTS as i64 {
+            *map.entry(i).unwrap().unwrap() = noisy(i);
+        }
+        map.entry(SLOTS as i64 * 2).unwrap().unwrap().0 = 1; // page 0 out again
+        let grown = map.written[&0];
+        assert!(
+            grown.at > small.at && grown.len > small.room,
+            "{small:?} {grown:?}"
+        );
+        for i in 0..SLOTS as i64 {
+            assert_eq!(map.get(i).unwrap(), Some(noisy(i)));
+        }
+        for i in 1..SLOTS as i64 {
+            *map.get_mut(i).unwrap().unwrap() = Pair(0, 0);
+        }
+        map.entry(SLOTS as i64 * 3).unwrap().unwrap().0 = 1; // page 0 out, small
+        let back = map.written[&0];
+        assert_eq!((back.at, back.room), (grown.at, grown.room));
+        assert_eq!(map.get(0).unwrap(), Some(noisy(0)));
+        assert_eq!(map.get(1).unwrap(), None);
+        map.seal().unwrap();
+        let mut cache = PageCache::default();
+        assert_eq!(map.lookup(0, &mut cache).unwrap(), Some(noisy(0)));
+        assert_eq!(
+            map.lookup(SLOTS as i64, &mut cache).unwrap(),
+            Some(Pair(1, 0))
+        );
+    }
+
+    /// A set of ids spread over many more pages than stay in memory answers as a set in
+    /// memory does, negative ids and the ends of `i64` included, and scattered ids one a
+    /// page are refused past the dense rule as a map's records are.
+    #[test]
+    fn paged_ids_answer_as_a_set_in_memory() {
+        let limits = PageLimits {
+            resident: 2,
+            total: 1 << 20,
+        };
+        let mut ids = PagedIds::new(limits, "ids");
+        let mut want = std::collections::BTreeSet::new();
+        let spread: Vec<i64> = (0..20_000)
+            .map(|i: i64| (i * 104_729) % 900_000 - 1_000)
+            .chain([i64::MIN, i64::MAX, -1, 0, 63, 64])
+            .collect();
+        for &id in spread.iter().chain(spread.iter().step_by(7)) {
+            assert_eq!(ids.insert(id).unwrap(), Some(want.insert(id)), "{id}");
+        }
+        assert!(
+            ids.words.spilled(),
+            "pages past the two in memory go to the file"
+        );
+        for id in (-2_000..901_000)
+            .step_by(37)
+            .chain([i64::MIN, i64::MAX, i64::MIN + 1])
+        {
+            assert_eq!(ids.contains(id).unwrap(), want.contains(&id), "{id}");
+        }
+        let mut sparse = PagedIds::new(limits, "ids");
+        let refused = (0..1_000).find(|&i| sparse.insert(i * 40_000).unwrap().is_none());
+        assert_eq!(refused, Some(DENSE_AFTER as i64));
+        assert_eq!(sparse.pages(), DENSE_AFTER);
     }
 }

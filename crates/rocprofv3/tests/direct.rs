@@ -954,6 +954,40 @@ fn a_long_real_decode_trace_with_sparse_kernels_reads_as_imported() {
     assert_eq!(launched.true_count(), 8 * 40);
 }
 
+/// API rows whose correlation ids spread over more than the 16,384 pages of 4,096 ids the
+/// region ids were kept in (rocprofv3 numbers every call it intercepts, traced or not, so
+/// a long trace's ids spread so): read directly as imported, a taken id among them moved
+/// as the import moves it (D140). Ids one to each of more pages of 32,768 than half the
+/// input's bytes allow past 64 MiB of them are still left to the import.
+#[test]
+fn api_rows_spread_over_many_id_pages_read_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let header = "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"";
+    let write = |name: &str, ids: &mut dyn Iterator<Item = i64>| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        let mut body = String::from(header);
+        for (k, id) in ids.enumerate() {
+            let start = 1_000 + 10 * k as i64;
+            body.push_str(&format!(
+                "\n\"HIP_RUNTIME_API\",\"hipCall{}\",7,7,{id},{start},{}",
+                k % 3,
+                start + 5
+            ));
+        }
+        std::fs::write(dir.join("7_hip_api_trace.csv"), body + "\n").unwrap();
+        one_run(&dir)
+    };
+    // 17,000 ids 4,096 apart (70M ids), then one taken again: it moves past the largest.
+    let mut spread = (0..17_000).map(|k: i64| 1 + k * 4096).chain([4097]);
+    let run = write("spread", &mut spread);
+    let counts = same_as_imported(&run, SortOptions::default());
+    assert!(counts.contains(&(Table::Region, 17_001)), "{counts:?}");
+    // One id to each page of 32,768 ids, 17,000 pages (a 1 MB input): left to the import.
+    let mut scattered = (0..17_000).map(|k: i64| 1 + k * 40_000);
+    left_to_import(&write("scattered", &mut scattered));
+}
+
 /// Counter files of every header generation, alone (their rows make the dispatches) and
 /// beside kernel traces (their rows find them, and give a thread to dispatches that have
 /// none), with and without time.
