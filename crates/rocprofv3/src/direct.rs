@@ -83,7 +83,7 @@ use crate::db::{
     KernelSymbolRow, NodeRow, PmcRow, ProcessRow,
 };
 use crate::json_import::{self, Spans, Wanted};
-use crate::paged::{bytes_at, put_i64s, PageCache, PageLimits, PagedIds, PagedMap, Slot};
+use crate::paged::{bytes_at, put_i64s, Bits, PageCache, PageLimits, PagedIds, PagedMap, Slot};
 use crate::sink::{Deferred, RowSink, Texts};
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
 
@@ -139,60 +139,107 @@ impl IdSet {
     }
 }
 
-/// Each id of an [`IdSet`] numbered by its rank among them (0 for the smallest): keys
-/// `0..len` for a [`PagedMap`], dense however the ids scatter (D119).
-struct Ranks<'a> {
-    set: &'a IdSet,
-    /// The number of the set's ids below each of its pages.
+/// A set of ids [`Ranks`] numbers: an [`IdSet`] in memory, or [`PagedIds`] mostly on
+/// disk (D140).
+trait RankSet {
+    /// What looking ids up keeps between calls.
+    type Cache: Default;
+    /// Calls `f` with the number of each block of 4,096 ids that has any and how many
+    /// it has, in order.
+    fn block_counts(&self, f: &mut dyn FnMut(i64, i64)) -> Result<()>;
+    /// If the set has `id`: its block, and how many of the block's ids are below it.
+    fn below_in_block(&self, id: i64, cache: &mut Self::Cache) -> Result<Option<(i64, i64)>>;
+}
+
+impl RankSet for IdSet {
+    type Cache = ();
+    fn block_counts(&self, f: &mut dyn FnMut(i64, i64)) -> Result<()> {
+        let mut pages: Vec<(i64, &[u64; 64])> =
+            self.pages.iter().map(|(p, w)| (*p, &**w)).collect();
+        pages.sort_unstable_by_key(|(p, _)| *p);
+        for (page, words) in pages {
+            f(page, words.iter().map(|w| i64::from(w.count_ones())).sum());
+        }
+        Ok(())
+    }
+    fn below_in_block(&self, id: i64, _: &mut ()) -> Result<Option<(i64, i64)>> {
+        let (page, bit) = id_bit(id);
+        let Some(words) = self.pages.get(&page) else {
+            return Ok(None);
+        };
+        let (word, mask) = (bit / 64, 1u64 << (bit % 64));
+        if words[word] & mask == 0 {
+            return Ok(None);
+        }
+        let before: u32 = words[..word].iter().map(|w| w.count_ones()).sum();
+        let within = (words[word] & (mask - 1)).count_ones();
+        Ok(Some((page, i64::from(before + within))))
+    }
+}
+
+impl RankSet for PagedIds {
+    type Cache = PageCache<Bits>;
+    fn block_counts(&self, f: &mut dyn FnMut(i64, i64)) -> Result<()> {
+        PagedIds::block_counts(self, f)
+    }
+    fn below_in_block(&self, id: i64, cache: &mut PageCache<Bits>) -> Result<Option<(i64, i64)>> {
+        PagedIds::below_in_block(self, id, cache)
+    }
+}
+
+/// Each id of a set numbered by its rank among them (0 for the smallest): keys `0..len`
+/// for a [`PagedMap`], dense however the ids scatter (D119).
+struct Ranks<'a, S: RankSet> {
+    set: &'a S,
+    cache: S::Cache,
+    /// The number of the set's ids below each of its blocks of 4,096 ids.
     below: FastMap<i64, i64>,
     len: i64,
 }
 
-impl<'a> Ranks<'a> {
-    fn new(set: &'a IdSet) -> Self {
-        let mut pages: Vec<(i64, &[u64; 64])> = set.pages.iter().map(|(p, w)| (*p, &**w)).collect();
-        pages.sort_unstable_by_key(|(p, _)| *p);
+impl<'a, S: RankSet> Ranks<'a, S> {
+    fn new(set: &'a S) -> Result<Self> {
         let mut below = FastMap::default();
         let mut len = 0i64;
-        for (page, words) in pages {
+        set.block_counts(&mut |page, count| {
             below.insert(page, len);
-            len += words.iter().map(|w| i64::from(w.count_ones())).sum::<i64>();
-        }
-        Ranks { set, below, len }
+            len += count;
+        })?;
+        Ok(Ranks {
+            set,
+            cache: S::Cache::default(),
+            below,
+            len,
+        })
     }
 
     /// The rank of `id`, if the set has it.
-    fn rank(&self, id: i64) -> Option<i64> {
-        let (page, bit) = id_bit(id);
-        let words = self.set.pages.get(&page)?;
-        let (word, mask) = (bit / 64, 1u64 << (bit % 64));
-        if words[word] & mask == 0 {
-            return None;
-        }
-        let before: u32 = words[..word].iter().map(|w| w.count_ones()).sum();
-        let within = (words[word] & (mask - 1)).count_ones();
-        Some(self.below.get(&page)? + i64::from(before + within))
+    fn rank(&mut self, id: i64) -> Result<Option<i64>> {
+        let Some((page, within)) = self.set.below_in_block(id, &mut self.cache)? else {
+            return Ok(None);
+        };
+        Ok(self.below.get(&page).map(|below| below + within))
     }
 }
 
-/// Records of the ids of an [`IdSet`], kept by their rank among them (D119, D121): the
-/// page map is dense by construction, so it never refuses a page and needs no overflow,
-/// however the ids scatter.
-struct RankedMap<'a, V: Slot> {
-    ranks: Ranks<'a>,
+/// Records of the ids of a set, kept by their rank among them (D119, D121): the page map
+/// is dense by construction, so it never refuses a page and needs no overflow, however
+/// the ids scatter.
+struct RankedMap<'a, S: RankSet, V: Slot> {
+    ranks: Ranks<'a, S>,
     map: PagedMap<V>,
     what: &'static str,
 }
 
-impl<'a, V: Slot> RankedMap<'a, V> {
+impl<'a, S: RankSet, V: Slot> RankedMap<'a, S, V> {
     /// Records of the ids in `ids`, `resident` pages of them in memory.
-    fn new(ids: &'a IdSet, resident: usize, what: &'static str) -> Self {
-        let ranks = Ranks::new(ids);
+    fn new(ids: &'a S, resident: usize, what: &'static str) -> Result<Self> {
+        let ranks = Ranks::new(ids)?;
         let total = usize::try_from(ranks.len)
             .unwrap_or(usize::MAX)
             .div_ceil(crate::paged::SLOTS);
         let map = PagedMap::for_dense_ids(PageLimits { resident, total }, what);
-        RankedMap { ranks, map, what }
+        Ok(RankedMap { ranks, map, what })
     }
 
     /// The record of `id`, to set. An id the set lacks is an internal error: the streams
@@ -200,13 +247,13 @@ impl<'a, V: Slot> RankedMap<'a, V> {
     fn entry(&mut self, id: i64) -> Result<&mut V> {
         let what = self.what;
         let missing = || Error::Usage(format!("internal: {what} of an id not described"));
-        let rank = self.ranks.rank(id).ok_or_else(missing)?;
+        let rank = self.ranks.rank(id)?.ok_or_else(missing)?;
         self.map.entry(rank)?.ok_or_else(missing)
     }
 
     /// The record of `id`, if it was set.
     fn get(&mut self, id: i64) -> Result<Option<V>> {
-        match self.ranks.rank(id) {
+        match self.ranks.rank(id)? {
             Some(rank) => self.map.get(rank),
             None => Ok(None),
         }
@@ -334,9 +381,13 @@ const GROUP_PAGES_IN_MEMORY: usize = 200;
 /// 1 MiB, 8M ids (D140).
 const ID_PAGES_IN_MEMORY: usize = 256;
 
-/// The file the region ids may take whatever the input's size: 64 MiB, as many pages
-/// as the [`IdSet`] they were kept in took in memory (D140).
-const REGION_ID_FILE_BYTES: u64 = (MAX_ID_PAGES * 4096) as u64;
+/// The file the region and text ids may each take whatever the input's size: 64 MiB, as
+/// many pages as the [`IdSet`] they were kept in took in memory (D140).
+const ID_FILE_BYTES: u64 = MAX_ID_PAGES as u64 * PagedIds::PAGE_BYTES;
+
+// Each page of an [`IdSet`] lies within one page of [`PagedIds`], so the allowance above
+// takes every set of ids the [`IdSet`] took.
+const _: () = assert!(PagedIds::PAGE_IDS % 4096 == 0);
 
 /// Pages of fill entries (4.5 KiB each) the describing pass keeps in memory: 1 MiB.
 const FILL_PAGES_IN_MEMORY: usize = 224;
@@ -706,8 +757,8 @@ struct Description {
     completed: IdSet,
     /// The ids of the marker texts and of the region names (external correlation ids):
     /// the streams keep the texts by rank among them (D121).
-    marker_text_ids: IdSet,
-    external_text_ids: IdSet,
+    marker_text_ids: PagedIds,
+    external_text_ids: PagedIds,
 }
 
 /// What the describing pass keeps of a dispatch a JSON counter record made (rocprofv3's
@@ -1299,8 +1350,10 @@ impl RowSink for Describe {
             Texts::Marker => &mut self.d.marker_text_ids,
             Texts::External => &mut self.d.external_text_ids,
         };
-        if ids.insert(id).is_none() {
-            self.refuse("text ids too scattered");
+        match ids.insert(id) {
+            Ok(Some(_)) => {}
+            Ok(None) => self.refuse("text ids too scattered"),
+            Err(_) => self.refuse("a temporary file failed"),
         }
         // Any number of distinct texts: the streams keep those past their memory in a
         // file (D125).
@@ -1385,9 +1438,11 @@ impl Describe {
         self.d.fills.allow_input_bytes(bytes / 2);
         self.d.counter_tids.allow_input_bytes(bytes / 2);
         self.moved_regions.allow_input_bytes(bytes / 2);
-        // As many pages as the set in memory took before (D140), or half the input.
-        self.region_ids
-            .allow_input_bytes((bytes / 2).max(REGION_ID_FILE_BYTES));
+        // As many pages as the sets in memory took before (D140), or half the input.
+        let ids = (bytes / 2).max(ID_FILE_BYTES);
+        self.region_ids.allow_input_bytes(ids);
+        self.d.marker_text_ids.allow_input_bytes(ids);
+        self.d.external_text_ids.allow_input_bytes(ids);
         self.moved_dispatches.allow_input_bytes(bytes / 2);
     }
 
@@ -1463,8 +1518,11 @@ impl Describe {
                 process_rows: BTreeMap::new(),
                 code_objects: BTreeMap::new(),
                 completed: IdSet::default(),
-                marker_text_ids: IdSet::default(),
-                external_text_ids: IdSet::default(),
+                marker_text_ids: PagedIds::new(page_limits(ID_PAGES_IN_MEMORY), "marker text ids"),
+                external_text_ids: PagedIds::new(
+                    page_limits(ID_PAGES_IN_MEMORY),
+                    "region name ids",
+                ),
             },
             stack: None,
             external: None,
@@ -2253,6 +2311,8 @@ impl DirectRunSource {
             .map_or_else(|| NodeRow::from_hostname(None).id, |n| n.id);
         d.counter_tids.seal()?;
         d.groups.seal()?;
+        d.marker_text_ids.seal()?;
+        d.external_text_ids.seal()?;
         Ok(Ok(DirectRunSource {
             run: run.clone(),
             input,
@@ -2362,7 +2422,7 @@ impl DirectRunSource {
         first_source: u32,
         options: &StreamOptions,
     ) -> Result<Vec<(Table, SortedRuns)>> {
-        let mut rows = Rows::new(self, tables, first_source, options);
+        let mut rows = Rows::new(self, tables, first_source, options)?;
         self.read_table(tables[0], &mut rows)?;
         rows.finish()
     }
@@ -2618,7 +2678,7 @@ impl Source for DirectRunSource {
 
     fn find_marker(&self, text: &str) -> Result<Vec<(i64, i64)>> {
         // In file order, as the database's query finds them.
-        let mut sink = Rows::new(self, &[], 0, &StreamOptions::default());
+        let mut sink = Rows::new(self, &[], 0, &StreamOptions::default())?;
         sink.find = Some((text.to_string(), Vec::new()));
         self.read_table(Table::Marker, &mut sink)?;
         Ok(sink.find.map(|(_, found)| found).unwrap_or_default())
@@ -3028,7 +3088,7 @@ struct NewFact<'a> {
 /// the pages are full however the ids scatter (D119).
 struct Facts<'a> {
     /// By the dispatches with counter values the description counted.
-    by_rank: RankedMap<'a, Fact>,
+    by_rank: RankedMap<'a, IdSet, Fact>,
     /// Whether the facts of dispatches counter rows make are kept: always for CSV runs,
     /// whose later counter rows join them; for JSON objects only when a counter record
     /// joins a dispatch another made ([`Description::made_joined`]); otherwise nothing
@@ -3082,14 +3142,14 @@ fn too_many() -> Error {
 
 impl<'a> Facts<'a> {
     /// Facts of the dispatches `counted` has, `resident` pages of them in memory.
-    fn new(counted: &'a IdSet, resident: usize, keep_created: bool) -> Self {
-        Facts {
-            by_rank: RankedMap::new(counted, resident, "PMC facts"),
+    fn new(counted: &'a IdSet, resident: usize, keep_created: bool) -> Result<Self> {
+        Ok(Facts {
+            by_rank: RankedMap::new(counted, resident, "PMC facts")?,
             keep_created,
             agents: Interned::default(),
             pids: Interned::default(),
             categories: Interned::default(),
-        }
+        })
     }
 
     /// Keeps the facts of `f`, a dispatch the description counted.
@@ -3279,8 +3339,8 @@ struct TextTable<'a> {
     /// Bytes of `distinct` and `index` together.
     bytes: usize,
     spill: TextSpill,
-    marker: RankedMap<'a, TextRef>,
-    external: RankedMap<'a, TextRef>,
+    marker: RankedMap<'a, PagedIds, TextRef>,
+    external: RankedMap<'a, PagedIds, TextRef>,
     /// Distinct texts and bytes kept in memory, at most.
     max_texts: usize,
     max_bytes: usize,
@@ -3288,24 +3348,24 @@ struct TextTable<'a> {
 
 impl<'a> TextTable<'a> {
     /// Texts of the ids in `marker` and `external`.
-    fn new(marker: &'a IdSet, external: &'a IdSet) -> Self {
+    fn new(marker: &'a PagedIds, external: &'a PagedIds) -> Result<Self> {
         let resident = page_limits(TEXT_PAGES_IN_MEMORY).resident;
-        TextTable {
+        Ok(TextTable {
             distinct: Vec::new(),
             index: FastMap::default(),
             bytes: 0,
             spill: TextSpill::new(),
-            marker: RankedMap::new(marker, resident, "marker texts"),
-            external: RankedMap::new(external, resident, "region names"),
+            marker: RankedMap::new(marker, resident, "marker texts")?,
+            external: RankedMap::new(external, resident, "region names")?,
             max_texts: match TEXTS_IN_MEMORY_SET.load(Ordering::Relaxed) {
                 0 => TEXTS_IN_MEMORY,
                 set => set,
             },
             max_bytes: TEXT_BYTES_IN_MEMORY,
-        }
+        })
     }
 
-    fn map(&mut self, which: Texts) -> &mut RankedMap<'a, TextRef> {
+    fn map(&mut self, which: Texts) -> &mut RankedMap<'a, PagedIds, TextRef> {
         match which {
             Texts::Marker => &mut self.marker,
             Texts::External => &mut self.external,
@@ -3431,10 +3491,10 @@ impl<'a> Rows<'a> {
         tables: &[Table],
         first_source: u32,
         options: &StreamOptions,
-    ) -> Self {
+    ) -> Result<Self> {
         let mut sort = source.sort.clone();
         sort.batch_rows = options.batch_rows;
-        Rows {
+        Ok(Rows {
             source,
             first_source,
             agents: source.desc.agents.clone(),
@@ -3459,22 +3519,25 @@ impl<'a> Rows<'a> {
             untimed: IdSet::default(),
             current: None,
             next_pmc: 1,
-            facts: tables.contains(&Table::PmcValue).then(|| {
-                Facts::new(
-                    &source.desc.counted,
-                    page_limits(FACT_PAGES_IN_MEMORY).resident,
-                    !matches!(source.input, Input::Json { .. }) || source.desc.made_joined,
-                )
-            }),
+            facts: tables
+                .contains(&Table::PmcValue)
+                .then(|| {
+                    Facts::new(
+                        &source.desc.counted,
+                        page_limits(FACT_PAGES_IN_MEMORY).resident,
+                        !matches!(source.input, Input::Json { .. }) || source.desc.made_joined,
+                    )
+                })
+                .transpose()?,
             pmc_event: Pending::default(),
-            texts: TextTable::new(&source.desc.marker_text_ids, &source.desc.external_text_ids),
+            texts: TextTable::new(&source.desc.marker_text_ids, &source.desc.external_text_ids)?,
             group_pages: PageCache::default(),
             fill_pages: PageCache::default(),
             counter_tid_pages: PageCache::default(),
             moved_region_pages: PageCache::default(),
             moved_dispatch_pages: PageCache::default(),
             scratch: String::new(),
-        }
+        })
     }
 
     /// Every table's rows, sorted.
@@ -4313,9 +4376,9 @@ mod tests {
     #[test]
     fn texts_past_the_memory_kept_come_back_from_a_file() {
         let n = 40_000i64;
-        let marker = id_set(0..n);
-        let external = id_set(0..10i64);
-        let mut t = TextTable::new(&marker, &external);
+        let marker = paged_id_set(0..n);
+        let external = paged_id_set(0..10i64);
+        let mut t = TextTable::new(&marker, &external).unwrap();
         (t.max_texts, t.max_bytes) = (100, 1_000_000);
         let text = |i: i64| {
             if i % 3 == 0 {
@@ -4342,7 +4405,7 @@ mod tests {
         assert_eq!(t.get(Texts::External, 3).unwrap().as_deref(), Some(""));
         assert_eq!(t.get(Texts::External, 4).unwrap(), None);
         // The byte bound holds too: one text over it goes to the file.
-        let mut t = TextTable::new(&marker, &external);
+        let mut t = TextTable::new(&marker, &external).unwrap();
         t.max_bytes = 10;
         t.put(Texts::Marker, 0, "abc").unwrap();
         t.put(Texts::Marker, 1, "abcdef").unwrap();
@@ -4356,9 +4419,9 @@ mod tests {
     fn texts_are_found_by_table_and_id_and_kept_once() {
         // More marker ids than the pages kept in memory take (128 of 512).
         let n = 70_000i64;
-        let marker = id_set((0..n).map(|i| i * 512));
-        let external = id_set(0..300i64);
-        let mut t = TextTable::new(&marker, &external);
+        let marker = paged_id_set((0..n).map(|i| i * 512));
+        let external = paged_id_set(0..300i64);
+        let mut t = TextTable::new(&marker, &external).unwrap();
         for i in 0..n {
             let text = if i % 2 == 0 { "even" } else { "odd" };
             t.put(Texts::Marker, i * 512, text).unwrap();
@@ -4399,6 +4462,20 @@ mod tests {
         set
     }
 
+    /// [`id_set`] in pages, one kept in memory while built, then sealed (D140).
+    fn paged_id_set(ids: impl IntoIterator<Item = i64>) -> PagedIds {
+        let limits = PageLimits {
+            resident: 1,
+            total: 1 << 20,
+        };
+        let mut set = PagedIds::new(limits, "ids");
+        for id in ids {
+            assert_eq!(set.insert(id).unwrap(), Some(true));
+        }
+        set.seal().unwrap();
+        set
+    }
+
     fn new_fact(dispatch_id: i64, event_id: i64) -> NewFact<'static> {
         NewFact {
             row_id: dispatch_id,
@@ -4425,15 +4502,19 @@ mod tests {
         let mut sorted = ids.clone();
         sorted.sort_unstable();
         // Inserted out of order.
-        let set = id_set(ids.iter().rev().copied());
-        let ranks = Ranks::new(&set);
-        assert_eq!(ranks.len, sorted.len() as i64);
-        for (rank, id) in sorted.iter().enumerate() {
-            assert_eq!(ranks.rank(*id), Some(rank as i64), "id {id}");
+        fn check<S: RankSet>(set: &S, sorted: &[i64]) {
+            let mut ranks = Ranks::new(set).unwrap();
+            assert_eq!(ranks.len, sorted.len() as i64);
+            for (rank, id) in sorted.iter().enumerate() {
+                assert_eq!(ranks.rank(*id).unwrap(), Some(rank as i64), "id {id}");
+            }
+            for absent in [-2, 2, 62, 9001, 1 << 41, i64::MIN, i64::MAX] {
+                assert_eq!(ranks.rank(absent).unwrap(), None, "id {absent}");
+            }
         }
-        for absent in [-2, 2, 62, 9001, 1 << 41, i64::MIN, i64::MAX] {
-            assert_eq!(ranks.rank(absent), None, "id {absent}");
-        }
+        check(&id_set(ids.iter().rev().copied()), &sorted);
+        // The same in pages on disk, one in memory while built (D140).
+        check(&paged_id_set(ids.iter().rev().copied()), &sorted);
     }
 
     /// Facts are found by dispatch id over pages written out and read back, with their
@@ -4448,7 +4529,7 @@ mod tests {
             .chain((0..600).map(|k| 1 << 30 | k << 12))
             .collect();
         let counted = id_set(ids.iter().copied());
-        let mut f = Facts::new(&counted, 1, true);
+        let mut f = Facts::new(&counted, 1, true).unwrap();
         // Made by counter rows when divisible by 3 (an odd event id), the others by the
         // kernel trace, in descending order.
         for &id in ids.iter().rev() {
@@ -4479,7 +4560,7 @@ mod tests {
         // A dispatch the description did not count has no place.
         assert!(f.add(new_fact(3001, 1), false).is_err());
         let counted = id_set([4, 5]);
-        let mut f = Facts::new(&counted, 64, false);
+        let mut f = Facts::new(&counted, 64, false).unwrap();
         f.add(new_fact(4, 8), true).unwrap();
         f.add(new_fact(5, 10), false).unwrap();
         assert!(f.get(4).unwrap().is_none());

@@ -267,7 +267,11 @@ impl<V: Slot> PagedMap<V> {
             return Ok(());
         };
         if p.dirty || !self.written.contains_key(&page) {
-            self.write_page(page, &p.slots)?;
+            if let Err(e) = self.write_page(page, &p.slots) {
+                // Kept, so that the map still says what it was told.
+                self.resident.insert(page, p);
+                return Err(e);
+            }
         }
         Ok(())
     }
@@ -284,22 +288,34 @@ impl<V: Slot> PagedMap<V> {
             let file = tempfile::tempfile_in(&self.dir).map_err(|e| self.fail(e))?;
             self.file = Some(Mutex::new(file));
         }
-        let place = match self.written.get(&page) {
-            Some(&p) if len <= p.room => Place { len, ..p },
-            // New, or grown past its room: at the end (the old room is left unused).
-            _ => {
+        let (place, end) = match self.written.get(&page) {
+            Some(&p) if len <= p.room => (Place { len, ..p }, self.file_end),
+            // New, or grown past its room: at the end, the old room left unused. A page
+            // that moves gets twice its old room (at most the largest a page can take),
+            // so one that grows moves a few times and the file stays within about twice
+            // its pages, whatever order the pages come and go in.
+            old => {
+                let most = lz4_flex::block::get_maximum_output_size(SLOTS * V::BYTES);
+                let doubled = old.map_or(0, |p| p.room.saturating_mul(2));
+                let room = doubled
+                    .min(u32::try_from(most).unwrap_or(u32::MAX))
+                    .max(len);
                 let at = self.file_end;
-                self.file_end += u64::from(len);
-                Place { at, room: len, len }
+                (Place { at, room, len }, at + u64::from(room))
             }
         };
-        self.written.insert(page, place);
-        PAGES_WRITTEN.fetch_add(1, Ordering::Relaxed);
         let file = self.file.as_ref().expect("created above");
-        let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
-        f.seek(SeekFrom::Start(place.at))
-            .and_then(|_| f.write_all(&packed))
-            .map_err(|e| self.fail(e))
+        let written = {
+            let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
+            f.seek(SeekFrom::Start(place.at))
+                .and_then(|_| f.write_all(&packed))
+        };
+        written.map_err(|e| self.fail(e))?;
+        // Noted once written: after a failed write the map still finds what it had.
+        self.written.insert(page, place);
+        self.file_end = end;
+        PAGES_WRITTEN.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     fn read_page(&self, place: Place) -> Result<Box<[V]>> {
@@ -332,9 +348,20 @@ impl<V: Slot> PagedMap<V> {
     /// memory, else through `cache`.
     pub(crate) fn lookup(&self, id: i64, cache: &mut PageCache<V>) -> Result<Option<V>> {
         let (page, slot) = split(id);
-        let found = |v: V| (v != V::default()).then_some(v);
+        let v = self.with_page(page, cache, |slots| slots[slot])?;
+        Ok(v.filter(|v| *v != V::default()))
+    }
+
+    /// `f` of the records of page `page` (empty ones too), if it has any, without
+    /// changing the map: from memory, else through `cache`.
+    pub(crate) fn with_page<R>(
+        &self,
+        page: i64,
+        cache: &mut PageCache<V>,
+        f: impl FnOnce(&[V]) -> R,
+    ) -> Result<Option<R>> {
         if let Some(p) = self.resident.get(&page) {
-            return Ok(found(p.slots[slot]));
+            return Ok(Some(f(&p.slots)));
         }
         let Some(&place) = self.written.get(&page) else {
             return Ok(None);
@@ -342,10 +369,10 @@ impl<V: Slot> PagedMap<V> {
         cache.clock += 1;
         if let Some((_, used, slots)) = cache.pages.iter_mut().find(|(p, _, _)| *p == page) {
             *used = cache.clock;
-            return Ok(found(slots[slot]));
+            return Ok(Some(f(slots)));
         }
         let slots = self.read_page(place)?;
-        let v = slots[slot];
+        let out = f(&slots);
         if cache.pages.len() >= CACHED_PAGES {
             let oldest = (0..cache.pages.len())
                 .min_by_key(|&i| cache.pages[i].1)
@@ -353,7 +380,7 @@ impl<V: Slot> PagedMap<V> {
             cache.pages.swap_remove(oldest);
         }
         cache.pages.push((page, cache.clock, slots));
-        Ok(found(v))
+        Ok(Some(out))
     }
 
     /// Calls `f` with every record that is not empty, in id order.
@@ -410,7 +437,7 @@ impl<V> Default for PageCache<V> {
 
 /// 64 ids' bits, the record of a [`PagedIds`].
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-struct Bits(u64);
+pub(crate) struct Bits(u64);
 
 impl Slot for Bits {
     const BYTES: usize = 8;
@@ -422,15 +449,21 @@ impl Slot for Bits {
     }
 }
 
-/// A set of ids as bits in a [`PagedMap`]: 32,768 ids a page (4 KiB), a bounded number
-/// of pages in memory and the others in the map's file, so that the set's memory does
-/// not grow with the spread of the ids (D140). For a set one thread builds and asks,
-/// ids coming close to their order (the describing pass's region ids).
+/// A set of ids as bits in a [`PagedMap`]: [`PagedIds::PAGE_IDS`] ids a page (4 KiB), a
+/// bounded number of pages in memory and the others in the map's file, so that the
+/// set's memory does not grow with the spread of the ids (D140). One thread builds it,
+/// ids coming close to their order (the describing pass's region and text ids); once
+/// [`PagedIds::seal`]ed, streams ask it through caches of their own.
 pub(crate) struct PagedIds {
     words: PagedMap<Bits>,
 }
 
 impl PagedIds {
+    /// Ids a page.
+    pub(crate) const PAGE_IDS: i64 = 64 * SLOTS as i64;
+    /// Bytes a page, raw.
+    pub(crate) const PAGE_BYTES: u64 = (SLOTS * Bits::BYTES) as u64;
+
     pub(crate) fn new(limits: PageLimits, what: &'static str) -> Self {
         PagedIds {
             words: PagedMap::new(limits, what),
@@ -452,6 +485,57 @@ impl PagedIds {
         let new = word.0 & mask == 0;
         word.0 |= mask;
         Ok(Some(new))
+    }
+
+    /// Ends the building (see [`PagedMap::seal`]).
+    pub(crate) fn seal(&mut self) -> Result<()> {
+        self.words.seal()
+    }
+
+    /// Ids a block: the unit [`PagedIds::block_counts`] counts by, so that a rank needs
+    /// the bits of at most 64 words.
+    pub(crate) const BLOCK_IDS: i64 = 4096;
+
+    /// Calls `f` with the number of each block of [`PagedIds::BLOCK_IDS`] ids that has
+    /// any and how many it has, in order.
+    pub(crate) fn block_counts(&self, mut f: impl FnMut(i64, i64)) -> Result<()> {
+        let mut current: Option<(i64, i64)> = None;
+        self.words.for_each(|word, bits| {
+            let page = word.div_euclid(Self::BLOCK_IDS / 64);
+            let n = i64::from(bits.0.count_ones());
+            match &mut current {
+                Some((p, count)) if *p == page => *count += n,
+                _ => {
+                    if let Some((p, count)) = current.take() {
+                        f(p, count);
+                    }
+                    current = Some((page, n));
+                }
+            }
+        })?;
+        if let Some((p, count)) = current {
+            f(p, count);
+        }
+        Ok(())
+    }
+
+    /// If the set has `id`: its block, and how many of the block's ids are below it.
+    pub(crate) fn below_in_block(
+        &self,
+        id: i64,
+        cache: &mut PageCache<Bits>,
+    ) -> Result<Option<(i64, i64)>> {
+        let page = id.div_euclid(Self::PAGE_IDS);
+        let at = id.rem_euclid(Self::PAGE_IDS) as usize;
+        let (word, mask) = (at / 64, 1u64 << (at % 64));
+        let first = word - word % (Self::BLOCK_IDS as usize / 64);
+        let below = self.words.with_page(page, cache, |words| {
+            (words[word].0 & mask != 0).then(|| {
+                let before: u32 = words[first..word].iter().map(|w| w.0.count_ones()).sum();
+                i64::from(before + (words[word].0 & (mask - 1)).count_ones())
+            })
+        })?;
+        Ok(below.flatten().map(|n| (id.div_euclid(Self::BLOCK_IDS), n)))
     }
 
     /// Whether `id` was added.
@@ -668,6 +752,25 @@ mod tests {
             map.lookup(SLOTS as i64, &mut cache).unwrap(),
             Some(Pair(1, 0))
         );
+
+        // Two pages taking turns in one page of memory, each growing by a record at
+        // every turn: each moves a few times, not at every turn (found by review).
+        let mut map = PagedMap::<Pair>::new(limits, "pairs");
+        for i in 0..SLOTS as i64 {
+            for page in [0, 1] {
+                *map.entry(page * SLOTS as i64 + i).unwrap().unwrap() = noisy(i + page);
+            }
+        }
+        let raw = (2 * SLOTS * Pair::BYTES) as u64;
+        assert!(
+            map.file_end <= 4 * raw,
+            "{} bytes for two pages",
+            map.file_end
+        );
+        for i in 0..2 * SLOTS as i64 {
+            let want = noisy(i % SLOTS as i64 + i / SLOTS as i64);
+            assert_eq!(map.get(i).unwrap(), Some(want), "{i}");
+        }
     }
 
     /// A set of ids spread over many more pages than stay in memory answers as a set in

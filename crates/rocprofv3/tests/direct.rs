@@ -985,7 +985,9 @@ fn api_rows_spread_over_many_id_pages_read_as_imported() {
     assert!(counts.contains(&(Table::Region, 17_001)), "{counts:?}");
     // One id to each page of 32,768 ids, 17,000 pages (a 1 MB input): left to the import.
     let mut scattered = (0..17_000).map(|k: i64| 1 + k * 40_000);
-    left_to_import(&write("scattered", &mut scattered));
+    let scattered = write("scattered", &mut scattered);
+    let why = DirectRunSource::open_or_why(&scattered, &ImportOptions::default(), 1).unwrap();
+    assert_eq!(why.err(), Some("correlation ids too scattered"));
 }
 
 /// Counter files of every header generation, alone (their rows make the dispatches) and
@@ -1371,6 +1373,47 @@ fn json_texts_past_the_memory_kept_read_as_imported() {
         n(Table::Marker) > 0 && n(Table::KernelDispatch) > 0,
         "{counts:?}"
     );
+}
+
+/// Marker texts whose ids spread over more than the 16,384 pages of 4,096 ids the text
+/// ids were kept in (17,000 markers 4,096 ids apart, past the object's own ids): read
+/// directly as imported, the text ids in pages on disk (D140; "text ids too scattered"
+/// before).
+#[test]
+fn json_marker_texts_spread_over_many_id_pages_read_as_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = generated_doc(tmp.path(), 9);
+    let object = &mut doc["rocprofiler-sdk-tool"][0];
+    let mut largest = 0;
+    for list in object["buffer_records"].as_object().unwrap().values() {
+        for r in list.as_array().into_iter().flatten() {
+            largest = largest.max(r["correlation_id"]["internal"].as_i64().unwrap_or(0));
+        }
+    }
+    let first = object["buffer_records"]["marker_api"][0]["start_timestamp"]
+        .as_i64()
+        .unwrap();
+    let (mut markers, mut texts) = (Vec::new(), Vec::new());
+    for k in 0..17_000i64 {
+        let id = largest + 1 + k * 4096;
+        let start = first + k * 10;
+        markers.push(serde_json::json!({
+            "correlation_id": {"ancestor": 0, "external": 0, "internal": id},
+            "end_timestamp": start + 5, "kind": 4, "operation": 1, "size": 1,
+            "start_timestamp": start, "thread_id": 4000
+        }));
+        texts.push(serde_json::json!({"key": id, "value": format!("step {}", k % 50)}));
+    }
+    let extend = |v: &mut serde_json::Value, more: Vec<serde_json::Value>| {
+        v.as_array_mut().unwrap().extend(more);
+    };
+    extend(&mut object["buffer_records"]["marker_api"], markers);
+    extend(&mut object["strings"]["marker_api"], texts);
+    let json = tmp.path().join("spread_results.json");
+    std::fs::write(&json, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let counts = read_directly_as_imported(&json);
+    let markers = counts.iter().find(|(t, _)| *t == Table::Marker).unwrap().1;
+    assert!(markers > 17_000, "{counts:?}");
 }
 
 #[test]
