@@ -196,6 +196,16 @@ impl Runner {
                 // Skipping changes the read only of an input the strict import refused.
                 if !skip || strict_failed {
                     let direct = read_run_directly(run, &opts);
+                    // With one page of each paged map in memory the pages go to their
+                    // files and back (D101, D140, D141): the same read, to the row.
+                    rocpd_rocprofv3::set_pages_in_memory(1);
+                    let paged = read_run_directly(run, &opts);
+                    rocpd_rocprofv3::set_pages_in_memory(0);
+                    if paged != direct {
+                        out.mismatch.get_or_insert(format!(
+                            "the direct rocprofv3 reader with one page in memory read {paged:?}, not {direct:?}"
+                        ));
+                    }
                     // The direct reader reads what the import writes, skipping the same
                     // rows, or leaves the run to it, or fails as it does, word for word
                     // (a CSV run's errors are found without the import, D115).
