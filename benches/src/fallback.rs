@@ -1,5 +1,5 @@
 //! `--fallback-only`: rocprofv3 runs the direct readers used to leave to the import
-//! (D119-D121, D125, D127, D140), read directly beside the way they were read before: imported into a RocPD
+//! (D119-D121, D125, D127, D140, D142), read directly beside the way they were read before: imported into a RocPD
 //! database by `rocpd_rocprofv3::import` (this binary's hidden `--import-run` mode), which
 //! `rocpd convert` then reads. Both give the same Perfetto file, which is checked.
 //!
@@ -11,6 +11,9 @@
 //! * **spread**: the same decode trace 3,000 times over with every kernel (450 MB): its
 //!   calls' correlation ids spread over more than the 16,384 pages of 4,096 ids the
 //!   region ids were kept in before D140.
+//! * **kernels**: the decode trace's kernel file alone, 3,000 times over with every third
+//!   kernel: about six kernels a page of flow groups, whose pages, counted raw, passed
+//!   1.5 times the input before D142.
 //! * **markers**: the generated 0.1M JSON object with marker calls added, one `strings`
 //!   text each but few distinct, more than the 2^19 texts kept before D121.
 //! * **distinct**: the same with every text distinct, more than the 2^19 distinct texts
@@ -132,8 +135,9 @@ fn quoted_fields(line: &str) -> Vec<String> {
     inner.split("\",\"").map(String::from).collect()
 }
 
-/// The decode run: the real decode trace `copies` times, every `keep`th kernel kept.
-fn write_decode(dir: &Path, copies: i64, keep: usize) -> Result<()> {
+/// The decode run: the real decode trace `copies` times, every `keep`th kernel kept, with
+/// its HIP calls when `api` is set.
+fn write_decode(dir: &Path, copies: i64, keep: usize, api: bool) -> Result<()> {
     let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/rocprofv3-csv-llamacpp");
     std::fs::create_dir_all(dir)?;
     let times = 100_000_000;
@@ -141,6 +145,9 @@ fn write_decode(dir: &Path, copies: i64, keep: usize) -> Result<()> {
         ("decode_hip_api_trace.csv", 1, false),
         ("decode_kernel_trace.csv", keep, true),
     ] {
+        if !api && !dispatches {
+            continue;
+        }
         let text = std::fs::read_to_string(real.join(name))
             .with_context(|| format!("{}", real.join(name).display()))?;
         let mut lines = text.lines();
@@ -241,8 +248,9 @@ fn file_hash(path: &Path) -> Result<u64> {
 /// child, as every input, so that the parent's size does not raise the peaks measured).
 pub fn write_inputs(dir: &Path, markers_base: &Path, scale: i64) -> Result<()> {
     write_counted(&dir.join("counted"), 700_000 / scale)?;
-    write_decode(&dir.join("decode"), 400 / scale, 3)?;
-    write_decode(&dir.join("spread"), 3000 / scale, 1)?;
+    write_decode(&dir.join("decode"), 400 / scale, 3, true)?;
+    write_decode(&dir.join("spread"), 3000 / scale, 1, true)?;
+    write_decode(&dir.join("kernels"), 3000 / scale, 3, false)?;
     let markers = dir.join("markers").join("markers_results.json");
     write_markers(markers_base, &markers, 700_000 / scale, 1000)?;
     let distinct = dir.join("distinct").join("distinct_results.json");
@@ -261,10 +269,11 @@ pub fn section(
     let counted = dir.join("counted");
     let decode = dir.join("decode");
     let spread = dir.join("spread");
+    let kernels = dir.join("kernels");
     let markers = dir.join("markers").join("markers_results.json");
     let distinct = dir.join("distinct").join("distinct_results.json");
     let threads = dir.join("threads");
-    if !dir.join("spread-done").exists() {
+    if !dir.join("kernels-done").exists() {
         let _ = std::fs::remove_dir_all(&dir);
         crate::prepare_in_child(&[
             "fallback".as_ref(),
@@ -272,9 +281,9 @@ pub fn section(
             markers_base.as_os_str(),
             scale.to_string().as_ref(),
         ])?;
-        std::fs::write(dir.join("spread-done"), "")?;
+        std::fs::write(dir.join("kernels-done"), "")?;
     }
-    println!("\nRuns imported before D119-D121, D125, D127 and D140, read directly against their import (-f pftrace):");
+    println!("\nRuns imported before D119-D121, D125, D127, D140 and D142, read directly against their import (-f pftrace):");
     let mut table = String::new();
     writeln!(
         table,
@@ -294,6 +303,7 @@ pub fn section(
         ("counted", &counted),
         ("decode", &decode),
         ("spread", &spread),
+        ("kernels", &kernels),
         ("markers", &markers),
         ("distinct", &distinct),
         ("threads", &threads),

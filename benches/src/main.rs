@@ -31,7 +31,7 @@
 //!   converted beside the same trace as databases: time, peak memory and the most
 //!   temporary disk (`TMPDIR`, files held open after unlinking included) each run used.
 //! * **Runs imported before** (`--fallback-only`, module `fallback`): rocprofv3 runs the
-//!   direct readers left to the import before D119-D121, D125, D127 and D140, read directly beside their
+//!   direct readers left to the import before D119-D121, D125, D127, D140 and D142, read directly beside their
 //!   import followed by a read of the imported database, the Perfetto outputs compared.
 //! * **External sort** (`--sort-only`): 1M and 3M generated API-call rows in three input
 //!   orders through `rocpd_pipeline::RunSorter`, beside a floor that builds the same

@@ -187,8 +187,14 @@ impl<V: Slot> PagedMap<V> {
         if !self.resident.contains_key(&page) && !self.written.contains_key(&page) {
             let pages = self.pages();
             let page_bytes = (SLOTS * V::BYTES) as u64;
-            let past_input =
-                (pages as u64).saturating_add(1).saturating_mul(page_bytes) > self.input_bytes;
+            // The file as it is (compressed pages, D141), and every page in memory and
+            // the new one as if written raw: what the file may grow to before the next
+            // page is asked for (D142).
+            let in_memory = (self.resident.len() as u64).saturating_add(1);
+            let past_input = self
+                .file_end
+                .saturating_add(in_memory.saturating_mul(page_bytes))
+                > self.input_bytes;
             let sparse = pages >= DENSE_AFTER
                 && pages.saturating_mul(MIN_PER_PAGE) > self.entries
                 && past_input;
@@ -674,17 +680,33 @@ mod tests {
         let refused = (0..1000).find(|&i| sparse.entry(i * SLOTS as i64).unwrap().is_none());
         assert_eq!(refused, Some(DENSE_AFTER as i64));
         // Unless the file stays within the input's bytes (D120): 12-byte pairs, 6 KiB
-        // a page, an input of 300 pages.
-        let mut large = PagedMap::<Pair>::new(
-            PageLimits {
-                resident: 4,
-                total: 1 << 20,
-            },
-            "pairs",
-        );
+        // a page, an input of 300 pages. Pages of one record each compress to little
+        // (D141), so the file stays far within it (D142)...
+        let limits = PageLimits {
+            resident: 4,
+            total: 1 << 20,
+        };
+        let mut large = PagedMap::<Pair>::new(limits, "pairs");
         large.allow_input_bytes(300 * 12 * SLOTS as u64);
         let refused = (0..1000).find(|&i| large.entry(i * SLOTS as i64).unwrap().is_none());
-        assert_eq!(refused, Some(300));
+        assert_eq!(refused, None);
+        // ...while a smaller input's allowance is kept: a new page is refused once the
+        // file and the pages in memory (as if raw) would pass it.
+        let mut small = PagedMap::<Pair>::new(limits, "pairs");
+        let allowance = 20 * 12 * SLOTS as u64;
+        small.allow_input_bytes(allowance);
+        let refused = (0..100_000).find(|&i| small.entry(i * SLOTS as i64).unwrap().is_none());
+        let n = refused.expect("refused");
+        let page_bytes = 12 * SLOTS as u64;
+        assert!(
+            n > 300,
+            "{n}: compressed pages count for less than raw ones"
+        );
+        assert!(
+            small.file_end + 4 * page_bytes <= allowance,
+            "{}",
+            small.file_end
+        );
         // A map of dense ids takes them all, up to its total.
         let mut dense = PagedMap::<Pair>::for_dense_ids(
             PageLimits {

@@ -957,8 +957,8 @@ fn a_long_real_decode_trace_with_sparse_kernels_reads_as_imported() {
 /// API rows whose correlation ids spread over more than the 16,384 pages of 4,096 ids the
 /// region ids were kept in (rocprofv3 numbers every call it intercepts, traced or not, so
 /// a long trace's ids spread so): read directly as imported, a taken id among them moved
-/// as the import moves it (D140). Ids one to each of more pages of 32,768 than half the
-/// input's bytes allow past 64 MiB of them are still left to the import.
+/// as the import moves it (D140); so are ids one to a page of 32,768 (D142), up to the
+/// pages a map may have.
 #[test]
 fn api_rows_spread_over_many_id_pages_read_as_imported() {
     let tmp = tempfile::tempdir().unwrap();
@@ -983,10 +983,14 @@ fn api_rows_spread_over_many_id_pages_read_as_imported() {
     let run = write("spread", &mut spread);
     let counts = same_as_imported(&run, SortOptions::default());
     assert!(counts.contains(&(Table::Region, 17_001)), "{counts:?}");
-    // One id to each page of 32,768 ids, 17,000 pages (a 1 MB input): left to the import.
+    // One id to each page of 32,768 ids, 17,000 pages (a 1 MB input): their pages are
+    // nearly empty and compress to little, so the file stays within the input (D142).
     let mut scattered = (0..17_000).map(|k: i64| 1 + k * 40_000);
-    let scattered = write("scattered", &mut scattered);
-    let why = DirectRunSource::open_or_why(&scattered, &ImportOptions::default(), 1).unwrap();
+    same_as_imported(&write("scattered", &mut scattered), SortOptions::default());
+    // Past the 131,072 pages a map may have (their index in memory): left to the import.
+    let mut beyond = (0..131_073).map(|k: i64| 1 + k * 32_768);
+    let beyond = write("beyond", &mut beyond);
+    let why = DirectRunSource::open_or_why(&beyond, &ImportOptions::default(), 1).unwrap();
     assert_eq!(why.err(), Some("correlation ids too scattered"));
 }
 
