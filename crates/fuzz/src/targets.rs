@@ -197,11 +197,16 @@ impl Runner {
                 if !skip || strict_failed {
                     let direct = read_run_directly(run, &opts);
                     // With one page of each paged map in memory the pages go to their
-                    // files and back (D101, D140, D141): the same read, to the row.
-                    rocpd_rocprofv3::set_pages_in_memory(1);
-                    let paged = read_run_directly(run, &opts);
-                    rocpd_rocprofv3::set_pages_in_memory(0);
-                    if paged != direct {
+                    // files and back (D101, D140, D141): the same read, to the row. Only
+                    // whether a run is left to the import may differ: the rule for
+                    // scattered ids counts the pages in memory at their raw size (D142).
+                    let paged = {
+                        let _one_page = OnePageInMemory::new();
+                        read_run_directly(run, &opts)
+                    };
+                    if paged != direct
+                        && !matches!((&paged, &direct), (Ok(None), _) | (_, Ok(None)))
+                    {
                         out.mismatch.get_or_insert(format!(
                             "the direct rocprofv3 reader with one page in memory read {paged:?}, not {direct:?}"
                         ));
@@ -393,6 +398,23 @@ fn walk_with_print(source: &dyn rocpd_pipeline::Source) -> std::result::Result<(
         return Err(format!("streamed {streamed} rows, counted {counted}"));
     }
     Ok((streamed, print))
+}
+
+/// One page of each paged map of the direct rocprofv3 reader kept in memory while it
+/// lives, the default again when dropped (a panic caught under `--keep-going` too).
+struct OnePageInMemory;
+
+impl OnePageInMemory {
+    fn new() -> Self {
+        rocpd_rocprofv3::set_pages_in_memory(1);
+        OnePageInMemory
+    }
+}
+
+impl Drop for OnePageInMemory {
+    fn drop(&mut self) {
+        rocpd_rocprofv3::set_pages_in_memory(0);
+    }
 }
 
 /// The direct rocprofv3 reader (CSV or JSON) on `run`: `None` when it leaves the run to

@@ -140,31 +140,41 @@ impl IdSet {
 }
 
 /// A set of ids [`Ranks`] numbers: an [`IdSet`] in memory, or [`PagedIds`] mostly on
-/// disk (D140).
+/// disk (D140), which numbers its ids once, when sealed.
 trait RankSet {
+    /// What a user of the ranks builds once (an [`IdSet`]'s count below each page).
+    type Index;
     /// What looking ids up keeps between calls.
     type Cache: Default;
-    /// Calls `f` with the number of each block of 4,096 ids that has any and how many
-    /// it has, in order.
-    fn block_counts(&self, f: &mut dyn FnMut(i64, i64)) -> Result<()>;
-    /// If the set has `id`: its block, and how many of the block's ids are below it.
-    fn below_in_block(&self, id: i64, cache: &mut Self::Cache) -> Result<Option<(i64, i64)>>;
+    fn index(&self) -> Result<Self::Index>;
+    /// How many ids the set has.
+    fn len(&self, index: &Self::Index) -> i64;
+    /// The rank of `id` (0 for the smallest), if the set has it.
+    fn rank(&self, index: &Self::Index, id: i64, cache: &mut Self::Cache) -> Result<Option<i64>>;
 }
 
 impl RankSet for IdSet {
+    /// The number of ids below each page, and the ids in all.
+    type Index = (FastMap<i64, i64>, i64);
     type Cache = ();
-    fn block_counts(&self, f: &mut dyn FnMut(i64, i64)) -> Result<()> {
+    fn index(&self) -> Result<Self::Index> {
         let mut pages: Vec<(i64, &[u64; 64])> =
             self.pages.iter().map(|(p, w)| (*p, &**w)).collect();
         pages.sort_unstable_by_key(|(p, _)| *p);
+        let mut below = FastMap::default();
+        let mut len = 0i64;
         for (page, words) in pages {
-            f(page, words.iter().map(|w| i64::from(w.count_ones())).sum());
+            below.insert(page, len);
+            len += words.iter().map(|w| i64::from(w.count_ones())).sum::<i64>();
         }
-        Ok(())
+        Ok((below, len))
     }
-    fn below_in_block(&self, id: i64, _: &mut ()) -> Result<Option<(i64, i64)>> {
+    fn len(&self, index: &Self::Index) -> i64 {
+        index.1
+    }
+    fn rank(&self, index: &Self::Index, id: i64, _: &mut ()) -> Result<Option<i64>> {
         let (page, bit) = id_bit(id);
-        let Some(words) = self.pages.get(&page) else {
+        let (Some(words), Some(below)) = (self.pages.get(&page), index.0.get(&page)) else {
             return Ok(None);
         };
         let (word, mask) = (bit / 64, 1u64 << (bit % 64));
@@ -173,52 +183,51 @@ impl RankSet for IdSet {
         }
         let before: u32 = words[..word].iter().map(|w| w.count_ones()).sum();
         let within = (words[word] & (mask - 1)).count_ones();
-        Ok(Some((page, i64::from(before + within))))
+        Ok(Some(below + i64::from(before + within)))
     }
 }
 
 impl RankSet for PagedIds {
+    type Index = ();
     type Cache = PageCache<Bits>;
-    fn block_counts(&self, f: &mut dyn FnMut(i64, i64)) -> Result<()> {
-        PagedIds::block_counts(self, f)
+    fn index(&self) -> Result<()> {
+        Ok(())
     }
-    fn below_in_block(&self, id: i64, cache: &mut PageCache<Bits>) -> Result<Option<(i64, i64)>> {
-        PagedIds::below_in_block(self, id, cache)
+    fn len(&self, _: &()) -> i64 {
+        PagedIds::len(self)
+    }
+    fn rank(&self, _: &(), id: i64, cache: &mut PageCache<Bits>) -> Result<Option<i64>> {
+        PagedIds::rank(self, id, cache)
     }
 }
+
+// A page of an [`IdSet`] is a block of [`PagedIds`]: ranks add up at most 64 words.
+const _: () = assert!(PagedIds::BLOCK_IDS == 4096 && PagedIds::PAGE_IDS % 4096 == 0);
 
 /// Each id of a set numbered by its rank among them (0 for the smallest): keys `0..len`
 /// for a [`PagedMap`], dense however the ids scatter (D119).
 struct Ranks<'a, S: RankSet> {
     set: &'a S,
+    index: S::Index,
     cache: S::Cache,
-    /// The number of the set's ids below each of its blocks of 4,096 ids.
-    below: FastMap<i64, i64>,
     len: i64,
 }
 
 impl<'a, S: RankSet> Ranks<'a, S> {
     fn new(set: &'a S) -> Result<Self> {
-        let mut below = FastMap::default();
-        let mut len = 0i64;
-        set.block_counts(&mut |page, count| {
-            below.insert(page, len);
-            len += count;
-        })?;
+        let index = set.index()?;
+        let len = set.len(&index);
         Ok(Ranks {
             set,
+            index,
             cache: S::Cache::default(),
-            below,
             len,
         })
     }
 
     /// The rank of `id`, if the set has it.
     fn rank(&mut self, id: i64) -> Result<Option<i64>> {
-        let Some((page, within)) = self.set.below_in_block(id, &mut self.cache)? else {
-            return Ok(None);
-        };
-        Ok(self.below.get(&page).map(|below| below + within))
+        self.set.rank(&self.index, id, &mut self.cache)
     }
 }
 
@@ -339,7 +348,7 @@ impl Slot for Group {
 static PAGES_IN_MEMORY: AtomicUsize = AtomicUsize::new(0);
 
 /// Sets how many pages each paged map (flow groups, fill entries, counter threads, PMC
-/// facts, dispatch checks, text references) keeps in memory; 0 for
+/// facts, dispatch checks, text references, region and text ids) keeps in memory; 0 for
 /// the defaults. Tests: 1 writes nearly every page out and reads it back.
 #[doc(hidden)]
 pub fn set_pages_in_memory(pages: usize) {
@@ -386,8 +395,7 @@ const ID_PAGES_IN_MEMORY: usize = 256;
 const ID_FILE_BYTES: u64 = MAX_ID_PAGES as u64 * PagedIds::PAGE_BYTES;
 
 // Each page of an [`IdSet`] lies within one page of [`PagedIds`], so the allowance above
-// takes every set of ids the [`IdSet`] took.
-const _: () = assert!(PagedIds::PAGE_IDS % 4096 == 0);
+// takes every set of ids the [`IdSet`] took (asserted with the ranks' blocks above).
 
 /// Pages of fill entries (4.5 KiB each) the describing pass keeps in memory: 1 MiB.
 const FILL_PAGES_IN_MEMORY: usize = 224;

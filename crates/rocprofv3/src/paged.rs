@@ -462,6 +462,19 @@ impl Slot for Bits {
 /// [`PagedIds::seal`]ed, streams ask it through caches of their own.
 pub(crate) struct PagedIds {
     words: PagedMap<Bits>,
+    /// Built by [`PagedIds::seal`], for [`PagedIds::rank`]: each page with ids, in order.
+    ranks: Vec<PageRanks>,
+    /// Ids in all, once sealed.
+    len: i64,
+}
+
+/// How many of a [`PagedIds`]' ids lie below a page, and below each of its blocks of
+/// [`PagedIds::BLOCK_IDS`] within it: a rank then adds up at most 64 words of bits.
+/// 48 bytes a page, 6 MiB at the most pages a map may have.
+struct PageRanks {
+    page: i64,
+    below: i64,
+    blocks: [u32; 8],
 }
 
 impl PagedIds {
@@ -473,6 +486,8 @@ impl PagedIds {
     pub(crate) fn new(limits: PageLimits, what: &'static str) -> Self {
         PagedIds {
             words: PagedMap::new(limits, what),
+            ranks: Vec::new(),
+            len: 0,
         }
     }
 
@@ -494,54 +509,66 @@ impl PagedIds {
     }
 
     /// Ends the building (see [`PagedMap::seal`]).
+    /// Ends the building (see [`PagedMap::seal`]) and numbers the ids for
+    /// [`PagedIds::rank`].
     pub(crate) fn seal(&mut self) -> Result<()> {
-        self.words.seal()
-    }
-
-    /// Ids a block: the unit [`PagedIds::block_counts`] counts by, so that a rank needs
-    /// the bits of at most 64 words.
-    pub(crate) const BLOCK_IDS: i64 = 4096;
-
-    /// Calls `f` with the number of each block of [`PagedIds::BLOCK_IDS`] ids that has
-    /// any and how many it has, in order.
-    pub(crate) fn block_counts(&self, mut f: impl FnMut(i64, i64)) -> Result<()> {
-        let mut current: Option<(i64, i64)> = None;
+        self.words.seal()?;
+        let mut ranks: Vec<PageRanks> = Vec::new();
+        let mut len = 0i64;
+        let words_a_block = Self::BLOCK_IDS / 64;
         self.words.for_each(|word, bits| {
-            let page = word.div_euclid(Self::BLOCK_IDS / 64);
-            let n = i64::from(bits.0.count_ones());
-            match &mut current {
-                Some((p, count)) if *p == page => *count += n,
-                _ => {
-                    if let Some((p, count)) = current.take() {
-                        f(p, count);
-                    }
-                    current = Some((page, n));
-                }
+            let page = word.div_euclid(SLOTS as i64);
+            if ranks.last().is_none_or(|r| r.page != page) {
+                ranks.push(PageRanks {
+                    page,
+                    below: len,
+                    blocks: [0; 8],
+                });
             }
+            let r = ranks.last_mut().expect("pushed");
+            let n = bits.0.count_ones();
+            // The blocks after this word's count it as below them.
+            let block = word.rem_euclid(SLOTS as i64) / words_a_block;
+            for later in &mut r.blocks[block as usize + 1..] {
+                *later += n;
+            }
+            len += i64::from(n);
         })?;
-        if let Some((p, count)) = current {
-            f(p, count);
-        }
+        self.ranks = ranks;
+        self.len = len;
         Ok(())
     }
 
-    /// If the set has `id`: its block, and how many of the block's ids are below it.
-    pub(crate) fn below_in_block(
-        &self,
-        id: i64,
-        cache: &mut PageCache<Bits>,
-    ) -> Result<Option<(i64, i64)>> {
+    /// Ids a block (see [`PageRanks`]).
+    pub(crate) const BLOCK_IDS: i64 = 4096;
+
+    /// How many ids the set has (once sealed).
+    pub(crate) fn len(&self) -> i64 {
+        self.len
+    }
+
+    /// The rank of `id` among the set's ids (0 for the smallest) if the set has it, once
+    /// sealed; the page it lies in through `cache` when it is not in memory.
+    pub(crate) fn rank(&self, id: i64, cache: &mut PageCache<Bits>) -> Result<Option<i64>> {
         let page = id.div_euclid(Self::PAGE_IDS);
+        let Ok(i) = self.ranks.binary_search_by_key(&page, |r| r.page) else {
+            return Ok(None);
+        };
+        let r = &self.ranks[i];
         let at = id.rem_euclid(Self::PAGE_IDS) as usize;
         let (word, mask) = (at / 64, 1u64 << (at % 64));
-        let first = word - word % (Self::BLOCK_IDS as usize / 64);
-        let below = self.words.with_page(page, cache, |words| {
+        let words_a_block = Self::BLOCK_IDS as usize / 64;
+        let first = word - word % words_a_block;
+        let within = self.words.with_page(page, cache, |words| {
             (words[word].0 & mask != 0).then(|| {
                 let before: u32 = words[first..word].iter().map(|w| w.0.count_ones()).sum();
-                i64::from(before + (words[word].0 & (mask - 1)).count_ones())
+                before + (words[word].0 & (mask - 1)).count_ones()
             })
         })?;
-        Ok(below.flatten().map(|n| (id.div_euclid(Self::BLOCK_IDS), n)))
+        let block = r.blocks[word / words_a_block];
+        Ok(within
+            .flatten()
+            .map(|n| r.below + i64::from(block) + i64::from(n)))
     }
 
     /// Whether `id` was added.
