@@ -287,7 +287,20 @@ impl<V: Slot> PagedMap<V> {
         for (v, out) in slots.iter().zip(bytes.chunks_exact_mut(V::BYTES)) {
             v.put(out);
         }
-        let packed = lz4_flex::block::compress(&bytes);
+        // A page more than half full goes raw: it would compress little, for the time
+        // of compressing it (dense ids, the common case). A compressed page is always
+        // shorter than a raw one, which is how a read tells them apart.
+        let filled = slots.iter().filter(|v| **v != V::default()).count();
+        let packed = if filled * 4 > SLOTS {
+            bytes
+        } else {
+            let packed = lz4_flex::block::compress(&bytes);
+            if packed.len() < bytes.len() {
+                packed
+            } else {
+                bytes
+            }
+        };
         // A page is at most 512 records of a few dozen bytes: far below u32::MAX.
         let len = u32::try_from(packed.len()).map_err(|e| self.fail(std::io::Error::other(e)))?;
         if self.file.is_none() {
@@ -602,11 +615,17 @@ fn read_page<V: Slot>(file: Option<&Mutex<File>>, place: Place) -> std::io::Resu
         f.seek(SeekFrom::Start(place.at))?;
         f.read_exact(&mut packed)?;
     }
-    let mut bytes = vec![0u8; SLOTS * V::BYTES];
-    match lz4_flex::block::decompress_into(&packed, &mut bytes) {
-        Ok(n) if n == bytes.len() => {}
-        _ => return Err(std::io::Error::other("a page of the file is damaged")),
-    }
+    let raw = SLOTS * V::BYTES;
+    let bytes = if packed.len() == raw {
+        packed
+    } else {
+        let mut bytes = vec![0u8; raw];
+        match lz4_flex::block::decompress_into(&packed, &mut bytes) {
+            Ok(n) if n == raw => {}
+            _ => return Err(std::io::Error::other("a page of the file is damaged")),
+        }
+        bytes
+    };
     Ok(bytes.chunks_exact(V::BYTES).map(V::take).collect())
 }
 
