@@ -662,12 +662,16 @@ impl RowIds for IdSet {
 
 impl RowIds for PagedIds {
     fn take(&mut self, id: i64) -> std::result::Result<(), &'static str> {
-        match self.insert(id) {
-            Ok(Some(_)) => Ok(()),
-            Ok(None) => Err("ids too scattered"),
-            Err(_) => Err("a temporary file failed"),
-        }
+        insert_paged(self, id)?
+            .map(|_| ())
+            .ok_or("ids too scattered")
     }
+}
+
+/// [`PagedIds::insert`], a temporary file that fails being the refusal it is: the run
+/// is left to the import, as for any failure not the input's.
+fn insert_paged(ids: &mut PagedIds, id: i64) -> std::result::Result<Option<bool>, &'static str> {
+    ids.insert(id).map_err(|_| "a temporary file failed")
 }
 
 /// Whether a category names a marker table row (SQLite's `LIKE 'MARKER\_%'`, which
@@ -1079,13 +1083,10 @@ impl RowSink for Describe {
         // The import writes a row whose id is taken with the next id SQLite gives (D110):
         // the streams give it the same, found by its event.
         let mut written = id;
-        let inserted = match self.region_ids.insert(id) {
-            Ok(inserted) => inserted,
-            Err(_) => {
-                self.refuse("a temporary file failed");
-                None
-            }
-        };
+        let inserted = insert_paged(&mut self.region_ids, id).unwrap_or_else(|why| {
+            self.refuse(why);
+            None
+        });
         self.note_taken(inserted, self.region_max)?;
         match inserted {
             Some(true) => {}
@@ -1358,10 +1359,10 @@ impl RowSink for Describe {
             Texts::Marker => &mut self.d.marker_text_ids,
             Texts::External => &mut self.d.external_text_ids,
         };
-        match ids.insert(id) {
+        match insert_paged(ids, id) {
             Ok(Some(_)) => {}
             Ok(None) => self.refuse("text ids too scattered"),
-            Err(_) => self.refuse("a temporary file failed"),
+            Err(why) => self.refuse(why),
         }
         // Any number of distinct texts: the streams keep those past their memory in a
         // file (D125).

@@ -15,9 +15,10 @@
 //! map is shared by the streams, each looking records up through its own small
 //! [`PageCache`].
 //!
-//! A page goes to the file compressed as one LZ4 block: pages of scattered ids are mostly
-//! empty slots, and a long trace's flow groups, a few dozen kernels to a page of 512 ids,
-//! took as much file as the input did (D141).
+//! A page a quarter full or less goes to the file compressed as one LZ4 block: pages of
+//! scattered ids are mostly empty slots, and a long trace's flow groups, a few dozen
+//! kernels to a page of 512 ids, took as much file as the input did (D141). Fuller pages
+//! go raw.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -66,8 +67,9 @@ pub(crate) fn bytes_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
     out
 }
 
-/// Where a page written out lies in the file: its compressed bytes at `at`, `len` of
-/// the `room` it has there (a page written again goes back to its place while it fits).
+/// Where a page written out lies in the file: its bytes (compressed, or raw when `len` is
+/// a raw page's size) at `at`, `len` of the `room` it has there (a page written again
+/// goes back to its place while it fits).
 #[derive(Debug, Clone, Copy)]
 struct Place {
     at: u64,
@@ -287,9 +289,9 @@ impl<V: Slot> PagedMap<V> {
         for (v, out) in slots.iter().zip(bytes.chunks_exact_mut(V::BYTES)) {
             v.put(out);
         }
-        // A page more than half full goes raw: it would compress little, for the time
-        // of compressing it (dense ids, the common case). A compressed page is always
-        // shorter than a raw one, which is how a read tells them apart.
+        // A page more than a quarter full goes raw: it would compress little, for the
+        // time of compressing it (dense ids, the common case). A compressed page is
+        // always shorter than a raw one, which is how a read tells them apart.
         let filled = slots.iter().filter(|v| **v != V::default()).count();
         let packed = if filled * 4 > SLOTS {
             bytes
@@ -487,7 +489,7 @@ pub(crate) struct PagedIds {
 struct PageRanks {
     page: i64,
     below: i64,
-    blocks: [u32; 8],
+    blocks: [u32; PagedIds::BLOCKS],
 }
 
 impl PagedIds {
@@ -495,6 +497,10 @@ impl PagedIds {
     pub(crate) const PAGE_IDS: i64 = 64 * SLOTS as i64;
     /// Bytes a page, raw.
     pub(crate) const PAGE_BYTES: u64 = (SLOTS * Bits::BYTES) as u64;
+    /// Ids a block (see [`PageRanks`]).
+    pub(crate) const BLOCK_IDS: i64 = 4096;
+    /// Blocks a page.
+    const BLOCKS: usize = (Self::PAGE_IDS / Self::BLOCK_IDS) as usize;
 
     pub(crate) fn new(limits: PageLimits, what: &'static str) -> Self {
         PagedIds {
@@ -521,7 +527,6 @@ impl PagedIds {
         Ok(Some(new))
     }
 
-    /// Ends the building (see [`PagedMap::seal`]).
     /// Ends the building (see [`PagedMap::seal`]) and numbers the ids for
     /// [`PagedIds::rank`].
     pub(crate) fn seal(&mut self) -> Result<()> {
@@ -535,7 +540,7 @@ impl PagedIds {
                 ranks.push(PageRanks {
                     page,
                     below: len,
-                    blocks: [0; 8],
+                    blocks: [0; Self::BLOCKS],
                 });
             }
             let r = ranks.last_mut().expect("pushed");
@@ -551,9 +556,6 @@ impl PagedIds {
         self.len = len;
         Ok(())
     }
-
-    /// Ids a block (see [`PageRanks`]).
-    pub(crate) const BLOCK_IDS: i64 = 4096;
 
     /// How many ids the set has (once sealed).
     pub(crate) fn len(&self) -> i64 {
