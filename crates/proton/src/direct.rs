@@ -42,11 +42,34 @@ struct Plan {
     /// Regions read.
     regions: u64,
     /// `(from, to, delta)`: the regions with event ids `from..to` move by `delta` ns.
-    shifts: Vec<(i64, i64, i64)>,
+    /// A document's shifts all start at its first region and come in the order of their
+    /// ends; two with the same ends are one (their deltas added).
+    shifts: Vec<(i64, i64, i128)>,
+    /// For each shift, the sum of its delta and those of the later shifts of its
+    /// document: what a region in `shifts[k - 1].1..shifts[k].1` moves by.
+    moves: Vec<i128>,
     /// The regions with event ids below this get `"document": 0`.
     document_zero_below: Option<i64>,
     /// Earliest start and latest end per pid, after the shifts.
     pid_spans: BTreeMap<i64, (i64, i64)>,
+}
+
+impl Plan {
+    /// Fills [`Plan::moves`] from the shifts, from the last back. A document's sums stay
+    /// far inside `i128`: each delta is a difference of two `i64` bases.
+    fn add_up_moves(&mut self) {
+        let mut moves = vec![0i128; self.shifts.len()];
+        let mut later: Option<(i64, i128)> = None;
+        for (k, &(from, _, delta)) in self.shifts.iter().enumerate().rev() {
+            let rest = match later {
+                Some((document, sum)) if document == from => sum,
+                _ => 0,
+            };
+            moves[k] = delta.saturating_add(rest);
+            later = Some((from, moves[k]));
+        }
+        self.moves = moves;
+    }
 }
 
 /// The describing pass: counts and time extremes, nothing per event.
@@ -93,7 +116,12 @@ impl RegionOut for Describe {
             *lo += delta;
             *hi += delta;
         }
-        self.plan.shifts.push((from, to, delta));
+        // Keys given again with no event between them make one shift: a file of many
+        // late keys costs each region one shift of its document, not one per key.
+        match self.plan.shifts.last_mut() {
+            Some(last) if (last.0, last.1) == (from, to) => last.2 += i128::from(delta),
+            _ => self.plan.shifts.push((from, to, i128::from(delta))),
+        }
         Ok(true)
     }
 
@@ -130,6 +158,7 @@ impl ChromeTraceSource {
         let mut describe = Describe::default();
         let read = trace::read(path, &file_name, &mut describe)?;
         describe.close_document();
+        describe.plan.add_up_moves();
         Ok(ChromeTraceSource {
             path: path.to_path_buf(),
             file_name,
@@ -464,12 +493,14 @@ impl RegionOut for Rows<'_> {
         while shifts.get(self.shift_from).is_some_and(|s| s.1 <= id) {
             self.shift_from += 1;
         }
-        let delta = shifts[self.shift_from..]
-            .iter()
-            .take_while(|s| s.0 <= id)
-            .try_fold(0i64, |d, s| d.checked_add(s.2));
+        // The shifts still ahead of this region that start at or before it are the rest
+        // of its document's: their sum was added up once (`Plan::moves`).
+        let delta = match shifts.get(self.shift_from) {
+            Some(s) if s.0 <= id => self.plan.moves[self.shift_from],
+            _ => 0,
+        };
         let moved = |t: i64| {
-            delta.and_then(|d| t.checked_add(d)).ok_or_else(|| {
+            i64::try_from(i128::from(t) + delta).map_err(|_| {
                 Error::input(
                     self.path,
                     format!("event {id}"),

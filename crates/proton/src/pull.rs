@@ -131,9 +131,39 @@ fn perr<T>(offset: usize, message: impl Into<String>) -> PResult<T> {
 /// Maximum nesting accepted inside one scalar-ish value read by [`read_value`].
 const VALUE_DEPTH: usize = 256;
 
+/// Maximum nesting of a whole document: each open array or map costs the parsers a
+/// context, so a file of nothing but `[` would otherwise take memory 16 times its size.
+/// A tree node takes two levels (its object and its children's array), so trees up to
+/// 50,000 nodes deep are read; Proton's call paths are a few hundred at most.
+pub(crate) const MAX_NESTING: usize = 100_000;
+
+/// Input bytes one value read whole by [`read_bounded`] may span: a node's frame, name
+/// and metrics and the device table are kept, and a `serde_json::Value` takes several
+/// times the bytes it was read from.
+pub(crate) const VALUE_BYTES: usize = 16 << 20;
+
+fn too_deep<T>(offset: usize) -> PResult<T> {
+    perr(
+        offset,
+        format!("nested more than {MAX_NESTING} levels deep"),
+    )
+}
+
+/// [`read_value`], refused with `what` named once the value spans more than
+/// [`VALUE_BYTES`] of input.
+pub(crate) fn read_bounded(p: &mut dyn Pull, first: Tok, what: &str) -> PResult<Value> {
+    read_within(p, first, VALUE_BYTES, what)
+}
+
 /// Reads one whole value whose first token is `first` (used for metric values, frames and
 /// the device table, which are shallow). Nesting deeper than 256 is an error.
+#[cfg(test)]
 pub(crate) fn read_value(p: &mut dyn Pull, first: Tok) -> PResult<Value> {
+    read_within(p, first, usize::MAX, "")
+}
+
+fn read_within(p: &mut dyn Pull, first: Tok, limit: usize, what: &str) -> PResult<Value> {
+    let start = p.offset();
     enum C {
         A(Vec<Value>),
         M(serde_json::Map<String, Value>, Option<String>),
@@ -183,6 +213,9 @@ pub(crate) fn read_value(p: &mut dyn Pull, first: Tok) -> PResult<Value> {
                 let k = key.take().unwrap_or_default();
                 m.insert(k, done);
             }
+        }
+        if p.offset().saturating_sub(start) > limit {
+            return perr(start, format!("{what} is larger than {} MiB", limit >> 20));
         }
         tok = p.next_tok()?;
     }
@@ -270,7 +303,9 @@ impl<R: Read> JsonPull<R> {
         if s.len() < 4 {
             return perr(self.pos, "unexpected end of input in \\u escape");
         }
-        let s = std::str::from_utf8(s).ok();
+        // `from_str_radix` alone would take a sign ("+04a").
+        let hex = s.iter().all(u8::is_ascii_hexdigit);
+        let s = std::str::from_utf8(s).ok().filter(|_| hex);
         let v = s.and_then(|s| u32::from_str_radix(s, 16).ok());
         match v {
             Some(v) => {
@@ -316,15 +351,18 @@ impl<R: Read> JsonPull<R> {
                         b't' => out.push(b'\t'),
                         b'u' => {
                             let mut cp = self.hex4()?;
+                            // A high surrogate pairs only with a low one that follows; an
+                            // escape after it that is not one is read on its own.
                             if (0xD800..0xDC00).contains(&cp)
                                 && self.b.ahead(self.pos, 2)? == b"\\u"
                             {
+                                let save = self.pos;
                                 self.pos += 2;
                                 let lo = self.hex4()?;
                                 if (0xDC00..0xE000).contains(&lo) {
                                     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                                 } else {
-                                    cp = 0xFFFD;
+                                    self.pos = save;
                                 }
                             }
                             let ch = char::from_u32(cp).unwrap_or('\u{FFFD}');
@@ -391,6 +429,7 @@ impl<R: Read> JsonPull<R> {
     fn value(&mut self) -> PResult<Tok> {
         self.ws()?;
         match self.peek()? {
+            b'{' | b'[' if self.stack.len() >= MAX_NESTING => too_deep(self.pos),
             b'{' => {
                 self.pos += 1;
                 self.stack.push(JCtx {
@@ -559,13 +598,13 @@ impl<R: Read> MsgpackPull<R> {
                 let n = self.len(1 << (c - 0xc4))?;
                 self.str_of(n)?
             }
-            0xc7..=0xc9 => {
-                let n = self.len(1 << (c - 0xc7))?;
-                let Some(n) = n.checked_add(1) else {
-                    return perr(at, "MessagePack extension length does not fit in memory");
-                };
-                self.take(n)?;
-                Value::Null
+            // Proton writes no extension types; read as null, a time given as one
+            // would silently become no time.
+            0xc7..=0xc9 | 0xd4..=0xd8 => {
+                return perr(
+                    at,
+                    format!("MessagePack extension type (byte 0x{c:02x}) is not supported"),
+                )
             }
             0xca => {
                 let bits = self.uint(4)? as u32;
@@ -581,10 +620,6 @@ impl<R: Read> MsgpackPull<R> {
                 let u = self.uint(n)?;
                 let shift = 64 - 8 * n as u32;
                 Value::from(((u << shift) as i64) >> shift)
-            }
-            0xd4..=0xd8 => {
-                self.take(1 + (1usize << (c - 0xd4)))?;
-                Value::Null
             }
             0xd9..=0xdb => {
                 let n = self.len(1 << (c - 0xd9))?;
@@ -604,8 +639,11 @@ impl<R: Read> MsgpackPull<R> {
         Ok(MItem::Val(v))
     }
 
-    fn open(&mut self, it: MItem) -> Tok {
-        match it {
+    fn open(&mut self, it: MItem) -> PResult<Tok> {
+        if !matches!(it, MItem::Val(_)) && self.stack.len() >= MAX_NESTING {
+            return too_deep(self.pos);
+        }
+        Ok(match it {
             MItem::Arr(n) => {
                 self.stack.push(MCtx {
                     map: false,
@@ -618,7 +656,7 @@ impl<R: Read> MsgpackPull<R> {
                 Tok::BeginMap
             }
             MItem::Val(v) => Tok::Scalar(v),
-        }
+        })
     }
 }
 
@@ -638,7 +676,7 @@ impl<R: Read> Pull for MsgpackPull<R> {
             }
             self.done = true;
             let it = self.item()?;
-            return Ok(self.open(it));
+            return self.open(it);
         };
         if top.left == 0 {
             let map = top.map;
@@ -656,7 +694,7 @@ impl<R: Read> Pull for MsgpackPull<R> {
                 _ => perr(at, "map key is an array or a map"),
             };
         }
-        Ok(self.open(it))
+        self.open(it)
     }
 }
 
@@ -781,5 +819,63 @@ mod tests {
         assert_eq!(count, 1_000_000);
         assert!(p.offset() > 6_000_000, "read {} bytes", p.offset());
         assert!(most <= 3 * CHUNK, "the window grew to {most} bytes");
+    }
+
+    #[test]
+    fn a_high_surrogate_without_its_pair_keeps_the_escape_after_it() {
+        let v = all(&mut JsonPull::new(&br#""x\ud83d\u0041y""#[..])).unwrap();
+        assert_eq!(v, Value::String("x\u{FFFD}Ay".into()));
+        // A signed number is not four hex digits.
+        let e = all(&mut JsonPull::new(&br#""p\u+04aq""#[..])).unwrap_err();
+        assert!(e.message.contains("\\u escape"), "{}", e.message);
+    }
+
+    #[test]
+    fn nesting_past_the_limit_is_refused_by_both_parsers() {
+        let within = "[".repeat(MAX_NESTING) + &"]".repeat(MAX_NESTING);
+        let mut p = JsonPull::new(within.as_bytes());
+        let t = p.next_tok().unwrap();
+        skip_value(&mut p, t).unwrap();
+        let past = "[".repeat(MAX_NESTING + 1);
+        let mut p = JsonPull::new(past.as_bytes());
+        let t = p.next_tok().unwrap();
+        let e = skip_value(&mut p, t).unwrap_err();
+        assert_eq!(e.offset, MAX_NESTING);
+        assert!(e.message.contains("levels deep"), "{}", e.message);
+        let past = vec![0x91u8; MAX_NESTING + 1];
+        let mut p = MsgpackPull::new(&past[..]);
+        let t = p.next_tok().unwrap();
+        let e = skip_value(&mut p, t).unwrap_err();
+        assert!(e.message.contains("levels deep"), "{}", e.message);
+    }
+
+    #[test]
+    fn msgpack_extension_values_are_refused_not_read_as_null() {
+        // {"time (ns)": timestamp ext -1}
+        let b = [
+            0x81, 0xa9, b't', b'i', b'm', b'e', b' ', b'(', b'n', b's', b')', 0xd6, 0xff, 0, 0, 0,
+            1,
+        ];
+        let e = all(&mut MsgpackPull::new(&b[..])).unwrap_err();
+        assert_eq!(e.offset, 11);
+        assert!(e.message.contains("extension"), "{}", e.message);
+        let b = [0x91, 0xc7, 0x01, 0x05, 0x00];
+        assert!(all(&mut MsgpackPull::new(&b[..])).is_err());
+    }
+
+    #[test]
+    fn a_value_read_whole_is_refused_past_its_byte_limit() {
+        let text = br#"{"a": [1, 2, 3, 4, 5, 6, 7, 8, 9], "b": 1}"#;
+        let mut p = JsonPull::new(&text[..]);
+        let t = p.next_tok().unwrap();
+        let e = read_within(&mut p, t, 12, "the thing").unwrap_err();
+        assert!(
+            e.message.contains("the thing is larger than"),
+            "{}",
+            e.message
+        );
+        let mut p = JsonPull::new(&text[..]);
+        let t = p.next_tok().unwrap();
+        assert!(read_within(&mut p, t, text.len(), "the thing").is_ok());
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use rocpd_model::{Error, Result};
 use serde_json::{Map, Value};
 
-use crate::pull::{read_value, skip_value, JsonPull, MsgpackPull, PResult, Pull, PullError, Tok};
+use crate::pull::{read_bounded, skip_value, JsonPull, MsgpackPull, PResult, Pull, PullError, Tok};
 use crate::{parse_error, ProtonKind};
 use rocpd_model::hash::{fnv1a64, FNV_OFFSET};
 
@@ -70,7 +70,7 @@ fn walk(path: &Path, p: &mut dyn Pull, v: &mut dyn Visit) -> Result<Tail> {
             }
             let t = p.next_tok().map_err(pe)?;
             if t != Tok::EndArr {
-                tail.devices = Some(read_value(p, t).map_err(pe)?);
+                tail.devices = Some(read_bounded(p, t, "device metadata (element 1)").map_err(pe)?);
                 loop {
                     let t = p.next_tok().map_err(pe)?;
                     if t == Tok::EndArr {
@@ -138,8 +138,15 @@ fn walk_nodes(path: &Path, p: &mut dyn Pull, v: &mut dyn Visit) -> Result<()> {
                     }
                     continue;
                 }
+                // Keys of no use are passed over, not read: an array under one would
+                // otherwise become a whole `Value` in memory.
+                if !matches!(key.as_str(), "frame" | "metrics" | "name") {
+                    skip_value(p, value).map_err(pe)?;
+                    continue;
+                }
                 let at = p.offset();
-                let value = read_value(p, value).map_err(pe)?;
+                let what = format!("{key:?} of a node");
+                let value = read_bounded(p, value, &what).map_err(pe)?;
                 field(&mut top.1, &key, value).map_err(|message| {
                     parse_error(
                         path,

@@ -110,3 +110,30 @@ fn a_syntax_error_names_the_byte_it_is_at() {
     let e = import_text(d.path(), "cut.chrome_trace", cut).unwrap_err();
     assert!(e.contains(&format!("byte {}", cut.len())), "{e}");
 }
+
+#[test]
+fn many_late_bases_and_events_between_them_give_each_event_the_last_base() {
+    let d = tempfile::tempdir().unwrap();
+    let ev = |ts: i64, tid: i64| {
+        format!(r#"{{"ph": "X", "ts": {ts}, "dur": 1, "pid": 1, "tid": {tid}, "name": "k"}}"#)
+    };
+    // Keys given again with no event between them are one shift; an event read after a
+    // key carries that base and moves by the later ones only.
+    let mut doc0 = format!(r#"{{"traceEvents": [{}]"#, ev(1, 1));
+    for base in 1..=2000 {
+        doc0.push_str(&format!(r#", "baseTimeNanoseconds": {base}"#));
+    }
+    doc0.push_str(&format!(
+        r#", "traceEvents": [{}], "baseTimeNanoseconds": 7000}}"#,
+        ev(2, 2)
+    ));
+    let doc1 = format!(
+        r#"{{"traceEvents": [{}], "baseTimeNanoseconds": 10, "baseTimeNanoseconds": 20}}"#,
+        ev(1, 3)
+    );
+    let c = import_text(d.path(), "bases.chrome_trace", &format!("{doc0}\n{doc1}")).unwrap();
+    assert_eq!(
+        rows(&c, REGIONS),
+        ["8000|9000|1|0", "9000|10000|2|0", "1020|2020|3|1"]
+    );
+}

@@ -222,6 +222,23 @@ fn tree_shapes_are_checked() {
     // Still fine: null children and metrics, no device table.
     let ok = node(r#""metrics": null, "children": null"#);
     try_import(d, "ok.hatchet", ok.as_bytes(), t).unwrap();
+    // A key the reader has no use for is passed over, however deep its value (read whole
+    // it was refused past 256 levels).
+    let deep = format!("{}1{}", "[".repeat(300), "]".repeat(300));
+    let ignored = node(&format!(
+        r#""metrics": {{}}, "junk": {deep}, "children": []"#
+    ));
+    try_import(d, "ignored.hatchet", ignored.as_bytes(), t).unwrap();
+    // What is kept whole (here the device table) is refused past 16 MiB of input.
+    let big = format!(
+        r#"[{{"frame": {{"name": "ROOT"}}, "children": []}}, {{"HIP": {{"0": {{"arch": "gfx90a", "x": "{}"}}}}}}]"#,
+        "a".repeat(17 << 20)
+    );
+    let e = error(d, "big.hatchet", big.as_bytes(), t);
+    assert!(
+        e.contains("device metadata (element 1) is larger than 16 MiB"),
+        "{e}"
+    );
 }
 
 #[test]
