@@ -202,6 +202,10 @@ pub fn sniff(path: &Path, head: &[u8]) -> Option<ProtonKind> {
                 Some(ProtonKind::ChromeTrace)
             } else if frame.is_some() && find(body, b"\"children\"").is_some() {
                 Some(ProtonKind::Tree)
+            } else if is_ext("chrome_trace") {
+                // Named as one: its `traceEvents` may come after long leading keys, and
+                // if it has none the reader says so.
+                Some(ProtonKind::ChromeTrace)
             } else {
                 None
             }
@@ -279,9 +283,6 @@ pub fn unrecognised_reason(path: &Path, head: &[u8]) -> Option<String> {
                 "JSON whose first element is not a node object with \"frame\" and \"children\""
                     .into()
             }
-        }
-        ("chrome_trace", Some(b'{')) => {
-            "a JSON object without \"traceEvents\" in the first 8 KiB (not a chrome trace)".into()
         }
         ("chrome_trace", Some(b'[')) => {
             "a JSON array without event objects with \"ph\" in the first 8 KiB (not a chrome trace)"

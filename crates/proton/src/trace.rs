@@ -46,11 +46,45 @@ pub(crate) struct Region<'a> {
     pub category: &'a str,
 }
 
+/// The key a pid or tid is known by: numbers by their value (`-0` is `0`), a missing one
+/// as `0`, strings as themselves.
 fn key_of(v: Option<&Value>) -> String {
     match v {
         None | Some(Value::Null) => "0".into(),
         Some(Value::String(s)) => format!("s:{s}"),
-        Some(other) => other.to_string(),
+        Some(other) => match int_of(other) {
+            Ok(i) => i.to_string(),
+            Err(_) => other.to_string(),
+        },
+    }
+}
+
+/// The phases of the Trace Event Format; any other `ph` is counted as one kind, so that
+/// a file of made-up phases cannot make a note (and a map entry) per event.
+const PHASES: &[&str] = &[
+    "B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "O", "N", "D", "S", "T", "p", "F",
+    "R", "c", "(", ")", "",
+];
+
+/// A number as a time in µs: an integer exactly (times since the epoch pass 2^53 ns), a
+/// float rounded to whole nanoseconds; `None` when it does not fit `i64` ns.
+fn us_value_to_ns(v: &Value) -> Option<i64> {
+    match v.as_i64() {
+        Some(us) => us.checked_mul(1000),
+        None => us_to_ns(v.as_f64()?),
+    }
+}
+
+/// An optional text field of an event: absent or `null` is empty, anything but a string
+/// an error message.
+fn text_field<'v>(ev: &'v Value, key: &str) -> std::result::Result<&'v str, String> {
+    match ev.get(key) {
+        None | Some(Value::Null) => Ok(""),
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(format!(
+            "\"{key}\": expected a string, found {}",
+            describe(other)
+        )),
     }
 }
 
@@ -83,7 +117,8 @@ fn us_to_ns(us: f64) -> Option<i64> {
     (ns.is_finite() && ns > -TWO_63 && ns < TWO_63).then_some(ns as i64)
 }
 
-/// A pid or tid: a number (integral, within `i64`), a string, or absent / `null`.
+/// A pid or tid: a number (integral, within `i64`), a string, or absent / `null`
+/// (`None` for the last three).
 fn id_of(v: Option<&Value>, what: &str) -> std::result::Result<Option<i64>, String> {
     match v {
         None | Some(Value::Null) | Some(Value::String(_)) => Ok(None),
@@ -114,6 +149,8 @@ struct Trace<'a> {
     tids: HashMap<(String, String), i64>,
     tid_names: HashMap<(String, String), String>,
     taken: HashSet<i64>,
+    /// Pids given so far, numeric or synthetic.
+    pids_taken: HashSet<i64>,
     next_pid: i64,
     next_tid: i64,
     threads: BTreeMap<i64, SeenThread>,
@@ -185,44 +222,57 @@ impl Trace<'_> {
             return Ok(());
         }
         if ph != "X" {
-            *self.ignored.entry(format!("ph \"{ph}\"")).or_default() += 1;
+            let what = if PHASES.contains(&ph) {
+                format!("ph \"{ph}\"")
+            } else {
+                "a ph of no known phase".to_string()
+            };
+            *self.ignored.entry(what).or_default() += 1;
             return Ok(());
         }
         // The arguments move into the region's extdata, not copied.
         let mut ev = ev;
         let args = ev.as_object_mut().and_then(|o| o.remove("args"));
-        let Some(ts) = ev.get("ts").and_then(Value::as_f64) else {
-            return Err(Error::input(
-                path,
-                place(),
-                "complete event without a numeric \"ts\"",
-            ));
+        let ts_value = match ev.get("ts") {
+            Some(v @ Value::Number(_)) => v.clone(),
+            _ => {
+                return Err(Error::input(
+                    path,
+                    place(),
+                    "complete event without a numeric \"ts\"",
+                ))
+            }
         };
-        let dur = match ev.get("dur") {
-            None | Some(Value::Null) => 0.0,
-            Some(v) => v.as_f64().ok_or_else(|| {
-                Error::input(
+        let ts = ts_value.as_f64().unwrap_or(0.0);
+        let dur_value = match ev.get("dur") {
+            None | Some(Value::Null) => Value::from(0),
+            Some(v @ Value::Number(_)) => v.clone(),
+            Some(v) => {
+                return Err(Error::input(
                     path,
                     place(),
                     format!("\"dur\": expected a number, found {}", describe(v)),
-                )
-            })?,
+                ))
+            }
         };
         // A negative duration (clock skew) becomes 0; the notes count them.
-        let dur = if dur < 0.0 {
+        let dur_value = if dur_value.as_f64().is_some_and(|d| d < 0.0) {
             self.negative_durations += 1;
-            0.0
+            Value::from(0)
         } else {
-            dur
+            dur_value
         };
-        let ts_ns = us_to_ns(ts).ok_or_else(|| {
+        let dur = dur_value.as_f64().unwrap_or(0.0);
+        let name = text_field(&ev, "name").map_err(|m| Error::input(path, place(), m))?;
+        let cat = text_field(&ev, "cat").map_err(|m| Error::input(path, place(), m))?;
+        let ts_ns = us_value_to_ns(&ts_value).ok_or_else(|| {
             Error::input(
                 path,
                 place(),
                 format!("\"ts\": {ts} µs does not fit a signed 64-bit nanosecond time"),
             )
         })?;
-        let dur_ns = us_to_ns(dur).ok_or_else(|| {
+        let dur_ns = us_value_to_ns(&dur_value).ok_or_else(|| {
             Error::input(
                 path,
                 place(),
@@ -246,7 +296,13 @@ impl Trace<'_> {
                 format!("end time {start} + dur {dur_ns} ns does not fit a signed 64-bit integer"),
             )
         })?;
-        let num_pid = id_of(ev.get("pid"), "pid").map_err(|m| Error::input(path, place(), m))?;
+        // A missing pid is pid 0 (a missing tid still gets a synthetic one, below).
+        let num_pid = id_of(ev.get("pid"), "pid")
+            .map_err(|m| Error::input(path, place(), m))?
+            .or(match ev.get("pid") {
+                None | Some(Value::Null) => Some(0),
+                _ => None,
+            });
         let num_tid = id_of(ev.get("tid"), "tid").map_err(|m| Error::input(path, place(), m))?;
         let pk = key_of(ev.get("pid"));
         let tk = key_of(ev.get("tid"));
@@ -254,20 +310,25 @@ impl Trace<'_> {
         let pid = match self.pids.get(&pk) {
             Some(p) => *p,
             None => {
+                // As for tids: a synthetic pid skips the numeric ones seen, and a numeric
+                // pid a synthetic one took first gets one of its own; two processes
+                // never share a pid.
                 let p = match num_pid {
-                    Some(p) if !string_pid => p,
-                    _ => {
+                    Some(p) if !string_pid && !self.pids_taken.contains(&p) => p,
+                    _ => loop {
                         self.next_pid = self.next_pid.checked_add(1).ok_or_else(|| {
                             Error::input(path, place(), "too many synthetic pids")
                         })?;
-                        self.next_pid
-                    }
+                        if !self.pids_taken.contains(&self.next_pid) {
+                            break self.next_pid;
+                        }
+                    },
                 };
+                self.pids_taken.insert(p);
                 self.pids.insert(pk.clone(), p);
                 p
             }
         };
-        let cat = ev.get("cat").and_then(Value::as_str).unwrap_or("");
         let tid_key = (pk, tk);
         let tid = match self.tids.get(&tid_key) {
             Some(t) => *t,
@@ -315,7 +376,6 @@ impl Trace<'_> {
         } else {
             "PROTON_TRACE".to_string()
         };
-        let name = ev.get("name").and_then(Value::as_str).unwrap_or("");
         let mut ext = match args {
             Some(Value::Object(m)) => m,
             Some(other) => {
@@ -581,6 +641,7 @@ pub(crate) fn read(path: &Path, file_name: &str, w: &mut dyn RegionOut) -> Resul
         tids: HashMap::new(),
         tid_names: HashMap::new(),
         taken: HashSet::new(),
+        pids_taken: HashSet::new(),
         next_pid: 1_000_000,
         next_tid: 1 << 24,
         threads: BTreeMap::new(),

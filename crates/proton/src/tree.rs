@@ -244,6 +244,11 @@ fn metric_u64(v: &Value, factor: u64) -> std::result::Result<Option<u64>, String
             }
             float_u64(n.as_f64().unwrap_or(f64::NAN) * factor as f64)
         }
+        // Integers exactly, as when given as numbers; then floats.
+        Value::String(t) if t.trim().parse::<u64>().is_ok() => {
+            metric_u64(&Value::from(t.trim().parse::<u64>().unwrap_or(0)), factor)
+        }
+        Value::String(t) if t.trim().parse::<i64>().is_ok() => Ok(Some(0)),
         Value::String(t) => match t.trim().parse::<f64>() {
             Ok(f) => float_u64(f * factor as f64),
             Err(_) => Err(format!(
@@ -257,6 +262,19 @@ fn metric_u64(v: &Value, factor: u64) -> std::result::Result<Option<u64>, String
         )),
     }
 }
+
+/// The extdata fields of a node computed here rather than taken from its metrics (`count`,
+/// `device_id` and `device_type` are the metrics themselves, read).
+const COMPUTED: [&str; 8] = [
+    "kind",
+    "inclusive_time_ns",
+    "exclusive_time_ns",
+    "inclusive_cycles",
+    "exclusive_cycles",
+    "frame_type",
+    "depth",
+    "synthetic_time",
+];
 
 /// The nanosecond factor of a `time (<unit>)` key, if `key` (lower-cased, trimmed) is one.
 fn time_factor(key: &str) -> Option<u64> {
@@ -507,6 +525,12 @@ impl Visit for Layout<'_> {
             "scope"
         };
         let mut ext = node.metrics;
+        // A metric named as a field we compute is kept under another name, not lost.
+        for key in COMPUTED {
+            if let Some(v) = ext.remove(key) {
+                ext.insert(format!("metric:{key}"), v);
+            }
+        }
         ext.insert("kind".into(), node_kind.into());
         ext.insert("inclusive_time_ns".into(), incl_time.into());
         ext.insert("exclusive_time_ns".into(), k.time_ns.unwrap_or(0).into());

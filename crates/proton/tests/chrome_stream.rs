@@ -137,3 +137,97 @@ fn many_late_bases_and_events_between_them_give_each_event_the_last_base() {
         ["8000|9000|1|0", "9000|10000|2|0", "1020|2020|3|1"]
     );
 }
+
+#[test]
+fn processes_never_share_a_pid_and_a_missing_pid_is_pid_zero() {
+    let d = tempfile::tempdir().unwrap();
+    let x = |pid: &str, tid: &str| {
+        format!(r#"{{"ph": "X", "ts": 1, "dur": 1, {pid} {tid} "name": "k"}}"#)
+    };
+    let trace = |events: &[String]| format!(r#"{{"traceEvents": [{}]}}"#, events.join(","));
+    let pids = |c: &Connection| rows(c, "SELECT pid, tid FROM rocpd_region ORDER BY id");
+    // A string pid's synthetic pid and a numeric pid of the same value, in both orders.
+    let a = x(r#""pid": "kern Core0 CTA0","#, r#""tid": 1,"#);
+    let b = x(r#""pid": 1000001,"#, r#""tid": 2,"#);
+    let c = import_text(d.path(), "ab.chrome_trace", &trace(&[a.clone(), b.clone()])).unwrap();
+    assert_eq!(pids(&c), ["1000001|1", "1000002|2"]);
+    let c = import_text(d.path(), "ba.chrome_trace", &trace(&[b, a])).unwrap();
+    assert_eq!(pids(&c), ["1000001|2", "1000002|1"]);
+    // No pid is pid 0, whichever comes first; `-0` is 0 too.
+    let none = x("", r#""tid": 0,"#);
+    let zero = x(r#""pid": 0,"#, r#""tid": 0,"#);
+    let minus = x(r#""pid": -0,"#, r#""tid": 0,"#);
+    for (name, events) in [
+        (
+            "n0.chrome_trace",
+            [none.clone(), zero.clone(), minus.clone()],
+        ),
+        ("0n.chrome_trace", [zero, minus, none]),
+    ] {
+        let c = import_text(d.path(), name, &trace(&events)).unwrap();
+        assert_eq!(pids(&c), ["0|0", "0|0", "0|0"], "{name}");
+    }
+}
+
+#[test]
+fn whole_microsecond_times_are_exact_past_two_to_the_53_nanoseconds() {
+    let d = tempfile::tempdir().unwrap();
+    let text = r#"{"traceEvents": [
+        {"ph": "X", "ts": 1700000000000001, "dur": 3, "pid": 1, "tid": 1, "name": "k"},
+        {"ph": "X", "ts": 1700000000000003.5, "dur": 0.25, "pid": 1, "tid": 1, "name": "k"}]}"#;
+    let c = import_text(d.path(), "epoch.chrome_trace", text).unwrap();
+    assert_eq!(
+        rows(&c, "SELECT start, \"end\" FROM rocpd_region ORDER BY id"),
+        [
+            "1700000000000001000|1700000000000004000",
+            // A float: rounded through f64 as before (within 128 ns at this size).
+            "1700000000000003584|1700000000000003834"
+        ]
+    );
+}
+
+#[test]
+fn made_up_phases_are_counted_as_one_kind() {
+    let d = tempfile::tempdir().unwrap();
+    let mut events: Vec<String> = (0..500)
+        .map(|i| format!(r#"{{"ph": "Z{i}", "ts": 1}}"#))
+        .collect();
+    events.push(r#"{"ph": "i", "ts": 1}"#.into());
+    events.push(r#"{"ph": "X", "ts": 1, "dur": 1, "pid": 1, "tid": 1, "name": "k"}"#.into());
+    let p = d.path().join("phases.chrome_trace");
+    std::fs::write(&p, format!(r#"{{"traceEvents": [{}]}}"#, events.join(","))).unwrap();
+    let report = import(&p, ProtonKind::ChromeTrace, &d.path().join("phases.db")).unwrap();
+    let ignored: Vec<&String> = report
+        .notes
+        .iter()
+        .filter(|n| n.contains("ignored"))
+        .collect();
+    assert_eq!(ignored.len(), 2, "{:?}", report.notes);
+    assert!(
+        ignored
+            .iter()
+            .any(|n| n.contains("500 events with a ph of no known phase")),
+        "{ignored:?}"
+    );
+    assert!(
+        ignored.iter().any(|n| n.contains("1 events with ph \"i\"")),
+        "{ignored:?}"
+    );
+}
+
+#[test]
+fn a_name_or_category_that_is_not_text_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    for (i, field) in [r#""name": 123"#, r#""cat": ["kernel"]"#]
+        .iter()
+        .enumerate()
+    {
+        let text = format!(
+            r#"{{"traceEvents": [{{"ph": "X", "ts": 1, "dur": 1, "pid": 1, "tid": 1, {field}}}]}}"#
+        );
+        let e = import_text(d.path(), &format!("t{i}.chrome_trace"), &text).unwrap_err();
+        let key = &field[..field.find(':').unwrap()];
+        assert!(e.contains(key) && e.contains("expected a string"), "{e}");
+        assert!(e.contains("event 0"), "{e}");
+    }
+}

@@ -325,11 +325,28 @@ fn unrecognised_proton_files_say_why() {
         r("a.hatchet", br#"[{"name": "x"}]"#),
         Some("JSON without a \"frame\" key in the first 8 KiB (not a Proton tree)".into())
     );
+    // An object named as a chrome trace is one: its "traceEvents" may come after long
+    // leading keys, and the reader refuses it, naming the document, if it has none.
+    assert_eq!(r("a.chrome_trace", br#"{"events": []}"#), None);
+    let d = tempfile::tempdir().unwrap();
+    let e = error(
+        d.path(),
+        "a.chrome_trace",
+        br#"{"events": []}"#,
+        ProtonKind::ChromeTrace,
+    );
+    assert!(
+        e.contains("document 0") && e.contains("\"traceEvents\""),
+        "{e}"
+    );
+    let late = format!(
+        r#"{{"meta": "{}", "traceEvents": [{{"ph": "X", "ts": 1, "dur": 1, "name": "k"}}]}}"#,
+        "x".repeat(9000)
+    );
+    let head = &late.as_bytes()[..8192];
     assert_eq!(
-        r("a.chrome_trace", br#"{"events": []}"#),
-        Some(
-            "a JSON object without \"traceEvents\" in the first 8 KiB (not a chrome trace)".into()
-        )
+        sniff(&p("late.chrome_trace"), head),
+        Some(ProtonKind::ChromeTrace)
     );
     assert_eq!(
         r("a.part_0.hatchet", &[0x1f, 0x8b, 8]),
@@ -345,4 +362,32 @@ fn unrecognised_proton_files_say_why() {
     );
     assert_eq!(r("a.hatchet", br#"[{"frame": {"name": "ROOT"}}]"#), None);
     assert_eq!(r("a.json", b""), None);
+}
+
+#[test]
+fn tree_metrics_as_text_are_exact_and_metrics_named_as_computed_fields_are_kept() {
+    let d = tempfile::tempdir().unwrap();
+    let text = r#"[{"frame": {"name": "ROOT"}, "metrics": {}, "children": [{"frame": {"name": "k"},
+        "metrics": {"time (ns)": "9007199254740993", "count": "18446744073709551615",
+                    "kind": "user", "depth": 99, "synthetic_time": "x"}, "children": []}]}, {}]"#;
+    let p = write(d.path(), "m.hatchet", text.as_bytes());
+    let dest = d.path().join("m.db");
+    import(&p, ProtonKind::Tree, &dest).unwrap();
+    let c = rusqlite::Connection::open(&dest).unwrap();
+    let ext: String = c
+        .query_row(
+            "SELECT E.extdata FROM rocpd_region R JOIN rocpd_event E ON E.id = R.event_id \
+             WHERE R.\"end\" - R.start = 9007199254740993",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let ext: serde_json::Value = serde_json::from_str(&ext).unwrap();
+    assert_eq!(ext["exclusive_time_ns"], 9007199254740993u64, "{ext}");
+    assert_eq!(ext["count"], 18446744073709551615u64, "{ext}");
+    assert_eq!(ext["kind"], "kernel", "{ext}");
+    assert_eq!(ext["metric:kind"], "user", "{ext}");
+    assert_eq!(ext["metric:depth"], 99, "{ext}");
+    assert_eq!(ext["metric:synthetic_time"], "x", "{ext}");
+    assert_eq!(ext["synthetic_time"], true, "{ext}");
 }
