@@ -448,6 +448,78 @@ fn extreme_timestamps_do_not_wrap() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+/// Sizes, pids and times at the ends of the 64-bit range reach Perfetto clamped or kept,
+/// never wrapped, and never panic (this test's debug build checks overflow).
+#[test]
+fn extreme_sizes_pids_and_times_do_not_wrap_in_perfetto() {
+    use perfetto_protos::trace::Trace;
+    use protobuf::Message;
+    let tmp = tempfile::tempdir().unwrap();
+    let db = db_named(tmp.path(), "wide.db");
+    {
+        let conn = Connection::open(&db).unwrap();
+        let (a, m, r, p) = (
+            table(&conn, "rocpd_memory_allocate"),
+            table(&conn, "rocpd_memory_copy"),
+            table(&conn, "rocpd_region"),
+            table(&conn, "rocpd_info_process"),
+        );
+        conn.execute_batch(&format!(
+            "UPDATE \"{a}\" SET type = 'ALLOC', level = 'REAL', size = 9223372036854775807, \
+               agent_id = (SELECT MIN(agent_id) FROM \"{a}\"), address = id; \
+             UPDATE \"{m}\" SET size = -9223372036854775808 WHERE id = (SELECT MIN(id) FROM \"{m}\"); \
+             UPDATE \"{r}\" SET start = -5, \"end\" = -3 WHERE id = (SELECT MIN(id) FROM \"{r}\"); \
+             UPDATE \"{p}\" SET pid = 1099511627776;"
+        ))
+        .unwrap();
+    }
+    let out = tmp.path().join("out");
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        db.to_str().unwrap(),
+        "-f",
+        "pftrace",
+        "-d",
+        out.to_str().unwrap(),
+        "-o",
+        "t",
+    ]);
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    assert!(!e.contains("panicked"), "{e}");
+    assert!(e.contains("passed the 64-bit range"), "{e}");
+    assert!(e.contains("beyond Perfetto's 32 bits"), "{e}");
+    let trace =
+        Trace::parse_from_bytes(&std::fs::read(out.join("t_results.pftrace")).unwrap()).unwrap();
+    let mut counters = Vec::new();
+    let mut negative_begin = false;
+    let mut process_pids = Vec::new();
+    for p in &trace.packet {
+        if p.has_track_descriptor() && p.track_descriptor().process.is_some() {
+            process_pids.push(p.track_descriptor().process.pid());
+        }
+        if p.has_track_event() {
+            let ev = p.track_event();
+            if ev.has_counter_value() {
+                counters.push(ev.counter_value());
+            }
+            negative_begin |= ev
+                .debug_annotations
+                .iter()
+                .any(|a| a.has_int_value() && a.int_value() == -5);
+        }
+    }
+    // Seven allocations of 2^63-1 bytes on one agent: the sum is clamped, never negative.
+    // (The copy of -2^63 bytes is written as it is, and its end negates it without
+    // overflow.)
+    assert_eq!(counters.iter().max(), Some(&i64::MAX), "{counters:?}");
+    // The begin time -5 is written signed, not as 2^64-5.
+    assert!(negative_begin);
+    // No process descriptor carries a pid truncated from 2^40 (its low 32 bits are 0).
+    assert!(process_pids.is_empty(), "{process_pids:?}");
+}
+
 #[test]
 fn reads_and_writes_add_up_with_dangling_pmc_rows() {
     let tmp = tempfile::tempdir().unwrap();

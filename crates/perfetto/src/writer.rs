@@ -79,13 +79,15 @@ enum CounterKey {
 
 struct CounterTrack {
     uuid: u64,
-    value: i64,
+    /// Wide: sizes come from the input, and a sum or a negated size of `i64` values may
+    /// leave `i64` (the counter is written clamped, and noted).
+    value: i128,
 }
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Action {
     End(usize),
-    Delta(usize, i64),
+    Delta(usize, i128),
 }
 
 struct PmcPoint {
@@ -145,6 +147,10 @@ pub(crate) struct Writer {
     ann: Annotations,
     pub report: OutputReport,
     negative_durations: u64,
+    /// Counter values written clamped to `i64` ([`CounterTrack::value`]).
+    clamped_counter_values: u64,
+    /// Process and thread tracks described by name: a pid or tid past `i32`.
+    wide_ids: u64,
 }
 
 impl Writer {
@@ -201,6 +207,8 @@ impl Writer {
             ann: Annotations::default(),
             report: OutputReport::default(),
             negative_durations: 0,
+            clamped_counter_values: 0,
+            wide_ids: 0,
         }
     }
 
@@ -252,15 +260,28 @@ impl Writer {
                 .idx
                 .process(source, pid)
                 .map(|i| &self.cat.processes[i]);
-            let d = TrackDescriptor {
-                uuid: Some(uuid),
-                process: Some(ProcessDescriptor {
-                    pid: Some(pid as i32),
-                    cmdline: p.map(|p| p.cmdline()).unwrap_or_default(),
-                    process_name: Some(p.map_or_else(|| format!("pid {pid}"), |p| p.program())),
-                    start_timestamp_ns: p.and_then(|p| p.init.or(p.start)),
-                }),
-                ..Default::default()
+            let process_name = p.map_or_else(|| format!("pid {pid}"), |p| p.program());
+            // Perfetto's pids are 32-bit: a larger one (only from crafted input) is shown
+            // as a named track, not truncated into another process's pid.
+            let d = match i32::try_from(pid) {
+                Ok(pid) => TrackDescriptor {
+                    uuid: Some(uuid),
+                    process: Some(ProcessDescriptor {
+                        pid: Some(pid),
+                        cmdline: p.map(|p| p.cmdline()).unwrap_or_default(),
+                        process_name: Some(process_name),
+                        start_timestamp_ns: p.and_then(|p| p.init.or(p.start)),
+                    }),
+                    ..Default::default()
+                },
+                Err(_) => {
+                    self.wide_ids += 1;
+                    TrackDescriptor {
+                        uuid: Some(uuid),
+                        name: Some(process_name),
+                        ..Default::default()
+                    }
+                }
             };
             self.describe(out, d)?;
         }
@@ -344,13 +365,23 @@ impl Writer {
         let n = self.lanes.count(key);
         let uuid = fnv(format!("{key:?}/{}/lane{n}", self.guid(source)).as_bytes());
         let name = self.base_name(key, hint);
-        let d = match (key, n) {
-            (TrackKey::Thread(_, pid, tid), 0) if *tid >= 0 => TrackDescriptor {
+        let thread_ids = match key {
+            TrackKey::Thread(_, pid, tid) if *tid >= 0 => {
+                let ids = i32::try_from(*pid).ok().zip(i32::try_from(*tid).ok());
+                if ids.is_none() && n == 0 {
+                    self.wide_ids += 1;
+                }
+                ids
+            }
+            _ => None,
+        };
+        let d = match (thread_ids, n) {
+            (Some((pid, tid)), 0) => TrackDescriptor {
                 uuid: Some(uuid),
                 parent_uuid: Some(parent),
                 thread: Some(ThreadDescriptor {
-                    pid: Some(*pid as i32),
-                    tid: Some(*tid as i32),
+                    pid: Some(pid),
+                    tid: Some(tid),
                     thread_name: Some(name),
                 }),
                 ..Default::default()
@@ -428,11 +459,7 @@ impl Writer {
                         None,
                     )?;
                 }
-                Action::Delta(c, d) => {
-                    self.counters[c].value += d;
-                    let (uuid, v) = (self.counters[c].uuid, self.counters[c].value);
-                    self.enc.counter(out, t, uuid, CounterValue::Int(v))?;
-                }
+                Action::Delta(c, d) => self.add_to_counter(out, c, t, d)?,
             }
         }
         Ok(())
@@ -533,10 +560,15 @@ impl Writer {
         out: &mut impl Write,
         c: usize,
         ts: i64,
-        delta: i64,
+        delta: i128,
     ) -> io::Result<()> {
-        self.counters[c].value += delta;
-        let (uuid, v) = (self.counters[c].uuid, self.counters[c].value);
+        let counter = &mut self.counters[c];
+        counter.value = counter.value.saturating_add(delta);
+        let (uuid, wide) = (counter.uuid, counter.value);
+        let v = i64::try_from(wide).unwrap_or(if wide < 0 { i64::MIN } else { i64::MAX });
+        if i128::from(v) != wide {
+            self.clamped_counter_values += 1;
+        }
         self.enc.counter(out, ts, uuid, CounterValue::Int(v))
     }
 
@@ -598,8 +630,14 @@ impl Writer {
         let stack_id = oi(c.stack_id, r);
         let annotate = self.opts.annotations;
         if annotate {
-            ann.u("begin_ns", start as u64);
-            ann.u("end_ns", end as u64);
+            // Unsigned, as times are; a negative one (crafted input) is written signed
+            // rather than wrapped to a huge unsigned value.
+            for (key, t) in [("begin_ns", start), ("end_ns", end)] {
+                match u64::try_from(t) {
+                    Ok(u) => ann.u(key, u),
+                    Err(_) => ann.i(key, t),
+                }
+            }
             // Exact for every pair of i64 (widened; a difference past i64 saturates).
             let delta = (end as i128 - start as i128).clamp(i64::MIN as i128, i64::MAX as i128);
             ann.i("delta_ns", delta as i64);
@@ -740,8 +778,8 @@ impl Writer {
                     CounterKey::CopyBytes(source, pid, dst.unwrap_or(-1)),
                     "",
                 )?;
-                self.add_to_counter(out, c, start, size)?;
-                self.push_pending(end.max(start), Action::Delta(c, -size));
+                self.add_to_counter(out, c, start, i128::from(size))?;
+                self.push_pending(end.max(start), Action::Delta(c, -i128::from(size)));
                 Ok(())
             }
             Table::MemoryAllocation => {
@@ -845,12 +883,12 @@ impl Writer {
                     self.live_allocs.insert((source, pid, address), (c, size))
                 {
                     // Reused address without a free: the old block is gone.
-                    self.add_to_counter(out, old_c, ts, -old_size)?;
+                    self.add_to_counter(out, old_c, ts, -i128::from(old_size))?;
                 }
-                self.add_to_counter(out, c, ts, size)
+                self.add_to_counter(out, c, ts, i128::from(size))
             }
             "FREE" => match self.live_allocs.remove(&(source, pid, address)) {
-                Some((c, sz)) => self.add_to_counter(out, c, ts, -sz),
+                Some((c, sz)) => self.add_to_counter(out, c, ts, -i128::from(sz)),
                 None => Ok(()),
             },
             _ => Ok(()),
@@ -904,6 +942,18 @@ impl Writer {
             self.report.notes.push(format!(
                 "{} slices overlapped a slice on their track without nesting in it; they were put on {lanes} extra \"(overlap N)\" tracks",
                 self.lanes.extra_slices()
+            ));
+        }
+        if self.wide_ids > 0 {
+            self.report.notes.push(format!(
+                "{} processes or threads have a pid or tid beyond Perfetto's 32 bits; they are shown as named tracks",
+                self.wide_ids
+            ));
+        }
+        if self.clamped_counter_values > 0 {
+            self.report.notes.push(format!(
+                "{} byte-counter values passed the 64-bit range (sizes from the input); they were written clamped to it",
+                self.clamped_counter_values
             ));
         }
         if self.negative_durations > 0 {
