@@ -640,6 +640,10 @@ impl Sink for ParquetSink {
         )?;
         total_bytes += std::fs::metadata(&draft).map(|m| m.len()).unwrap_or(0);
         let run_path = runs_dir.join(format!("{}.json", self.run));
+        // From the first file published to the run's description, a forced exit (a second
+        // Ctrl-C) waits: between two Delta commits it would leave the run in some tables'
+        // logs and not in `_runs`, so that appending the same input again counted it twice.
+        let _committing = rocpd_pipeline::cleanup::committing();
         for f in &run_files {
             self.publish(&f.rel)?;
         }

@@ -18,6 +18,25 @@ use rocpd_model::{Error, Result};
 /// 0: not cancelled; otherwise the signal number (or -1 for a cancel without a signal).
 static CANCELLED: AtomicI32 = AtomicI32::new(0);
 static REGISTERED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+/// Held while an output is being committed; [`remove_registered`] waits for it.
+static COMMITTING: Mutex<()> = Mutex::new(());
+
+/// While this lives, [`remove_registered`] waits: a writer whose commit takes several
+/// steps (a Delta dataset's logs, one table after another, then its run description)
+/// holds it over them, so that a forced exit cannot remove the run's staging area between
+/// two steps and leave the run half in the dataset. The steps are renames and small
+/// writes; a front that must exit at once still can (SIGKILL).
+pub struct Committing {
+    _held: std::sync::MutexGuard<'static, ()>,
+}
+
+/// Starts a commit ([`Committing`]). Never call [`remove_registered`] on the thread that
+/// holds one.
+pub fn committing() -> Committing {
+    Committing {
+        _held: COMMITTING.lock().unwrap_or_else(|e| e.into_inner()),
+    }
+}
 
 /// Asks every running conversion to stop at its next check; `signal` is recorded for the
 /// exit status (0 for "no signal").
@@ -83,6 +102,7 @@ pub fn registered() -> Vec<PathBuf> {
 /// Removes every registered temporary file and directory (for a front about to exit
 /// without unwinding).
 pub fn remove_registered() {
+    let _commit_done = COMMITTING.lock().unwrap_or_else(|e| e.into_inner());
     for p in registered() {
         match p.symlink_metadata() {
             Ok(m) if m.is_dir() => {
@@ -111,6 +131,22 @@ mod tests {
         assert!(!registered().contains(&p));
         let r = Registered::new(&p);
         remove_registered();
+        assert!(!p.exists());
+        drop(r);
+    }
+
+    #[test]
+    fn a_forced_cleanup_waits_for_a_commit_in_progress() {
+        let p = std::env::temp_dir().join(format!("rocpd-commit-test-{}", std::process::id()));
+        std::fs::write(&p, b"x").unwrap();
+        let r = Registered::new(&p);
+        let commit = committing();
+        let cleaner = std::thread::spawn(remove_registered);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        // Still there while the commit runs; gone once it ends.
+        assert!(p.exists());
+        drop(commit);
+        cleaner.join().unwrap();
         assert!(!p.exists());
         drop(r);
     }
