@@ -448,6 +448,47 @@ fn extreme_timestamps_do_not_wrap() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+/// A time stored as text sorts after every number in SQLite: such a row is refused, named,
+/// instead of coming out of order (which once made the time merge spin forever).
+#[test]
+fn a_time_stored_as_text_is_refused_naming_its_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = db_named(tmp.path(), "text.db");
+    let k = {
+        let conn = Connection::open(&db).unwrap();
+        let k = table(&conn, "rocpd_kernel_dispatch");
+        conn.execute_batch(&format!(
+            "UPDATE \"{k}\" SET start = '0x' || printf('%x', start) WHERE id = (SELECT MIN(id) FROM \"{k}\")"
+        ))
+        .unwrap();
+        k
+    };
+    for format in ["csv", "pftrace"] {
+        let out = tmp.path().join(format!("out-{format}"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rocpd"))
+            .args(["convert", "-i"])
+            .arg(&db)
+            .args(["-f", format, "-o", "t", "-d"])
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let began = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if began.elapsed() > Duration::from_secs(120) {
+                let _ = child.kill();
+                panic!("{format}: still running after 120 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let o = child.wait_with_output().unwrap();
+        refused(&o, &format!("table {k}, row id"));
+        refused(&o, "times must be integers");
+        assert!(files_in(&out).is_empty(), "{:?}", files_in(&out));
+    }
+}
+
 /// Sizes, pids and times at the ends of the 64-bit range reach Perfetto clamped or kept,
 /// never wrapped, and never panic (this test's debug build checks overflow).
 #[test]

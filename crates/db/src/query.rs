@@ -722,7 +722,20 @@ impl RowStream<'_> {
                     });
                 }
             }
-            if let Err(msg) = append(self.builder.column(i), v, spec.nullable) {
+            // SQLite sorts text after every number: a time stored as text would come out
+            // of start order (and text past i64 would read as a negative time).
+            let text_time = (i == col::START || i == col::END)
+                && matches!(v, ValueRef::Text(_) | ValueRef::Blob(_));
+            let appended = if text_time {
+                Err(
+                    "a time stored as text or a blob, which SQLite sorts after every number: \
+                     times must be integers"
+                        .to_string(),
+                )
+            } else {
+                append(self.builder.column(i), v, spec.nullable)
+            };
+            if let Err(msg) = appended {
                 let id = row.get_ref(0).ok().and_then(|v| v.as_i64().ok());
                 return Err(Error::input(
                     self.path,
@@ -739,13 +752,21 @@ impl RowStream<'_> {
             .start_col
             .checked_sub(1)
             .and_then(|c| row.get_ref(c).ok())
-            .and_then(|v| v.as_i64().ok())
+            .and_then(|v| to_i64(v).ok().flatten())
         {
             if start < self.last_start {
+                let id = row.get_ref(0).ok().and_then(|v| v.as_i64().ok());
                 return Err(Error::input(
                     self.path,
-                    format!("table {}", self.main),
-                    "internal: SQLite returned rows out of start order",
+                    format!(
+                        "table {}, row id {}",
+                        self.main,
+                        id.map_or("?".into(), |i| i.to_string())
+                    ),
+                    format!(
+                        "internal: SQLite returned rows out of start order ({start} after {})",
+                        self.last_start
+                    ),
                 ));
             }
             self.last_start = start;

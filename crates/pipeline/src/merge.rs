@@ -32,6 +32,8 @@ struct Cursor<'a> {
     bytes: usize,
     /// The chunk whose size already counts the current batch in full.
     counted_in: Option<u64>,
+    /// The last start of the stream's batches so far.
+    last_start: Option<i64>,
 }
 
 impl Cursor<'_> {
@@ -50,6 +52,25 @@ impl Cursor<'_> {
             match &self.batch {
                 Some(b) => self.bytes = b.get_array_memory_size(),
                 None => return Ok(false),
+            }
+            // The cuts rely on each stream's order: rows out of it would make the merge
+            // take nothing, forever. A reader must refuse them itself, naming the row;
+            // this stops a reader's bug from hanging the run.
+            let starts = self.starts();
+            let ordered = starts.windows(2).all(|w| w[0] <= w[1])
+                && match (self.last_start, starts.first()) {
+                    (Some(last), Some(&first)) => last <= first,
+                    _ => true,
+                };
+            if !ordered {
+                return Err(arrow_schema::ArrowError::ComputeError(format!(
+                    "the {} stream gave rows out of start order (a reader's bug)",
+                    self.table.name()
+                ))
+                .into());
+            }
+            if let Some(&last) = starts.last() {
+                self.last_start = Some(last);
             }
         }
     }
@@ -156,6 +177,7 @@ impl<'a> TimeMerge<'a> {
                 seq: 0,
                 bytes: 0,
                 counted_in: None,
+                last_start: None,
             })
             .collect();
         TimeMerge {
@@ -349,6 +371,36 @@ pub(crate) mod tests {
             b.end_row();
         }
         b.finish()
+    }
+
+    /// A stream whose rows are out of start order, inside a batch or across two, is an
+    /// error, not a merge that takes nothing forever (a database's text start sorted
+    /// after every number once did that).
+    #[test]
+    fn rows_out_of_start_order_are_an_error_not_a_hang() {
+        for (rows, per) in [(vec![(5, 5), (1, 1)], 2), (vec![(5, 5), (1, 1)], 1)] {
+            let streams: Vec<Box<dyn BatchStream>> = vec![
+                Box::new(VecStream {
+                    table: Table::Region,
+                    rows,
+                    per,
+                }),
+                Box::new(VecStream {
+                    table: Table::Marker,
+                    rows: vec![(3, 3), (4, 4)],
+                    per: 1,
+                }),
+            ];
+            let mut merge = TimeMerge::new(streams);
+            let e = loop {
+                match merge.next_chunk() {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => panic!("no error for rows out of order"),
+                    Err(e) => break e.to_string(),
+                }
+            };
+            assert!(e.contains("out of start order"), "{e}");
+        }
     }
 
     /// One batch of `rows` whose string columns hold `text`.
