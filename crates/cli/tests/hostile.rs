@@ -448,6 +448,82 @@ fn extreme_timestamps_do_not_wrap() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+/// Tables whose SQL the streams would read wrong without a word are refused at open,
+/// naming the table: a column named rowid (rows dropped or repeated), a WITHOUT ROWID
+/// event table, and a joined table with an id given twice (rows repeated).
+#[test]
+fn tables_that_would_drop_or_repeat_rows_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    type Craft = fn(&Connection) -> String;
+    let cases: [(&str, Craft, &str); 3] = [
+        (
+            "rowid.db",
+            |c| {
+                let k = table(c, "rocpd_kernel_dispatch");
+                c.execute_batch(&format!(
+                    "PRAGMA foreign_keys = OFF; CREATE TABLE k_rows AS SELECT * FROM \"{k}\"; DROP TABLE \"{k}\"; \
+                     CREATE TABLE \"{k}\" AS SELECT *, CASE WHEN id % 2 = 1 THEN id END AS rowid \
+                       FROM k_rows; DROP TABLE k_rows;"
+                ))
+                .unwrap();
+                k
+            },
+            "column named rowid",
+        ),
+        (
+            "without.db",
+            |c| {
+                let m = table(c, "rocpd_memory_copy");
+                c.execute_batch(&format!(
+                    "PRAGMA foreign_keys = OFF; CREATE TABLE copy_rows AS SELECT * FROM \"{m}\"; DROP TABLE \"{m}\"; \
+                     CREATE TABLE \"{m}\" (id INTEGER PRIMARY KEY, guid, nid, pid, tid, start, \"end\", \
+                       name_id, dst_agent_id, dst_address, src_agent_id, src_address, size, queue_id, \
+                       stream_id, region_name_id, event_id, extdata) WITHOUT ROWID; \
+                     INSERT INTO \"{m}\" SELECT id, guid, nid, pid, tid, start, \"end\", name_id, \
+                       dst_agent_id, dst_address, src_agent_id, src_address, size, queue_id, stream_id, \
+                       region_name_id, event_id, extdata FROM copy_rows; DROP TABLE copy_rows;"
+                ))
+                .unwrap();
+                m
+            },
+            "WITHOUT ROWID",
+        ),
+        (
+            "twice.db",
+            |c| {
+                let ks = table(c, "rocpd_info_kernel_symbol");
+                c.execute_batch(&format!(
+                    "PRAGMA foreign_keys = OFF; CREATE TABLE ks_rows AS SELECT * FROM \"{ks}\"; DROP TABLE \"{ks}\"; \
+                     CREATE TABLE \"{ks}\" AS SELECT * FROM ks_rows UNION ALL SELECT * FROM ks_rows; \
+                     DROP TABLE ks_rows;"
+                ))
+                .unwrap();
+                ks
+            },
+            "is given more than once",
+        ),
+    ];
+    for (name, craft, needle) in cases {
+        let db = db_named(&tmp.path().join(name), name);
+        let t = craft(&Connection::open(&db).unwrap());
+        let out = tmp.path().join(format!("out-{name}"));
+        let o = rocpd(&[
+            "convert",
+            "-i",
+            db.to_str().unwrap(),
+            "-f",
+            "csv",
+            "-o",
+            "t",
+            "-d",
+            out.to_str().unwrap(),
+        ]);
+        refused(&o, &format!("table {t}"));
+        refused(&o, needle);
+        assert!(files_in(&out).is_empty(), "{name}: {:?}", files_in(&out));
+    }
+}
+
 /// A time stored as text sorts after every number in SQLite: such a row is refused, named,
 /// instead of coming out of order (which once made the time merge spin forever).
 #[test]
@@ -648,6 +724,24 @@ fn a_wal_database_is_read_without_writing_beside_it() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let regions = v["rows"]["region"].as_u64().unwrap() + v["rows"]["marker"].as_u64().unwrap();
     assert_eq!(regions, regions_before + 5, "rows in the WAL were not read");
+    // Through a symbolic link elsewhere, the WAL beside the target is read too.
+    let links = tmp.path().join("links");
+    std::fs::create_dir(&links).unwrap();
+    std::os::unix::fs::symlink(inputs.join("w.db"), links.join("link.db")).unwrap();
+    let o = rocpd(&[
+        "info",
+        "--json",
+        "-i",
+        links.join("link.db").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let linked = v["rows"]["region"].as_u64().unwrap() + v["rows"]["marker"].as_u64().unwrap();
+    assert_eq!(
+        linked, regions,
+        "rows in the WAL beside a link's target were not read"
+    );
+    assert_eq!(files_in(&links), [links.join("link.db")]);
     let o = rocpd(&[
         "convert",
         "-q",

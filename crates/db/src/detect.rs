@@ -4,7 +4,7 @@ use std::io::Read;
 use std::path::Path;
 
 use rocpd_model::{Error, Result};
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 use crate::{quote_ident, TableSet};
 
@@ -143,6 +143,102 @@ pub(crate) fn table_sets(conn: &Connection, path: &Path) -> Result<Vec<TableSet>
         return Err(Error::input(path, "schema", describe_foreign(conn, &names)));
     }
     Ok(sets)
+}
+
+/// The event tables a stream sorts by SQLite's row id and looks rows up by it again.
+const ROWID_TABLES: [&str; 6] = [
+    "rocpd_region",
+    "rocpd_kernel_dispatch",
+    "rocpd_memory_copy",
+    "rocpd_memory_allocate",
+    "rocpd_sample",
+    "rocpd_pmc_event",
+];
+
+/// The tables the streams join by `id`: each row that names an id is read once per row
+/// with that id.
+const JOINED_BY_ID: [&str; 5] = [
+    "rocpd_string",
+    "rocpd_event",
+    "rocpd_info_kernel_symbol",
+    "rocpd_info_pmc",
+    "rocpd_track",
+];
+
+/// Refuses, naming the table, what the streams' SQL would read wrong without a word: an
+/// event table without a usable row id (a `WITHOUT ROWID` table, or a column named
+/// `rowid` that hides it, so that rows would be dropped or repeated), and a joined table
+/// with an id given twice (its rows would be repeated). An `id` declared `INTEGER PRIMARY
+/// KEY`, as in every RocPD file, is unique by construction; others are checked with one
+/// grouping query.
+pub(crate) fn check_table_shapes(conn: &Connection, path: &Path, sets: &[TableSet]) -> Result<()> {
+    let sql_err = |place: &str, e: rusqlite::Error| Error::input(path, place, e.to_string());
+    for set in sets {
+        for base in ROWID_TABLES.iter().chain(&JOINED_BY_ID) {
+            if set.table(base).is_none() {
+                continue;
+            }
+            let name = format!("{base}{}", set.suffix);
+            let place = format!("table {name}");
+            let columns: Vec<(String, String, i64)> = conn
+                .prepare("SELECT name, type, pk FROM pragma_table_info(?1)")
+                .and_then(|mut st| {
+                    st.query_map([&name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                        .collect()
+                })
+                .map_err(|e| sql_err(&place, e))?;
+            if ROWID_TABLES.contains(base) {
+                let without_rowid: bool = conn
+                    .query_row(
+                        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' \
+                         AND name = ?1 AND sql LIKE '%WITHOUT%ROWID%')",
+                        [&name],
+                        |r| r.get(0),
+                    )
+                    .map_err(|e| sql_err(&place, e))?;
+                if without_rowid || columns.iter().any(|c| c.0.eq_ignore_ascii_case("rowid")) {
+                    return Err(Error::input(
+                        path,
+                        &place,
+                        "a WITHOUT ROWID table, or a column named rowid: the events are read \
+                         by SQLite's row id, which this table does not have or hides",
+                    ));
+                }
+            }
+            if JOINED_BY_ID.contains(base) {
+                let pks = columns.iter().filter(|c| c.2 > 0).count();
+                let integer_key = columns.iter().any(|(n, t, pk)| {
+                    n.eq_ignore_ascii_case("id") && t.eq_ignore_ascii_case("INTEGER") && *pk == 1
+                }) && pks == 1;
+                if integer_key || !columns.iter().any(|c| c.0.eq_ignore_ascii_case("id")) {
+                    continue;
+                }
+                let twice: Option<String> = conn
+                    .query_row(
+                        &format!(
+                            "SELECT CAST(id AS TEXT) FROM {} WHERE id IS NOT NULL \
+                             GROUP BY id HAVING COUNT(*) > 1 LIMIT 1",
+                            quote_ident(&name)
+                        ),
+                        [],
+                        |r| r.get(0),
+                    )
+                    .optional()
+                    .map_err(|e| sql_err(&place, e))?;
+                if let Some(id) = twice {
+                    return Err(Error::input(
+                        path,
+                        &place,
+                        format!(
+                            "id {id} is given more than once: every row that names it would \
+                             be read once per copy (ids must be unique)"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn value_text(v: rusqlite::types::ValueRef<'_>) -> String {

@@ -216,8 +216,10 @@ impl Database {
     /// [`Database::open`] with `options` (the SQLite cache of a run of many inputs).
     pub fn open_with(path: &Path, options: &OpenOptions) -> Result<Database> {
         detect::check_file(path)?;
-        let (read_path, copy) = if has_pending_side_files(path) {
-            let (copy, dir, reg) = private_copy(path)?;
+        // SQLite opens the file a link points to: its side files lie beside the target.
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let (read_path, copy) = if has_pending_side_files(&real) {
+            let (copy, dir, reg) = private_copy(&real)?;
             (copy, Some((dir, reg)))
         } else {
             (path.to_path_buf(), None)
@@ -225,6 +227,7 @@ impl Database {
         let kib = options.cache_kib.max(64);
         let conn = connect(path, &read_path, copy.is_some(), kib)?;
         let sets = detect::table_sets(&conn, path)?;
+        detect::check_table_shapes(&conn, path, &sets)?;
         let markers = sets
             .iter()
             .map(|s| query::has_marker_categories(&conn, s))

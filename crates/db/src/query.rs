@@ -556,7 +556,19 @@ pub(crate) fn count_untimed_pmc(conn: &Connection, path: &Path, set: &TableSet) 
     let total: i64 = conn
         .query_row(&format!("SELECT COUNT(*) FROM {pmc}"), [], |r| r.get(0))
         .map_err(|e| query_error(path, pmc.trim_matches('"'), e))?;
-    Ok(total as u64 - count(conn, path, set, Table::PmcValue, false)?)
+    let timed = count(conn, path, set, Table::PmcValue, false)?;
+    u64::try_from(total)
+        .ok()
+        .and_then(|t| t.checked_sub(timed))
+        .ok_or_else(|| {
+            Error::input(
+                path,
+                format!("table {}", pmc.trim_matches('"')),
+                format!(
+                    "{timed} PMC values placed in time, of {total} rows: the joins repeat rows"
+                ),
+            )
+        })
 }
 
 /// String bytes per batch for a stream of `batch_rows`-row batches: 512 bytes a row on
