@@ -108,6 +108,9 @@ const VALUES: &[&str] = &[
     "CAST($C AS REAL) + 0.5",
     "$C || ''",
     "hex($C)",
+    // Text that the readers take as a number but SQLite keeps as text (and sorts after
+    // every number): a time stored so once made the merge spin (D143).
+    "'0x' || printf('%x', $C)",
     "(SELECT MAX(rowid) FROM $T) + 1",
     "(SELECT MIN(rowid) FROM $T)",
 ];
@@ -156,7 +159,7 @@ fn statement(rng: &mut Rng, schema: &Schema) -> Option<String> {
             q(rng.pick(t.columns.as_slice()).as_str())
         }
     };
-    Some(match rng.below(20) {
+    Some(match rng.below(22) {
         0..=8 => {
             let c = col(rng);
             let v = rng.pick(VALUES).replace("$C", &c).replace("$T", &tn);
@@ -239,6 +242,21 @@ fn statement(rng: &mut Rng, schema: &Schema) -> Option<String> {
             let c = col(rng);
             format!("UPDATE {tn} SET {c} = -{c} - 1 WHERE {}", rows_where(rng))
         }
+        // The table rebuilt without its declared types and keys, its rows given twice
+        // (ids repeated), or with a column named rowid that hides the row id (D143).
+        19 => format!(
+            "CREATE TABLE fuzz_rows AS SELECT * FROM {tn}; DROP TABLE {tn}; \
+             CREATE TABLE {tn} AS SELECT * FROM fuzz_rows UNION ALL SELECT * FROM fuzz_rows \
+             WHERE {}; DROP TABLE fuzz_rows;",
+            rows_where(rng)
+        ),
+        20 => format!(
+            "CREATE TABLE fuzz_rows AS SELECT * FROM {tn}; DROP TABLE {tn}; \
+             CREATE TABLE {tn} AS SELECT *, CASE WHEN {} THEN {} END AS rowid FROM fuzz_rows; \
+             DROP TABLE fuzz_rows;",
+            rows_where(rng),
+            col(rng)
+        ),
         _ => format!("ALTER TABLE {tn} ADD COLUMN {} TEXT DEFAULT 'x'", q("fuzz")),
     })
 }
