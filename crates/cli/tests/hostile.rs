@@ -448,6 +448,54 @@ fn extreme_timestamps_do_not_wrap() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+/// A window marker whose time is stored as text is refused as a stream's row would be,
+/// naming the marker and the table, not with SQLite's "invalid column type".
+#[test]
+fn a_window_marker_with_a_text_time_is_refused_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = db_named(tmp.path(), "marker.db");
+    let (r, message) = {
+        let conn = Connection::open(&db).unwrap();
+        let (r, e) = (table(&conn, "rocpd_region"), table(&conn, "rocpd_event"));
+        let message: String = conn
+            .query_row(
+                &format!(
+                    "SELECT json_extract(E.extdata, '$.message') m FROM \"{r}\" R \
+                     JOIN \"{e}\" E ON E.id = R.event_id WHERE m IS NOT NULL LIMIT 1"
+                ),
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        conn.execute(
+            &format!(
+                "UPDATE \"{r}\" SET start = '0x' || printf('%x', start) WHERE event_id IN \
+                 (SELECT id FROM \"{e}\" WHERE json_extract(extdata, '$.message') = ?1)"
+            ),
+            [&message],
+        )
+        .unwrap();
+        (r, message)
+    };
+    let out = tmp.path().join("out");
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        db.to_str().unwrap(),
+        "-f",
+        "csv",
+        "-o",
+        "t",
+        "-d",
+        out.to_str().unwrap(),
+        "--start-marker",
+        &message,
+    ]);
+    refused(&o, &format!("in table {r}"));
+    refused(&o, "times must be integers");
+    assert!(files_in(&out).is_empty());
+}
+
 /// Tables whose SQL the streams would read wrong without a word are refused at open,
 /// naming the table: a column named rowid (rows dropped or repeated), a WITHOUT ROWID
 /// event table, and a joined table with an id given twice (rows repeated).

@@ -492,33 +492,51 @@ impl Database {
             let marker = "C.string LIKE 'MARKER\\_%' ESCAPE '\\'";
             let mut queries = Vec::new();
             if let Some(r) = set.table("rocpd_region") {
-                queries.push(format!(
-                    "SELECT X.start, X.\"end\" FROM {r} X JOIN {e} E ON E.id = X.event_id \
+                queries.push((
+                    r.clone(),
+                    format!(
+                        "SELECT X.start, X.\"end\" FROM {r} X JOIN {e} E ON E.id = X.event_id \
                      JOIN {s} C ON C.id = E.category_id LEFT JOIN {s} N ON N.id = X.name_id \
                      WHERE {marker} AND COALESCE({msg}, N.string) = ?1"
+                    ),
                 ));
             }
             if let (Some(smp), Some(tr)) = (set.table("rocpd_sample"), set.table("rocpd_track")) {
-                queries.push(format!(
+                queries.push((smp.clone(), format!(
                     "SELECT X.timestamp, X.timestamp FROM {smp} X JOIN {e} E ON E.id = X.event_id \
                      JOIN {s} C ON C.id = E.category_id LEFT JOIN {tr} T ON T.id = X.track_id \
                      LEFT JOIN {s} N ON N.id = T.name_id WHERE {marker} AND COALESCE({msg}, N.string) = ?1"
-                ));
+                )));
             }
-            for q in queries {
+            for (table, q) in queries {
+                let place = format!("marker {text:?} in table {}", table.trim_matches('"'));
                 let err = |e: rusqlite::Error| {
-                    rocpd_model::Error::input(
-                        &self.path,
-                        format!("marker search in {}", set.suffix),
-                        e.to_string(),
-                    )
+                    rocpd_model::Error::input(&self.path, &place, e.to_string())
                 };
                 let mut st = self.conn.prepare(&q).map_err(err)?;
+                // Times converted as the streams convert them, and refused as they are.
+                let time = |r: &rusqlite::Row<'_>,
+                            i: usize|
+                 -> rusqlite::Result<std::result::Result<i64, String>> {
+                    let v = r.get_ref(i)?;
+                    Ok(match v {
+                        rusqlite::types::ValueRef::Text(_) | rusqlite::types::ValueRef::Blob(_) => {
+                            Err("a time stored as text or a blob: times must be integers".into())
+                        }
+                        v => value::to_i64(v)
+                            .and_then(|t| t.ok_or_else(|| "a marker without a time".to_string())),
+                    })
+                };
                 let rows = st
-                    .query_map([text], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+                    .query_map([text], |r| Ok((time(r, 0)?, time(r, 1)?)))
                     .map_err(err)?;
                 for row in rows {
-                    out.push(row.map_err(err)?);
+                    match row.map_err(err)? {
+                        (Ok(a), Ok(b)) => out.push((a, b)),
+                        (Err(m), _) | (_, Err(m)) => {
+                            return Err(rocpd_model::Error::input(&self.path, &place, m))
+                        }
+                    }
                 }
             }
         }
