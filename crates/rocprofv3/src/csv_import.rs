@@ -707,7 +707,8 @@ fn run_pid(run: &Run, prefix: &str, guid: Option<&str>) -> Option<i64> {
         while let Ok(Some(raw)) = rdr.next_record(&mut rec) {
             if unusable(&raw, &rec, &header) {
                 if raw.lines > 1 {
-                    rdr.resync();
+                    // As the import reads the file: the lines after its first again.
+                    let _ = rdr.resync();
                 }
                 continue;
             }
@@ -1090,18 +1091,26 @@ fn bad_record(
         };
         return Err(Error::input(path, place, msg));
     }
-    let msg = if raw.lines > 1 {
-        rdr.resync();
-        format!(
+    let (msg, lost) = if raw.lines > 1 && rdr.resync() {
+        let msg = format!(
             "{msg} (the record runs over lines {}-{last}): line {} skipped, reading resumes at line {}",
             raw.line,
             raw.line,
             raw.line.saturating_add(1)
-        )
+        );
+        (msg, 1)
+    } else if raw.lines > 1 {
+        let msg = format!(
+            "{msg}: lines {}-{last} skipped (this file's bad records were read again past {} MiB, \
+             so no more are)",
+            raw.line,
+            crate::csv_read::RESYNC_BYTES >> 20
+        );
+        (msg, raw.lines)
     } else {
-        msg
+        (msg, 1)
     };
-    note_skip(report, 1, Error::input(path, place, msg));
+    note_skip(report, lost, Error::input(path, place, msg));
     Ok(())
 }
 
@@ -1858,7 +1867,7 @@ pub(crate) fn distinct_guids(path: &Path) -> Result<Vec<String>> {
         if unusable(&raw, &rec, &header) {
             // The import reports it; the lines after its first may hold other guids.
             if raw.lines > 1 {
-                rdr.resync();
+                let _ = rdr.resync();
             }
             continue;
         }

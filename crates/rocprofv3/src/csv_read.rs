@@ -26,6 +26,12 @@ pub(crate) const MAX_RECORD_BYTES: usize = 1 << 20;
 /// How much is read from the input at a time.
 const CHUNK: usize = 1 << 16;
 
+/// Bytes that [`CsvReader::resync`] may make be read again, over the whole file. Each
+/// resynchronisation reads a bad record's lines after its first again, up to a record's
+/// limit: lines that each leave a quote open would make every line cost the rest of the
+/// file (or 1 MiB). Past this, a bad record's lines are all dropped with it.
+pub(crate) const RESYNC_BYTES: u64 = 64 << 20;
+
 /// Why a record could not be split into fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Problem {
@@ -86,6 +92,8 @@ pub(crate) struct CsvReader<R> {
     discard: bool,
     /// Where the previous record's second line starts, for [`CsvReader::resync`].
     resync_at: Option<(usize, u64)>,
+    /// Bytes read again by resynchronisations so far ([`RESYNC_BYTES`]).
+    reread: u64,
     field: Vec<u8>,
     /// Whether one-line records are split straight from the buffer (off only in tests,
     /// which compare both ways).
@@ -103,6 +111,7 @@ impl<R: Read> CsvReader<R> {
             line: 1,
             discard: false,
             resync_at: None,
+            reread: 0,
             field: Vec::new(),
             fast: true,
         }
@@ -152,13 +161,22 @@ impl<R: Read> CsvReader<R> {
     }
 
     /// Makes the bytes of the input after the previous record's first line be read again
-    /// as records (call it after a bad record that spans several lines).
-    pub fn resync(&mut self) {
-        if let Some((at, line)) = self.resync_at.take() {
-            self.pos = at;
-            self.line = line;
-            self.discard = false;
+    /// as records (call it after a bad record that spans several lines). False when that
+    /// would pass [`RESYNC_BYTES`]: the record's lines are then all dropped with it.
+    #[must_use]
+    pub fn resync(&mut self) -> bool {
+        let Some((at, line)) = self.resync_at.take() else {
+            return false;
+        };
+        let again = self.pos.saturating_sub(at) as u64;
+        if self.reread.saturating_add(again) > RESYNC_BYTES {
+            return false;
         }
+        self.reread += again;
+        self.pos = at;
+        self.line = line;
+        self.discard = false;
+        true
     }
 
     /// The next record's fields into `rec`; `None` at the end of the input.
@@ -247,7 +265,12 @@ impl<R: Read> CsvReader<R> {
                     if let Some(s) = second_line {
                         self.resync_at = Some((s, first_line + 1));
                     }
-                    let lines = newlines + 1;
+                    // A file that ends with a newline has no line after it.
+                    let lines = if newlines > 0 && self.buf[i - 1] == b'\n' {
+                        newlines
+                    } else {
+                        newlines + 1
+                    };
                     if state == State::Quoted {
                         return Ok(Some(RawRecord {
                             line: first_line,

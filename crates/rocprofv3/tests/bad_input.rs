@@ -246,3 +246,33 @@ fn bad_json_records_are_skipped_and_counted() {
     assert_eq!(imp.report.skipped_rows, 1);
     assert_eq!(imp.reader_counts()["region"], 1);
 }
+
+/// Lines that each leave a quote open: every bad record runs to the end of the file, and
+/// reading each one's lines again made the file cost lines × its size (a 1.2 MB file did
+/// not end in 30 s, with or without `skip_bad_rows`). Past a fixed number of bytes read
+/// again, a bad record's lines are dropped with it: the read ends, every line counted.
+#[test]
+fn lines_that_each_open_a_quote_cost_a_bounded_rereading() {
+    let lines = 20_000;
+    let content = format!("{API_HEADER}{}", "a\",\"b\n".repeat(lines));
+    let (_d, paths) = write_dir(&[("hip_api_trace.csv", &content)]);
+    let run = &group_runs(&paths).unwrap()[0];
+    let msg = import_run(run, &ImportOptions::default())
+        .err()
+        .expect("an error")
+        .to_string();
+    assert!(msg.contains("line 2"), "{msg}");
+    let imp = import_run(run, &skip()).unwrap();
+    assert_eq!(imp.report.skipped_rows, lines as u64);
+    assert!(
+        imp.report
+            .skipped
+            .iter()
+            .chain(std::iter::once(&String::new()))
+            .any(|s| s.contains("read again past 64 MiB"))
+            || imp.report.skipped_unlisted > 0,
+        "{:?}",
+        imp.report.skipped
+    );
+    assert_eq!(imp.reader_counts().get("region").copied().unwrap_or(0), 0);
+}
