@@ -517,7 +517,7 @@ fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
 }
 
 fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
-    let mut formats: Vec<rocpd::SummaryFormat> = args
+    let formats: Vec<rocpd::SummaryFormat> = args
         .format
         .iter()
         .map(|f| match f {
@@ -528,7 +528,6 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
             SummaryFormat::Html => rocpd::SummaryFormat::Html,
         })
         .collect();
-    formats.dedup();
     let options = rocpd::SummaryOptions {
         by_rank: args.by_rank,
         domain_summary: args.domain_summary,

@@ -686,3 +686,47 @@ fn every_kernel_statistic_equals_amds_sql_formulas() {
         "no kernel with a single call in the generated run"
     );
 }
+
+/// View files are named after categories of the input: a category holding a path stays
+/// a file name inside `-d` (letters, digits, `-` and `_` only). A format given twice,
+/// apart, is written once.
+#[test]
+fn view_files_stay_inside_the_directory_and_formats_repeat_harmlessly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = generate(&tmp.path().join("gen"), 5, 1, 4).remove(0);
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        let s: String = c
+            .query_row(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rocpd_string_%'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let n = c
+            .execute(
+                &format!(
+                    "UPDATE \"{s}\" SET string = '../escaped/pwn' WHERE string LIKE 'HIP%API%'"
+                ),
+                [],
+            )
+            .unwrap();
+        assert!(n > 0);
+    }
+    let out = tmp.path().join("out").join("in");
+    summary_run(
+        std::slice::from_ref(&db),
+        &out,
+        &["-f", "csv", "json", "csv"],
+    );
+    assert!(!tmp.path().join("out").join("escaped").exists());
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("___escaped_pwn")),
+        "{names:?}"
+    );
+    assert!(names.iter().any(|n| n.ends_with(".json")), "{names:?}");
+}

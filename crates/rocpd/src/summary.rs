@@ -54,6 +54,19 @@ pub struct SummaryRun {
     pub by_rank: bool,
 }
 
+/// `text` with every character but ASCII letters, digits, `-` and `_` made `_`.
+fn file_safe(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// The files a summary can be written as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SummaryFormat {
@@ -116,12 +129,17 @@ impl Inputs {
     pub fn write_summary(
         &self,
         run: &SummaryRun,
-        formats: &[SummaryFormat],
+        formats_given: &[SummaryFormat],
         dir: &Path,
         name: &str,
     ) -> Result<(String, Vec<PathBuf>)> {
-        let mut formats = formats.to_vec();
-        formats.dedup();
+        // Each format once, in the order first given.
+        let mut formats: Vec<SummaryFormat> = Vec::new();
+        for f in formats_given {
+            if !formats.contains(f) {
+                formats.push(*f);
+            }
+        }
         let mut guard = PathGuard::new(self.files());
         let mut console = String::new();
         let mut pending: Vec<(PathBuf, String)> = Vec::new();
@@ -154,6 +172,9 @@ impl Inputs {
                     console.push_str(&text);
                     continue;
                 }
+                // A view may be named after a category of the input: only its letters,
+                // digits, `-` and `_` go into the file name, never a path.
+                let view = file_safe(&view);
                 let file = if name.is_empty() {
                     format!("{view}.{ext}")
                 } else {
