@@ -122,6 +122,54 @@ fn an_output_never_replaces_its_input() {
     );
 }
 
+/// A keyed split meets keys the catalog did not predict (rows of a process it does not
+/// list): their parts are claimed when met, so one named like an input is refused, not
+/// written over it.
+#[test]
+fn an_unpredicted_split_part_never_replaces_an_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let a = db_named(&dir.join("a"), "mod.db");
+    {
+        let conn = Connection::open(&a).unwrap();
+        let r = table(&conn, "rocpd_region");
+        conn.execute_batch(&format!(
+            "UPDATE \"{r}\" SET pid = 9999 WHERE id IN (SELECT id FROM \"{r}\" LIMIT 3)"
+        ))
+        .unwrap();
+    }
+    // Another process than the first input's (another seed).
+    let out = dir.join("b");
+    std::fs::create_dir_all(&out).unwrap();
+    let victim = out.join("out_results.pid-9999.db");
+    std::fs::copy(generate(&dir.join("gen"), 6, 1, 4).remove(0), &victim).unwrap();
+    std::fs::remove_dir_all(dir.join("gen")).unwrap();
+    let out = out.as_path();
+    let before = std::fs::read(&victim).unwrap();
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        a.to_str().unwrap(),
+        victim.to_str().unwrap(),
+        "-f",
+        "rocpd",
+        "-d",
+        out.to_str().unwrap(),
+        "-o",
+        "out",
+        "--split-by",
+        "process",
+    ]);
+    refused(&o, "would replace the input");
+    assert!(stderr(&o).contains("pid-9999"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&victim).unwrap(), before);
+    assert_eq!(
+        files_in(out),
+        std::slice::from_ref(&victim),
+        "parts were left behind"
+    );
+}
+
 #[test]
 fn the_report_never_replaces_an_input_or_an_output_and_is_checked_first() {
     let tmp = tempfile::tempdir().unwrap();

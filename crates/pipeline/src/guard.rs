@@ -39,6 +39,7 @@ fn canonical_of(path: &Path) -> PathBuf {
     }
 }
 
+#[derive(Clone)]
 struct Known {
     given: PathBuf,
     canonical: PathBuf,
@@ -46,7 +47,7 @@ struct Known {
 }
 
 /// The inputs of a run, and the outputs claimed so far.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct PathGuard {
     inputs: Vec<Known>,
     outputs: HashMap<PathBuf, PathBuf>,

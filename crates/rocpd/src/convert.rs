@@ -386,11 +386,22 @@ impl Sink for Router {
 }
 
 /// One split router per format.
+/// The outputs of keys a keyed split meets that the catalog did not predict (rows of a
+/// process, node or agent it does not list): their paths are claimed when the key is met,
+/// against the run's inputs and every output claimed before, so that no such part can
+/// replace an input.
+#[derive(Clone)]
+struct Unpredicted {
+    guard: Arc<Mutex<PathGuard>>,
+    known: Arc<HashSet<String>>,
+}
+
 fn split_sinks(
     c: &Conversion,
     direct_sources: &Arc<Vec<u32>>,
     mode: SplitMode,
     only: Option<KeyFilter>,
+    unpredicted: Option<Unpredicted>,
 ) -> Vec<Box<dyn Sink>> {
     c.formats
         .iter()
@@ -405,7 +416,15 @@ fn split_sinks(
                 || (proto.needs_time_order() && !matches!(mode, SplitMode::Process));
             let projection = proto.projection();
             drop(proto);
+            let unpredicted = unpredicted.clone();
             let factory = move |key: &SplitKey| -> Result<Box<dyn Sink>> {
+                if let Some(u) = unpredicted
+                    .as_ref()
+                    .filter(|u| !u.known.contains(&key.label))
+                {
+                    let mut guard = u.guard.lock().unwrap_or_else(|p| p.into_inner());
+                    sp.claim(&mut guard, fmt, Some(&key.label))?;
+                }
                 Ok(sp.sink(fmt, Some(&key.label)))
             };
             Box::new(Router {
@@ -570,7 +589,7 @@ impl Inputs {
                 let cuts = time_cuts(lo, hi, split)?;
                 let mode = SplitMode::Time { cuts };
                 claim_keys(guard, &SplitSink::keys(&mode, &catalog))?;
-                let sinks = split_sinks(c, &direct, mode, None);
+                let sinks = split_sinks(c, &direct, mode, None, None);
                 self.run_window(&c.selection, window, sinks, c.threads, on_progress)?
             }
             Split::Size(cap) => {
@@ -591,13 +610,17 @@ impl Inputs {
                 let cuts = std::mem::take(&mut *cuts.lock().unwrap_or_else(|p| p.into_inner()));
                 let mode = SplitMode::Time { cuts };
                 claim_keys(guard, &SplitSink::keys(&mode, &catalog))?;
-                let sinks = split_sinks(c, &direct, mode, None);
+                let sinks = split_sinks(c, &direct, mode, None, None);
                 self.run_window(&c.selection, window, sinks, c.threads, on_progress)?
             }
             Split::Keyed(mode) => {
                 let keys = SplitSink::keys(mode, &catalog);
                 claim_keys(guard, &keys)?;
                 let known: Arc<HashSet<String>> = Arc::new(keys.iter().cloned().collect());
+                let unpredicted = Unpredicted {
+                    guard: Arc::new(Mutex::new(guard.clone())),
+                    known: known.clone(),
+                };
                 let mut total: Option<RunReport> = None;
                 for (i, group) in keys.chunks(c.max_open.max(1)).enumerate() {
                     let only = KeyFilter {
@@ -605,7 +628,13 @@ impl Inputs {
                         known: known.clone(),
                         take_unknown: i == 0,
                     };
-                    let sinks = split_sinks(c, &direct, mode.clone(), Some(only));
+                    let sinks = split_sinks(
+                        c,
+                        &direct,
+                        mode.clone(),
+                        Some(only),
+                        Some(unpredicted.clone()),
+                    );
                     let pass = self.run_window(&c.selection, window, sinks, c.threads, on_progress);
                     let r = match pass {
                         Ok(r) => r,
