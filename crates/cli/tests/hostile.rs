@@ -1187,3 +1187,23 @@ fn files_a_directory_walk_cannot_read_are_named_not_dropped() {
     assert!(stderr(&o).contains("End_Timestamp"), "{}", stderr(&o));
     assert!(!tmp.path().join("out2").exists());
 }
+
+/// Links back to a directory already read (`a -> .`, `b -> .`) made the walk endless
+/// (2^40 paths for two of them); each directory is now read once, the others named.
+#[test]
+fn a_directory_walk_reads_each_directory_once_through_links() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("loop");
+    let db = db_named(&dir, "only.db");
+    std::os::unix::fs::symlink(".", dir.join("a")).unwrap();
+    std::os::unix::fs::symlink(".", dir.join("b")).unwrap();
+    let o = rocpd(&["info", "-i", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("1 file(s)"), "{out}");
+    assert!(
+        out.contains(&db.display().to_string()) || out.contains("only.db"),
+        "{out}"
+    );
+    assert!(stderr(&o).contains("already read"), "{}", stderr(&o));
+}

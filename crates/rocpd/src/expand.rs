@@ -73,6 +73,24 @@ fn dir_error(dir: &Path, e: std::io::Error) -> Error {
 
 /// Walks `dir` (sorted, recursively) collecting files whose content is recognised.
 fn walk(dir: &Path, out: &mut Expanded) -> Result<()> {
+    walk_once(dir, out, &mut std::collections::HashSet::new())
+}
+
+/// [`walk`], reading each directory once: links that lead back to a directory already
+/// read (`a -> .`) would otherwise make the walk endless.
+fn walk_once(
+    dir: &Path,
+    out: &mut Expanded,
+    seen: &mut std::collections::HashSet<PathBuf>,
+) -> Result<()> {
+    let real = std::fs::canonicalize(dir).map_err(|e| dir_error(dir, e))?;
+    if !seen.insert(real) {
+        out.warnings.push(format!(
+            "{}: skipped: a directory already read (through a link)",
+            dir.display()
+        ));
+        return Ok(());
+    }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| dir_error(dir, e))?
         .map(|e| e.map(|e| e.path()))
@@ -81,7 +99,7 @@ fn walk(dir: &Path, out: &mut Expanded) -> Result<()> {
     entries.sort();
     for p in entries {
         if p.is_dir() {
-            walk(&p, out)?;
+            walk_once(&p, out, seen)?;
         } else if p.is_file() {
             match unrecognised(&p)? {
                 None => out.files.push(p),
