@@ -730,3 +730,27 @@ fn view_files_stay_inside_the_directory_and_formats_repeat_harmlessly() {
     );
     assert!(names.iter().any(|n| n.ends_with(".json")), "{names:?}");
 }
+
+/// The utilisation timeline's bins are bounded: 10^11 of them aborted on a failed
+/// allocation; now a usage error, before anything is read.
+#[test]
+fn too_many_utilisation_bins_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = generate(&tmp.path().join("gen"), 5, 1, 4).remove(0);
+    let out = tmp.path().join("out");
+    let o = rocpd(&[
+        "summary",
+        "-i",
+        db.to_str().unwrap(),
+        "-f",
+        "html",
+        "--bins",
+        "100000000000",
+        "-d",
+        out.to_str().unwrap(),
+    ]);
+    let e = stderr(&o);
+    assert!(!o.status.success() && !e.contains("panicked"), "{e}");
+    assert!(e.contains("1 to 100000 bins"), "{e}");
+    assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
+}

@@ -52,7 +52,7 @@ pub use expand::{expand, unrecognised, Expanded};
 pub use info::{span_len, AgentInfo, Info, ProcessInfo, TimeSpan};
 pub use open::{Inputs, OpenOptions, Origin, CACHE_BUDGET_KIB, INDEPENDENT_GROUP, KEEP_OPEN};
 pub use query::{query_output_path, Query, QueryFormat, QueryResult};
-pub use summary::{SummaryFormat, SummaryOptions, SummaryRun};
+pub use summary::{SummaryFormat, SummaryOptions, SummaryRun, MAX_UTILISATION_BINS};
 pub use window::{Selection, Span, WindowRequest};
 
 pub use rocpd_csv::CsvOptions;

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rocpd_model::{AgentIndexMode, Catalog, Result};
+use rocpd_model::{AgentIndexMode, Catalog, Error, Result};
 use rocpd_pipeline::{OutputFile, PathGuard, Progress, RunReport};
 use rocpd_summary::{RegionCategories, RunInfo, Summary, SummaryHandle, SummarySink};
 
@@ -22,7 +22,8 @@ pub struct SummaryOptions {
     pub region_categories: RegionCategories,
     /// Which events count.
     pub selection: Selection,
-    /// Also compute each GPU's busy fraction over this many time bins.
+    /// Also compute each GPU's busy fraction over this many time bins (1 to
+    /// [`MAX_UTILISATION_BINS`]).
     pub utilisation_bins: Option<usize>,
     /// Decode threads.
     pub threads: usize,
@@ -53,6 +54,10 @@ pub struct SummaryRun {
     /// Whether the views per process were computed too.
     pub by_rank: bool,
 }
+
+/// The most time bins of the utilisation timeline: each GPU keeps a counter a bin, and
+/// a page shows no more than a few thousand.
+pub const MAX_UTILISATION_BINS: usize = 100_000;
 
 /// `text` with every character but ASCII letters, digits, `-` and `_` made `_`.
 fn file_safe(text: &str) -> String {
@@ -89,6 +94,13 @@ impl Inputs {
         options: &SummaryOptions,
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<SummaryRun> {
+        if let Some(bins) = options.utilisation_bins {
+            if !(1..=MAX_UTILISATION_BINS).contains(&bins) {
+                return Err(Error::Usage(format!(
+                    "the utilisation timeline takes 1 to {MAX_UTILISATION_BINS} bins, not {bins}"
+                )));
+            }
+        }
         let window = options.selection.resolve(self)?;
         let span = window.or(self.span());
         let handle: SummaryHandle = Default::default();
