@@ -53,6 +53,12 @@ fn time_splits_partition_the_events_and_every_part_stands_alone() {
         ("4", vec!["--split-by", "time", "--split-count", "4"]),
         ("64", vec!["--split-by", "time", "--split-count", "64"]),
         ("d", vec!["--split-by", "time", "--split-duration", "2ms"]),
+        // A window wider than the data: the parts cut the events it holds, not the
+        // window (they all fell into one part).
+        (
+            "w",
+            vec!["--start", "0", "--split-by", "time", "--split-count", "4"],
+        ),
     ] {
         let out = tmp.path().join(format!("split{n}"));
         let parts = run(&ins, &out, &extra);
@@ -84,6 +90,9 @@ fn time_splits_partition_the_events_and_every_part_stands_alone() {
             .map(|v| v.as_u64().unwrap())
             .sum();
         assert_eq!(listed, read);
+        if n == "w" {
+            assert_eq!(parts.len(), 4, "{parts:?}");
+        }
         if n == "4" {
             assert!(parts[0]
                 .file_name()

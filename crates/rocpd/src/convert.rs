@@ -585,7 +585,14 @@ impl Inputs {
         let catalog = self.catalog().clone();
         let report = match split {
             Split::TimeCount(_) | Split::TimeDuration(_) => {
-                let (lo, hi) = window.or(self.span()).unwrap_or((0, 0));
+                // Over the events the window holds: a window wider than the data would
+                // put them all in one of its parts.
+                let (lo, hi) = match (window, self.span()) {
+                    (Some(w), Some(s)) if w.0.max(s.0) <= w.1.min(s.1) => {
+                        (w.0.max(s.0), w.1.min(s.1))
+                    }
+                    (w, s) => w.or(s).unwrap_or((0, 0)),
+                };
                 let cuts = time_cuts(lo, hi, split)?;
                 let mode = SplitMode::Time { cuts };
                 claim_keys(guard, &SplitSink::keys(&mode, &catalog))?;
