@@ -279,7 +279,8 @@ fn prescan_fast<R: Read>(
     }
     loop {
         if s.key()? == TOOL_KEY {
-            if s.peek()? != Some(b'[') {
+            // Given twice, the key is the strict pre-scan's to refuse, with its place.
+            if s.peek()? != Some(b'[') || found.is_some() {
                 return Ok(None);
             }
             let mut metas = Vec::new();
@@ -333,6 +334,14 @@ fn prescan_strict(path: &Path) -> Result<Vec<ProcMeta>> {
             let mut found = None;
             while let Some(key) = map.next_key::<String>()? {
                 if key == TOOL_KEY {
+                    // The readers take object i of every occurrence: two arrays would be
+                    // read as one, processes merged or lost.
+                    if found.is_some() {
+                        return Err(de::Error::custom(format!(
+                            "the {TOOL_KEY:?} key is given twice (its arrays of processes \
+                             cannot be told apart)"
+                        )));
+                    }
                     found = Some(map.next_value_seed(ListSeed)?);
                 } else {
                     map.next_value::<IgnoredAny>()?;
@@ -2412,6 +2421,27 @@ mod tests {
         assert_eq!(i("j"), Ok(None));
         assert!(i("k").unwrap_err().contains("out of range"));
         assert_eq!(b("k"), Ok(Some(-1)));
+    }
+
+    /// A document that gives the tool key twice is refused at the key's place: the readers
+    /// took object i of every occurrence, so processes were merged or lost (D143 review).
+    #[test]
+    fn the_tool_key_given_twice_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = "{\"rocprofiler-sdk-tool\": [{\"metadata\": {\"pid\": 7}}], \
+                    \"rocprofiler-sdk-tool\": [{\"metadata\": {\"pid\": 8}}]}";
+        let path = tmp.path().join("t_results.json");
+        std::fs::write(&path, text).unwrap();
+        let e = prescan(&path).err().expect("an error").to_string();
+        assert!(
+            e.contains("given twice") && e.contains("t_results.json"),
+            "{e}"
+        );
+        assert!(
+            e.contains(&format!("byte offset {}", text.rfind(": [").unwrap() + 1))
+                || e.contains("column"),
+            "{e}"
+        );
     }
 
     /// The pre-scan notes the places a describing read jumps over: the large record
