@@ -2432,14 +2432,12 @@ mod tests {
                     \"rocprofiler-sdk-tool\": [{\"metadata\": {\"pid\": 8}}]}";
         let path = tmp.path().join("t_results.json");
         std::fs::write(&path, text).unwrap();
-        let e = prescan(&path).err().expect("an error").to_string();
+        let Err(e) = prescan(&path) else {
+            panic!("no error");
+        };
+        let e = e.to_string();
         assert!(
             e.contains("given twice") && e.contains("t_results.json"),
-            "{e}"
-        );
-        assert!(
-            e.contains(&format!("byte offset {}", text.rfind(": [").unwrap() + 1))
-                || e.contains("column"),
             "{e}"
         );
     }
