@@ -450,3 +450,51 @@ fn bad_windows_splits_and_filters_are_refused_and_write_nothing() {
         );
     }
 }
+
+/// With `--keep-launches`, a kernel kept for its launch (though it ends past the window)
+/// keeps its counter values: they follow their dispatch, as without the option. They
+/// were judged on their own times and dropped.
+#[test]
+fn counter_values_follow_a_kernel_kept_for_its_launch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/generated/node-00_4000_results.db");
+    let out = tmp.path().join("kl");
+    let refs = [
+        "-i",
+        input.to_str().unwrap(),
+        "-f",
+        "rocpd",
+        "-o",
+        "t",
+        "-d",
+        out.to_str().unwrap(),
+        "--start",
+        "30%",
+        "--end",
+        "31%",
+        "--keep-launches",
+    ];
+    convert_args(&refs);
+    // Counter values per dispatch id, in a database.
+    let per_dispatch = |db: &Path| -> std::collections::BTreeMap<i64, i64> {
+        let c = rusqlite::Connection::open(db).unwrap();
+        let mut st = c
+            .prepare(
+                "SELECT K.dispatch_id, COUNT(P.id) FROM rocpd_kernel_dispatch K \
+                 LEFT JOIN rocpd_pmc_event P ON P.event_id = K.event_id GROUP BY K.dispatch_id",
+            )
+            .unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let whole = per_dispatch(&input);
+    let kept = per_dispatch(&out.join("t_results.db"));
+    assert!(!kept.is_empty());
+    assert!(kept.values().sum::<i64>() > 0, "{kept:?}");
+    for (dispatch, n) in &kept {
+        assert_eq!(Some(n), whole.get(dispatch), "dispatch {dispatch}");
+    }
+}

@@ -391,10 +391,15 @@ impl Filter {
 
     /// The order in which the batches of `chunk` are decided: API calls first, since they
     /// start no later than what they launch, and a kernel in the same chunk must see
-    /// whether its launch was removed.
+    /// whether its launch was removed; counter values last, after the dispatches they
+    /// belong to (which share their times, so their chunk).
     pub(crate) fn order(chunk: &Chunk) -> Vec<usize> {
         let mut order: Vec<usize> = (0..chunk.batches.len()).collect();
-        order.sort_by_key(|&i| !matches!(chunk.batches[i].table, Table::Region | Table::Marker));
+        order.sort_by_key(|&i| match chunk.batches[i].table {
+            Table::Region | Table::Marker => 0,
+            Table::PmcValue => 2,
+            _ => 1,
+        });
         order
     }
 }

@@ -13,9 +13,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
-use rocpd_model::{col, Catalog, EventBatch, Result};
+use rocpd_model::{Catalog, EventBatch, Result};
 use rocpd_pipeline::{Chunk, Stage, TableCounts};
 
 use crate::flows::{self, GroupColumns};
@@ -70,30 +68,27 @@ impl Select {
     ) -> Result<Option<EventBatch>> {
         self.filter
             .decide(b, now, &mut self.filter_keep, &mut self.filter_cut);
-        let starts = b.batch.column(col::START).as_primitive::<Int64Type>();
-        let ends = b.batch.column(col::END).as_primitive::<Int64Type>();
         let groups = GroupColumns::new(b);
+        let n = b.batch.num_rows();
         self.keep.clear();
+        self.keep.resize(n, false);
         self.cut.clear();
+        self.cut.resize(n, false);
         let (mut removed, mut cuts) = (0, 0);
-        for r in 0..b.batch.num_rows() {
-            if !self.filter_keep[r] {
-                self.keep.push(false);
-                self.cut.push(false);
-                continue;
-            }
+        let (filter_keep, filter_cut) = (&self.filter_keep, &self.filter_cut);
+        let (keep, cut) = (&mut self.keep, &mut self.cut);
+        window.decide_batch(
+            b,
+            (0..n).filter(|&r| filter_keep[r]),
             // The filter cleared this row's markers: the window sees it outside any group.
-            let group = if self.filter_cut[r] {
-                None
-            } else {
-                groups.get(r)
-            };
-            let (k, c) = window.decide(starts.value(r), ends.value(r), group);
-            removed += u64::from(!k);
-            cuts += u64::from(c);
-            self.keep.push(k);
-            self.cut.push(self.filter_cut[r] || c);
-        }
+            |r| if filter_cut[r] { None } else { groups.get(r) },
+            |r, k, c| {
+                removed += u64::from(!k);
+                cuts += u64::from(c);
+                keep[r] = k;
+                cut[r] = filter_cut[r] || c;
+            },
+        );
         window.count(b.table.name(), removed, cuts);
         let kept = flows::select(&flows::clear(b, &self.cut)?, &self.keep)?;
         Ok((kept.batch.num_rows() > 0).then_some(kept))
@@ -124,6 +119,7 @@ impl Stage for Select {
         let mut window = window
             .lock()
             .expect("the window is not shared across a panic");
+        window.start_chunk();
         let mut kept: Vec<Option<EventBatch>> = vec![None; chunk.batches.len()];
         for i in Filter::order(&chunk) {
             kept[i] = self.select_batch(&chunk.batches[i], now, &mut window)?;

@@ -3,8 +3,10 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
-use rocpd_model::{col, Catalog, Result};
+use arrow_array::types::{Int64Type, UInt32Type};
+use arrow_array::Array;
+use rocpd_model::hash::FastMap;
+use rocpd_model::{col, Catalog, EventBatch, Result, Table};
 use rocpd_pipeline::{Chunk, Stage, TableCounts};
 
 use crate::flows::{self, Group, GroupColumns};
@@ -24,6 +26,10 @@ pub struct Window {
     keep_groups: bool,
     dropped: TableCounts,
     flows_cut: u64,
+    /// With `keep_groups`: whether each kernel dispatch of the chunk being decided was
+    /// kept, by (source, event id). Its counter values share its times and so its chunk,
+    /// and follow it: a dispatch kept for its launch keeps them too.
+    dispatches: FastMap<(u32, i64), bool>,
 }
 
 impl Window {
@@ -36,6 +42,52 @@ impl Window {
             keep_groups,
             dropped: TableCounts::new(),
             flows_cut: 0,
+            dispatches: FastMap::default(),
+        }
+    }
+
+    /// Starts a chunk: the dispatches of the last one are no longer met.
+    pub(crate) fn start_chunk(&mut self) {
+        self.dispatches.clear();
+    }
+
+    /// The decisions for the rows of `b` (and which kept rows lose their flow markers),
+    /// `group_of(r)` giving row `r`'s flow group, or `None` when the row is to be seen
+    /// outside any. Kernel dispatches are noted, counter values follow theirs (with
+    /// `keep_groups`); decide a chunk's dispatch batches before its counter batches.
+    pub(crate) fn decide_batch(
+        &mut self,
+        b: &EventBatch,
+        rows: impl Iterator<Item = usize>,
+        group_of: impl Fn(usize) -> Option<crate::flows::Group>,
+        mut out: impl FnMut(usize, bool, bool),
+    ) {
+        let starts = b.batch.column(col::START).as_primitive::<Int64Type>();
+        let ends = b.batch.column(col::END).as_primitive::<Int64Type>();
+        let follow = self.keep_groups && matches!(b.table, Table::KernelDispatch | Table::PmcValue);
+        let keys = follow.then(|| {
+            let sources = b.batch.column(col::SOURCE).as_primitive::<UInt32Type>();
+            let events = b
+                .batch
+                .column(b.table.column_index("event_id"))
+                .as_primitive::<Int64Type>();
+            (sources, events)
+        });
+        let key =
+            |r: usize| keys.and_then(|(s, e)| (!e.is_null(r)).then(|| (s.value(r), e.value(r))));
+        for r in rows {
+            let (k, c) = match (b.table, key(r)) {
+                (Table::PmcValue, Some(k)) if self.dispatches.contains_key(&k) => {
+                    (self.dispatches[&k], false)
+                }
+                _ => self.decide(starts.value(r), ends.value(r), group_of(r)),
+            };
+            if b.table == Table::KernelDispatch {
+                if let Some(key) = key(r) {
+                    self.dispatches.insert(key, k);
+                }
+            }
+            out(r, k, c);
         }
     }
 
@@ -101,29 +153,35 @@ impl Stage for Window {
     }
 
     fn apply(&mut self, chunk: Chunk) -> Result<Chunk> {
-        let mut out = Chunk::default();
-        for b in &chunk.batches {
-            let starts = b.batch.column(col::START).as_primitive::<Int64Type>();
-            let ends = b.batch.column(col::END).as_primitive::<Int64Type>();
+        self.start_chunk();
+        let mut kept: Vec<Option<EventBatch>> = vec![None; chunk.batches.len()];
+        for i in crate::filter::Filter::order(&chunk) {
+            let b = &chunk.batches[i];
             let groups = GroupColumns::new(b);
             let n = b.batch.num_rows();
             let mut keep = Vec::with_capacity(n);
             let mut cut = Vec::with_capacity(n);
-            for r in 0..n {
-                let (k, c) = self.decide(starts.value(r), ends.value(r), groups.get(r));
-                keep.push(k);
-                cut.push(c);
-            }
+            self.decide_batch(
+                b,
+                0..n,
+                |r| groups.get(r),
+                |_, k, c| {
+                    keep.push(k);
+                    cut.push(c);
+                },
+            );
             let removed = keep.iter().filter(|&&k| !k).count() as u64;
             let cuts = cut.iter().filter(|&&c| c).count() as u64;
             self.count(b.table.name(), removed, cuts);
             let cleared = flows::clear(b, &cut)?;
-            let kept = flows::select(&cleared, &keep)?;
-            if kept.batch.num_rows() > 0 {
-                out.batches.push(kept);
+            let rows = flows::select(&cleared, &keep)?;
+            if rows.batch.num_rows() > 0 {
+                kept[i] = Some(rows);
             }
         }
-        Ok(out)
+        Ok(Chunk {
+            batches: kept.into_iter().flatten().collect(),
+        })
     }
 
     fn dropped(&self) -> TableCounts {
