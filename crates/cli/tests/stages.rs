@@ -438,6 +438,10 @@ fn bad_windows_splits_and_filters_are_refused_and_write_nothing() {
             "go with --split-by time",
         ),
         (vec!["--start", "200%"], "between 0% and 100%"),
+        (
+            vec!["--split-by", "time", "--split-count", "10001"],
+            "between 1 and 10000 parts",
+        ),
     ] {
         let mut a: Vec<&str> = base.iter().map(String::as_str).collect();
         a.extend_from_slice(&extra);

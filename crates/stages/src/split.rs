@@ -517,6 +517,11 @@ impl Sink for SplitSink {
                 self.finish_child(&k)?;
             }
         }
+        // Time parts a chunk holds before its last are complete once written: every later
+        // row starts after this chunk's rows, so in its last part or a later one. Finished
+        // at once, a chunk that spans many parts holds one open at a time, not all.
+        let time = matches!(self.mode, SplitMode::Time { .. });
+        let last = parts.last().map(|(k, _)| k.ordinal);
         for (key, part) in parts {
             if !self.open.contains_key(&key) {
                 let mut sink = (self.factory)(&key)?;
@@ -543,6 +548,9 @@ impl Sink for SplitSink {
                     .max(e.values().iter().copied().max().unwrap_or(i64::MIN));
             }
             child.sink.write(&part)?;
+            if time && Some(key.ordinal) != last {
+                self.finish_child(&key)?;
+            }
         }
         Ok(())
     }
