@@ -517,6 +517,10 @@ impl Inputs {
                 for o in &report.outputs {
                     remove_output(&o.path);
                 }
+                // The manifest of a split would list files no longer there.
+                if c.split.is_some() {
+                    remove_output(&output_path(&c.dir, &c.name, "manifest.json"));
+                }
                 return Err(e);
             }
         }
@@ -666,7 +670,13 @@ impl Inputs {
                 total.unwrap_or_default()
             }
         };
-        self.write_manifest(&manifest, split, &report)?;
+        // A split is complete only with its manifest: without one, its parts go too.
+        if let Err(e) = self.write_manifest(&manifest, split, &report) {
+            for o in &report.outputs {
+                remove_output(&o.path);
+            }
+            return Err(e);
+        }
         Ok(report)
     }
 
