@@ -350,6 +350,8 @@ impl ConvertArgs {
 enum Slot {
     Ready(Box<rocpd::Inputs>),
     Lent,
+    /// A call panicked with the inputs: they are not given back half-used.
+    Broken,
 }
 
 /// Opened inputs (`rocpd_rs.Inputs` wraps this).
@@ -357,6 +359,20 @@ enum Slot {
 struct Inputs {
     slot: Arc<Mutex<Slot>>,
 }
+
+/// Marks the slot [`Slot::Broken`] when dropped while still armed (by a panic's unwinding).
+struct BrokenOnPanic(Option<Arc<Mutex<Slot>>>);
+
+impl Drop for BrokenOnPanic {
+    fn drop(&mut self) {
+        if let Some(slot) = self.0.take() {
+            *slot.lock().unwrap_or_else(|p| p.into_inner()) = Slot::Broken;
+        }
+    }
+}
+
+const BROKEN: &str =
+    "these inputs are unusable after an internal error in an earlier call; open them again";
 
 const BUSY: &str = "these inputs are busy with another call (from another thread, or one interrupted and still stopping); open them again for a second thread";
 
@@ -370,6 +386,7 @@ impl Inputs {
         match &mut *self.lock() {
             Slot::Ready(i) => f(i),
             Slot::Lent => Err(PyRuntimeError::new_err(BUSY)),
+            Slot::Broken => Err(PyRuntimeError::new_err(BROKEN)),
         }
     }
 
@@ -384,10 +401,17 @@ impl Inputs {
         let mut inputs = match std::mem::replace(&mut *self.lock(), Slot::Lent) {
             Slot::Ready(i) => i,
             Slot::Lent => return Err(PyRuntimeError::new_err(BUSY)),
+            Slot::Broken => {
+                *self.lock() = Slot::Broken;
+                return Err(PyRuntimeError::new_err(BROKEN));
+            }
         };
         let slot = self.slot.clone();
         interruptible(py, move || {
+            // A panic still ends in a state every later call reports, not "busy" forever.
+            let mut broken = BrokenOnPanic(Some(slot.clone()));
             let r = f(&mut inputs);
+            broken.0 = None;
             *slot.lock().unwrap_or_else(|p| p.into_inner()) = Slot::Ready(inputs);
             r
         })
