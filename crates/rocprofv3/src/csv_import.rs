@@ -1208,7 +1208,14 @@ fn import_file(
             header: &header,
         };
         if let (Some(g), Some(gc)) = (guid, header.guid) {
-            if r.text(Some(gc)).trim() != g {
+            let own = r.text(Some(gc));
+            // A row of no process would be in no run: said, not dropped without a word.
+            if own.trim().is_empty() {
+                let m = "an empty guid, in a file whose rows name their process by guid".into();
+                bad_record(&mut rdr, path, &raw, m, opts, report)?;
+                continue;
+            }
+            if own.trim() != g {
                 continue;
             }
         }

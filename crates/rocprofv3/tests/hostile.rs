@@ -527,3 +527,35 @@ fn a_guid_column_that_is_not_a_guid_is_refused_naming_the_column() {
     let (_d, run) = one_run(&[("rocpd-to-csv.csv", &good)]);
     assert!(import_run(&run, &ImportOptions::default()).is_ok());
 }
+
+/// A row with an empty guid, in a `rocpd convert` CSV whose rows name their process by
+/// guid, belongs to no run: it was dropped without a word. It is a bad row now, named;
+/// with `skip_bad_rows` skipped and counted, read directly as imported.
+#[test]
+fn a_row_without_a_guid_is_a_bad_row_not_a_silent_drop() {
+    let guid = "0197c21f-f140-743f-9c16-9f3fc5986769";
+    let row = |g: &str, corr: u64| {
+        format!(
+            "\"{g}\",\"HIP_COMPILER_API_EXT\",\"__hipRegisterFatBinary\",137,137,{corr},3719662243949943,3719662243977763\n"
+        )
+    };
+    let csv = format!(
+        "\"Guid\",\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n{}{}{}",
+        row(guid, 1),
+        row("", 2),
+        row(guid, 3)
+    );
+    let (_d, run) = one_run(&[("rocpd-to-csv.csv", &csv)]);
+    let e = err_of(&run, &ImportOptions::default());
+    assert!(
+        e.contains("rocpd-to-csv.csv: line 3") && e.contains("empty guid"),
+        "{e}"
+    );
+    let imp = import_run(&run, &skip()).unwrap();
+    assert_eq!(imp.report.skipped_rows, 1);
+    assert_eq!(imp.reader_counts()["region"], 2);
+    let direct = rocpd_rocprofv3::DirectRunSource::open(&run, &skip())
+        .unwrap()
+        .expect("read directly");
+    assert_eq!(direct.skipped_rows(), 1);
+}
