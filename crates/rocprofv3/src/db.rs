@@ -224,7 +224,7 @@ pub(crate) struct Agents {
     from_table: bool,
     /// JSON agent handles → agent id (looked up for every kernel and counter record).
     handles: FastMap<i64, i64>,
-    /// Synthesized ids of typed references without an agent table.
+    /// The agent each typed reference resolved to first (synthesized, or found).
     typed: FastMap<(&'static str, i64), i64>,
     /// The rows by (logical index, id) and by (type, type index, id), so that a
     /// reference is resolved without a scan of every agent: an input naming a new agent
@@ -294,13 +294,20 @@ impl Agents {
                 .filter(|(l, _)| *l == n)
                 .map(|(_, id)| *id),
             AgentRef::Bare(n) => self.rows.contains_key(&n).then_some(n),
-            AgentRef::Typed(t, n) => self
-                .by_type
-                .range((t, n, i64::MIN)..)
-                .next()
-                .filter(|(tt, nn, _)| *tt == t && *nn == n)
-                .map(|(_, _, id)| *id)
-                .or_else(|| self.typed.get(&(t, n)).copied()),
+            // A typed reference keeps the agent it first resolved to: agents synthesized
+            // later can change type (GPU evidence over CPU) and take the type index
+            // first, and a stream that resolves against the run's final agents must give
+            // what the import gave as the agents grew.
+            AgentRef::Typed(t, n) => self.typed.get(&(t, n)).copied().or_else(|| {
+                let id = self
+                    .by_type
+                    .range((t, n, i64::MIN)..)
+                    .next()
+                    .filter(|(tt, nn, _)| *tt == t && *nn == n)
+                    .map(|(_, _, id)| *id)?;
+                self.typed.insert((t, n), id);
+                Some(id)
+            }),
         };
         let (id, logical) = match (found, r) {
             (Some(id), _) => (id, None),
@@ -1329,8 +1336,13 @@ mod tests {
     use super::*;
 
     /// What a scan of every agent in id order finds for `r` (how references were
-    /// resolved before the indexes).
+    /// resolved before the indexes), a typed reference resolved before keeping its agent.
     fn scanned(agents: &Agents, r: AgentRef) -> Option<i64> {
+        if let AgentRef::Typed(t, n) = r {
+            if let Some(&id) = agents.typed.get(&(t, n)) {
+                return Some(id);
+            }
+        }
         match r {
             AgentRef::Logical(n) => agents.rows().find(|a| a.logical_index == Some(n)),
             AgentRef::Bare(n) => agents.rows().find(|a| a.id == n),

@@ -2307,3 +2307,36 @@ fn runs_read_directly_write_the_database_their_import_writes() {
         assert!(events(&counts), "{counts:?}");
     }
 }
+
+/// A typed agent reference keeps the agent it first resolved to. `"CPU 0"` makes a
+/// synthesized CPU agent, `"GPU 0"` another, `"0"` then gives the first GPU evidence (a
+/// kernel ran there) and type index 0: resolved against the final agents, the second
+/// `"GPU 0"` dispatch read directly named another agent than its import.
+#[test]
+fn a_typed_agent_reference_keeps_its_first_agent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut kernels, mut counters) = (Vec::new(), Vec::new());
+    for (k, agent) in [(1i64, "CPU 0"), (2, "GPU 0"), (3, "0"), (4, "GPU 0")] {
+        let start = 1_000_000 + k * 1000;
+        let d = Dispatch {
+            agent,
+            id: k,
+            correlation: k,
+            kernel: "kern",
+            start,
+            end: start + 700,
+        };
+        kernels.push(d.kernel_row());
+        if k == 1 {
+            counters.push(d.counter_row(15606, 1.0));
+        }
+    }
+    let (kernels, counters) = (strs(&kernels), strs(&counters));
+    csv_run_as_imported(
+        &tmp.path().join("typed"),
+        &[
+            ("5_kernel_trace.csv", KERNEL_HEADER, &kernels[..]),
+            ("5_counter_collection.csv", COUNTER_HEADER, &counters[..]),
+        ],
+    );
+}
