@@ -544,6 +544,19 @@ fn a_window_marker_with_a_text_time_is_refused_naming_it() {
     assert!(files_in(&out).is_empty());
 }
 
+/// Rebuilds table `base` of `c` from a copy of its rows (`old_rows`): `make(name)` gives the
+/// SQL that creates it again. Returns the table's full name.
+fn rebuild(c: &Connection, base: &str, make: impl Fn(&str) -> String) -> String {
+    let t = table(c, base);
+    c.execute_batch(&format!(
+        "PRAGMA foreign_keys = OFF; CREATE TABLE old_rows AS SELECT * FROM \"{t}\"; \
+         DROP TABLE \"{t}\"; {} DROP TABLE old_rows;",
+        make(&t)
+    ))
+    .unwrap();
+    t
+}
+
 /// Tables whose SQL the streams would read wrong without a word are refused at open,
 /// naming the table: a column named rowid (rows dropped or repeated), a WITHOUT ROWID
 /// event table, and a joined table with an id given twice (rows repeated).
@@ -555,46 +568,39 @@ fn tables_that_would_drop_or_repeat_rows_are_refused() {
         (
             "rowid.db",
             |c| {
-                let k = table(c, "rocpd_kernel_dispatch");
-                c.execute_batch(&format!(
-                    "PRAGMA foreign_keys = OFF; CREATE TABLE k_rows AS SELECT * FROM \"{k}\"; DROP TABLE \"{k}\"; \
-                     CREATE TABLE \"{k}\" AS SELECT *, CASE WHEN id % 2 = 1 THEN id END AS rowid \
-                       FROM k_rows; DROP TABLE k_rows;"
-                ))
-                .unwrap();
-                k
+                rebuild(c, "rocpd_kernel_dispatch", |k| {
+                    format!(
+                        "CREATE TABLE \"{k}\" AS SELECT *, CASE WHEN id % 2 = 1 THEN id END AS rowid \
+                         FROM old_rows;"
+                    )
+                })
             },
             "column named rowid",
         ),
         (
             "without.db",
             |c| {
-                let m = table(c, "rocpd_memory_copy");
-                c.execute_batch(&format!(
-                    "PRAGMA foreign_keys = OFF; CREATE TABLE copy_rows AS SELECT * FROM \"{m}\"; DROP TABLE \"{m}\"; \
-                     CREATE TABLE \"{m}\" (id INTEGER PRIMARY KEY, guid, nid, pid, tid, start, \"end\", \
-                       name_id, dst_agent_id, dst_address, src_agent_id, src_address, size, queue_id, \
-                       stream_id, region_name_id, event_id, extdata) WITHOUT ROWID; \
-                     INSERT INTO \"{m}\" SELECT id, guid, nid, pid, tid, start, \"end\", name_id, \
-                       dst_agent_id, dst_address, src_agent_id, src_address, size, queue_id, stream_id, \
-                       region_name_id, event_id, extdata FROM copy_rows; DROP TABLE copy_rows;"
-                ))
-                .unwrap();
-                m
+                rebuild(c, "rocpd_memory_copy", |m| {
+                    let cols = "id, guid, nid, pid, tid, start, \"end\", name_id, dst_agent_id, \
+                                dst_address, src_agent_id, src_address, size, queue_id, stream_id, \
+                                region_name_id, event_id, extdata";
+                    format!(
+                        "CREATE TABLE \"{m}\" ({}) WITHOUT ROWID; \
+                         INSERT INTO \"{m}\" SELECT {cols} FROM old_rows;",
+                        cols.replacen("id,", "id INTEGER PRIMARY KEY,", 1)
+                    )
+                })
             },
             "WITHOUT ROWID",
         ),
         (
             "twice.db",
             |c| {
-                let ks = table(c, "rocpd_info_kernel_symbol");
-                c.execute_batch(&format!(
-                    "PRAGMA foreign_keys = OFF; CREATE TABLE ks_rows AS SELECT * FROM \"{ks}\"; DROP TABLE \"{ks}\"; \
-                     CREATE TABLE \"{ks}\" AS SELECT * FROM ks_rows UNION ALL SELECT * FROM ks_rows; \
-                     DROP TABLE ks_rows;"
-                ))
-                .unwrap();
-                ks
+                rebuild(c, "rocpd_info_kernel_symbol", |ks| {
+                    format!(
+                        "CREATE TABLE \"{ks}\" AS SELECT * FROM old_rows UNION ALL SELECT * FROM old_rows;"
+                    )
+                })
             },
             "is given more than once",
         ),
