@@ -318,6 +318,42 @@ fn a_table_reader_with_rules_clears_launch_marks_as_a_conversion_does() {
     assert_eq!(chunked, want);
 }
 
+/// With `keep_groups`, counter values follow their dispatches (D144): a reader of the
+/// counter table alone reads the dispatches through the window too, and gives what a
+/// run over every table keeps.
+#[test]
+fn a_counter_reader_with_kept_launches_keeps_what_every_table_keeps() {
+    let inputs = vec![Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/generated/node-00_4000_results.db")];
+    let mut opened = Inputs::open(&inputs, &Default::default()).unwrap();
+    let options = EventOptions {
+        selection: rocpd::Selection {
+            window: rocpd::WindowRequest {
+                start: Some("30%".into()),
+                end: Some("31%".into()),
+                keep_groups: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut want = 0;
+    for chunk in opened.chunks(&options).unwrap() {
+        for b in &chunk.unwrap().batches {
+            if b.table == Table::PmcValue {
+                want += b.batch.num_rows();
+            }
+        }
+    }
+    let mut got = 0;
+    for b in opened.events(Table::PmcValue, &options).unwrap() {
+        got += b.unwrap().num_rows();
+    }
+    assert!(want > 0);
+    assert_eq!(got, want);
+}
+
 #[test]
 fn a_window_refuses_a_time_and_a_marker_for_the_same_end() {
     let tmp = tempfile::tempdir().unwrap();

@@ -107,6 +107,10 @@ impl Stage for Select {
 
     fn needs_every_table(&self) -> bool {
         self.filter.needs_every_table()
+            || self
+                .window
+                .lock()
+                .is_ok_and(|w| rocpd_pipeline::Stage::needs_every_table(&*w))
     }
 
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {

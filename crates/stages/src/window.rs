@@ -130,6 +130,12 @@ impl Window {
 }
 
 impl Stage for Window {
+    /// With `keep_groups`, counter values follow their dispatches' decisions: a run that
+    /// wants counter values must read the dispatches through the window too.
+    fn needs_every_table(&self) -> bool {
+        self.keep_groups
+    }
+
     fn projection(&self) -> rocpd_model::Projection {
         // Rules and windows read names, ids and times, never the JSON text columns.
         rocpd_model::Projection::without_json_text()
