@@ -515,17 +515,9 @@ impl Database {
                 };
                 let mut st = self.conn.prepare(&q).map_err(err)?;
                 // Times converted as the streams convert them, and refused as they are.
-                let time = |r: &rusqlite::Row<'_>,
-                            i: usize|
-                 -> rusqlite::Result<std::result::Result<i64, String>> {
-                    let v = r.get_ref(i)?;
-                    Ok(match v {
-                        rusqlite::types::ValueRef::Text(_) | rusqlite::types::ValueRef::Blob(_) => {
-                            Err("a time stored as text or a blob: times must be integers".into())
-                        }
-                        v => value::to_i64(v)
-                            .and_then(|t| t.ok_or_else(|| "a marker without a time".to_string())),
-                    })
+                let time = |r: &rusqlite::Row<'_>, i: usize| -> rusqlite::Result<_> {
+                    Ok(value::to_time(r.get_ref(i)?)
+                        .and_then(|t| t.ok_or_else(|| "a marker without a time".to_string())))
                 };
                 let rows = st
                     .query_map([text], |r| Ok((time(r, 0)?, time(r, 1)?)))

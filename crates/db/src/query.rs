@@ -9,7 +9,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Rows, Statement};
 
 use crate::ids::Ids;
-use crate::value::{append, to_i64};
+use crate::value::{append, to_i64, to_time};
 use crate::TableSet;
 
 /// The flow-group time aggregates, from the links table `F`, for two-ended groups only.
@@ -734,16 +734,8 @@ impl RowStream<'_> {
                     });
                 }
             }
-            // SQLite sorts text after every number: a time stored as text would come out
-            // of start order (and text past i64 would read as a negative time).
-            let text_time = (i == col::START || i == col::END)
-                && matches!(v, ValueRef::Text(_) | ValueRef::Blob(_));
-            let appended = if text_time {
-                Err(
-                    "a time stored as text or a blob, which SQLite sorts after every number: \
-                     times must be integers"
-                        .to_string(),
-                )
+            let appended = if i == col::START || i == col::END {
+                to_time(v).and_then(|_| append(self.builder.column(i), v, spec.nullable))
             } else {
                 append(self.builder.column(i), v, spec.nullable)
             };

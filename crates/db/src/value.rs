@@ -40,6 +40,20 @@ pub(crate) fn to_i64(v: ValueRef<'_>) -> Result<Option<i64>, String> {
     }
 }
 
+/// Converts a time (`start`, `end`): as [`to_i64`], but text and blobs are refused. SQLite
+/// sorts them after every number, so rows holding them would come out of time order (and
+/// text past `i64` would read as a negative time).
+pub(crate) fn to_time(v: ValueRef<'_>) -> Result<Option<i64>, String> {
+    match v {
+        ValueRef::Text(_) | ValueRef::Blob(_) => Err(
+            "a time stored as text or a blob, which SQLite sorts after every number: \
+             times must be integers"
+                .into(),
+        ),
+        v => to_i64(v),
+    }
+}
+
 /// Converts to a float.
 pub(crate) fn to_f64(v: ValueRef<'_>) -> Result<Option<f64>, String> {
     match v {

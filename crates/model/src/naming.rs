@@ -1,5 +1,6 @@
 //! Names users of AMD's `rocpd` tools know: the short category names its Perfetto and
-//! OTF2 outputs use, and the names of memory-allocation operations.
+//! OTF2 outputs use, and the names of memory-allocation operations; and the one rule by
+//! which text from an input becomes part of a file name.
 
 use std::borrow::Cow;
 
@@ -59,6 +60,20 @@ pub fn allocation_operation(kind: &str, level: Option<&str>) -> Cow<'static, str
         (_, "FREE") => "MEMORY_ALLOCATION_FREE".into(),
         (l, k) => format!("MEMORY_ALLOCATION_{l}_{k}").into(),
     }
+}
+
+/// `text` as part of a file name: every character but ASCII letters, digits, `-` and `_`
+/// (and `.` with `dots`) becomes `_`, so that no text from an input can name a path.
+pub fn file_safe(text: &str, dots: bool) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || (dots && c == '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

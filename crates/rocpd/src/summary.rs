@@ -59,19 +59,6 @@ pub struct SummaryRun {
 /// a page shows no more than a few thousand.
 pub const MAX_UTILISATION_BINS: usize = 100_000;
 
-/// `text` with every character but ASCII letters, digits, `-` and `_` made `_`.
-fn file_safe(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 /// The files a summary can be written as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SummaryFormat {
@@ -186,7 +173,7 @@ impl Inputs {
                 }
                 // A view may be named after a category of the input: only its letters,
                 // digits, `-` and `_` go into the file name, never a path.
-                let view = file_safe(&view);
+                let view = rocpd_model::naming::file_safe(&view, false);
                 let file = if name.is_empty() {
                     format!("{view}.{ext}")
                 } else {

@@ -136,17 +136,9 @@ impl Drop for SplitSink {
     }
 }
 
-/// A file-name-safe version of `s`.
+/// A file-name-safe version of `s` (dots kept: host names).
 fn safe(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    rocpd_model::naming::file_safe(s, true)
 }
 
 impl SplitSink {

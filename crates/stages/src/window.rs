@@ -76,16 +76,16 @@ impl Window {
         let key =
             |r: usize| keys.and_then(|(s, e)| (!e.is_null(r)).then(|| (s.value(r), e.value(r))));
         for r in rows {
-            let (k, c) = match (b.table, key(r)) {
-                (Table::PmcValue, Some(k)) if self.dispatches.contains_key(&k) => {
-                    (self.dispatches[&k], false)
-                }
-                _ => self.decide(starts.value(r), ends.value(r), group_of(r)),
+            let key = key(r);
+            let followed = key
+                .filter(|_| b.table == Table::PmcValue)
+                .and_then(|k| self.dispatches.get(&k).copied());
+            let (k, c) = match followed {
+                Some(k) => (k, false),
+                None => self.decide(starts.value(r), ends.value(r), group_of(r)),
             };
-            if b.table == Table::KernelDispatch {
-                if let Some(key) = key(r) {
-                    self.dispatches.insert(key, k);
-                }
+            if let Some(key) = key.filter(|_| b.table == Table::KernelDispatch) {
+                self.dispatches.insert(key, k);
             }
             out(r, k, c);
         }
