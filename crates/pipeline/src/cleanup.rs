@@ -102,8 +102,14 @@ pub fn registered() -> Vec<PathBuf> {
 /// Removes every registered temporary file and directory (for a front about to exit
 /// without unwinding).
 pub fn remove_registered() {
+    remove_registered_where(|_| true);
+}
+
+/// [`remove_registered`] limited to the paths `chosen` picks: the tests run in one process
+/// and must not remove each other's files.
+fn remove_registered_where(chosen: impl Fn(&Path) -> bool) {
     let _commit_done = COMMITTING.lock().unwrap_or_else(|e| e.into_inner());
-    for p in registered() {
+    for p in registered().into_iter().filter(|p| chosen(p)) {
         match p.symlink_metadata() {
             Ok(m) if m.is_dir() => {
                 let _ = std::fs::remove_dir_all(&p);
@@ -130,7 +136,7 @@ mod tests {
         }
         assert!(!registered().contains(&p));
         let r = Registered::new(&p);
-        remove_registered();
+        remove_registered_where(|q| q == p);
         assert!(!p.exists());
         drop(r);
     }
@@ -141,7 +147,8 @@ mod tests {
         std::fs::write(&p, b"x").unwrap();
         let r = Registered::new(&p);
         let commit = committing();
-        let cleaner = std::thread::spawn(remove_registered);
+        let mine = p.clone();
+        let cleaner = std::thread::spawn(move || remove_registered_where(|q| q == mine));
         std::thread::sleep(std::time::Duration::from_millis(200));
         // Still there while the commit runs; gone once it ends.
         assert!(p.exists());
