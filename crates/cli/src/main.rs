@@ -582,7 +582,7 @@ fn run_query(args: QueryArgs, quiet: bool) -> Result<()> {
             .clone()
             .unwrap_or_else(|| PathBuf::from("./rocpd-output-data"));
         let name = args.output_file.as_deref().unwrap_or("out");
-        let path = rocpd::query_output_path(&dir, name, query.format);
+        let path = rocpd::query_output_path(&dir, name, query.format)?;
         inputs.query_to_file(&query, &path)?
     } else {
         let mut stdout = out::Stdout::new();

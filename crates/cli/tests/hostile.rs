@@ -122,6 +122,37 @@ fn an_output_never_replaces_its_input() {
     );
 }
 
+/// A `..` after an output directory that does not exist yet leads back to the input's
+/// directory; an output name with a directory in it would leave `-d`. Both are refused
+/// before anything is written.
+#[test]
+fn dot_dot_paths_and_names_with_directories_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let input = db_named(dir, "in.db");
+    let before = std::fs::read(&input).unwrap();
+    let i = input.to_str().unwrap();
+    let new_up = dir.join("new/..");
+    let up = new_up.to_str().unwrap();
+    // `merge` names its output `<DIR>/<NAME>.db`: `new/../in.db` is the input.
+    let o = rocpd(&["merge", "-q", "-i", i, "-d", up, "-o", "in"]);
+    refused(&o, "would replace the input");
+    let d = dir.to_str().unwrap();
+    for name in ["../in", "sub/../in", "/abs/x", "..", "."] {
+        for cmd in [
+            vec!["merge", "-q", "-i", i, "-d", d, "-o", name],
+            vec!["convert", "-q", "-i", i, "-f", "csv", "-d", d, "-o", name],
+            vec!["summary", "-q", "-i", i, "-f", "csv", "-d", d, "-o", name],
+        ] {
+            let o = rocpd(&cmd);
+            refused(&o, "the output name (-o)");
+        }
+    }
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+    let names: Vec<PathBuf> = files_in(dir);
+    assert_eq!(names, std::slice::from_ref(&input), "only the input is left");
+}
+
 /// A keyed split meets keys the catalog did not predict (rows of a process it does not
 /// list): their parts are claimed when met, so one named like an input is refused, not
 /// written over it.

@@ -62,6 +62,25 @@ pub fn allocation_operation(kind: &str, level: Option<&str>) -> Cow<'static, str
     }
 }
 
+/// Refuses an output name (`-o`) that would put files outside the output directory: one
+/// with a `/` (`../x`, `/abs/x`, `sub/x`), `.` or `..`. An output name is a prefix of
+/// file names; directories belong in the output directory.
+pub fn check_output_name(name: &str) -> crate::Result<()> {
+    let bad = if name.contains('/') || name.contains('\0') {
+        Some("holds a path separator or a NUL byte")
+    } else if name == "." || name == ".." {
+        Some("is a directory name")
+    } else {
+        None
+    };
+    match bad {
+        Some(why) => Err(crate::Error::Usage(format!(
+            "the output name (-o) {name:?} {why}: it is a file name prefix inside the output directory (-d); put directories in -d"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `text` as part of a file name: every character but ASCII letters, digits, `-` and `_`
 /// (and `.` with `dots`) becomes `_`, so that no text from an input can name a path.
 pub fn file_safe(text: &str, dots: bool) -> String {
@@ -79,6 +98,17 @@ pub fn file_safe(text: &str, dots: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_names_never_leave_the_output_directory() {
+        for bad in ["../in", "/tmp/x", "sub/x", ".", "..", "a\0b", "x/"] {
+            let e = check_output_name(bad).unwrap_err().to_string();
+            assert!(e.contains("-o") && e.contains("-d"), "{bad}: {e}");
+        }
+        for good in ["", "out", ".hidden", "..x", "a.b", "trace_2024"] {
+            check_output_name(good).unwrap();
+        }
+    }
 
     #[test]
     fn categories_map_like_rocpd() {

@@ -23,7 +23,10 @@ fn file_id(path: &Path) -> Option<FileId> {
 /// The canonical form of a path that may not exist yet: its parent canonicalised (when it
 /// exists) joined with its own name. The last component is not followed, since outputs are
 /// renamed into place (a symlink there is replaced, not written through); the inode
-/// check catches a path that resolves to an input all the same.
+/// check catches a path that resolves to an input all the same. A `..` after a directory
+/// that does not exist yet goes back up by name: the run creates that directory as a
+/// plain one, so `new/..` is where `new` is made (`-d new/.. -o in` is the input's own
+/// directory).
 fn canonical_of(path: &Path) -> PathBuf {
     if let Ok(c) = std::fs::canonicalize(path) {
         return c;
@@ -33,8 +36,12 @@ fn canonical_of(path: &Path) -> PathBuf {
     } else {
         std::env::current_dir().unwrap_or_default().join(path)
     };
-    match (abs.parent(), abs.file_name()) {
-        (Some(parent), Some(name)) => canonical_of(parent).join(name),
+    match (abs.parent(), abs.components().next_back()) {
+        (Some(parent), Some(std::path::Component::ParentDir)) => {
+            let up = canonical_of(parent);
+            up.parent().map(Path::to_path_buf).unwrap_or(up)
+        }
+        (Some(parent), Some(std::path::Component::Normal(name))) => canonical_of(parent).join(name),
         _ => abs,
     }
 }
@@ -133,7 +140,17 @@ mod tests {
         std::os::unix::fs::symlink(&input, &soft).unwrap();
         std::fs::create_dir(dir.join("sub")).unwrap();
         let mut g = PathGuard::new(&[&input]);
-        for p in [&input, &hard, &soft, &dir.join("sub/../a.db"), &dir] {
+        // `new` does not exist: the run would create it, and `new/..` is `dir`.
+        for p in [
+            &input,
+            &hard,
+            &soft,
+            &dir.join("sub/../a.db"),
+            &dir,
+            &dir.join("new/../a.db"),
+            &dir.join("new/deeper/../../a.db"),
+            &dir.join("new/.."),
+        ] {
             let e = g.claim(p).unwrap_err().to_string();
             assert!(e.contains("a.db"), "{e}");
         }

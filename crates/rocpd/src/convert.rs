@@ -214,6 +214,7 @@ impl Conversion {
         if self.formats.is_empty() {
             return Err(Error::Usage("no output format given".into()));
         }
+        rocpd_model::naming::check_output_name(&self.name)?;
         if self.csv.stats && !self.formats.contains(&Format::Csv) {
             return Err(Error::Usage(
                 "--stats writes CSV files; it goes with -f csv".into(),

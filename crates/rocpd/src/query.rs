@@ -83,14 +83,16 @@ pub struct QueryResult {
     pub file: Option<PathBuf>,
 }
 
-/// `<dir>/<name>`, with `.<ext>` of `format` appended unless `name` already ends with it.
-pub fn query_output_path(dir: &Path, name: &str, format: QueryFormat) -> PathBuf {
+/// `<dir>/<name>`, with `.<ext>` of `format` appended unless `name` already ends with it;
+/// a name that would leave `dir` (`../x`, `/x`, `sub/x`) is refused.
+pub fn query_output_path(dir: &Path, name: &str, format: QueryFormat) -> Result<PathBuf> {
+    rocpd_model::naming::check_output_name(name)?;
     let ext = format!(".{}", format.ext());
-    if name.to_ascii_lowercase().ends_with(&ext) {
+    Ok(if name.to_ascii_lowercase().ends_with(&ext) {
         dir.join(name)
     } else {
         dir.join(format!("{name}{ext}"))
-    }
+    })
 }
 
 /// The temporary merged database a query reads, removed when dropped.

@@ -139,6 +139,7 @@ impl Inputs {
                 formats.push(*f);
             }
         }
+        rocpd_model::naming::check_output_name(name)?;
         let mut guard = PathGuard::new(self.files());
         let mut console = String::new();
         let mut pending: Vec<(PathBuf, String)> = Vec::new();
