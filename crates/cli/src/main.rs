@@ -626,8 +626,10 @@ fn handle_signals() {
     std::thread::spawn(move || {
         let force = |sig: i32| -> ! {
             rocpd::cleanup::remove_registered();
+            // The forced cleanup waited for a commit in progress; what it committed stays.
             out::stderr_line(&format!(
-                "rocpd: interrupted by signal {sig}; temporary files removed"
+                "rocpd: interrupted by signal {sig}; temporary files removed{}",
+                kept_note()
             ));
             std::process::exit(128 + sig)
         };
@@ -644,6 +646,15 @@ fn handle_signals() {
             });
         }
     });
+}
+
+/// What an interrupted run says about a dataset it had committed to already.
+fn kept_note() -> &'static str {
+    if rocpd::cleanup::committed_shared() {
+        " (the run had been committed to the dataset it appends to: its rows there stay, whole)"
+    } else {
+        ""
+    }
 }
 
 fn main() -> ExitCode {
@@ -670,12 +681,13 @@ fn main() -> ExitCode {
             match interrupted {
                 Some(sig) => {
                     out::stderr_line(&format!(
-                        "rocpd: interrupted{}; temporary files removed",
+                        "rocpd: interrupted{}; temporary files removed{}",
                         if sig > 0 {
                             format!(" by signal {sig}")
                         } else {
                             String::new()
-                        }
+                        },
+                        kept_note()
                     ));
                     ExitCode::from(u8::try_from(128 + sig).unwrap_or(130))
                 }

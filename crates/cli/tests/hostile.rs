@@ -150,7 +150,11 @@ fn dot_dot_paths_and_names_with_directories_are_refused() {
     }
     assert_eq!(std::fs::read(&input).unwrap(), before);
     let names: Vec<PathBuf> = files_in(dir);
-    assert_eq!(names, std::slice::from_ref(&input), "only the input is left");
+    assert_eq!(
+        names,
+        std::slice::from_ref(&input),
+        "only the input is left"
+    );
 }
 
 /// A keyed split meets keys the catalog did not predict (rows of a process it does not

@@ -115,3 +115,140 @@ fn append_goes_with_parquet_only() {
     assert!(stderr(&o).contains("go with -f parquet"), "{}", stderr(&o));
     assert!(!out.exists());
 }
+
+/// The run files (`_runs/*.json`) of a dataset: one per committed run.
+fn runs_of(dataset: &std::path::Path) -> usize {
+    std::fs::read_dir(dataset.join("_runs"))
+        .map(|r| r.count())
+        .unwrap_or(0)
+}
+
+/// A split appending to datasets that fails at a later part (its dataset is a foreign
+/// directory) commits none of its parts, and never removes a dataset earlier runs wrote.
+#[test]
+fn a_failed_split_append_commits_nothing_and_removes_no_dataset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ranks = generate(&tmp.path().join("gen"), 22, 2, 30);
+    let lake = tmp.path().join("lake");
+    let d = lake.to_str().unwrap();
+    let split = [
+        "-f",
+        "parquet",
+        "--split-by",
+        "time",
+        "--split-count",
+        "4",
+        "--append",
+        "-o",
+        "s",
+        "-d",
+        d,
+    ];
+    let first = ranks[0].to_str().unwrap();
+    let o = rocpd(&[&["convert", "-q", "-i", first][..], &split[..]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let parts: Vec<_> = (1..=4)
+        .map(|k| lake.join(format!("s_results.part-{k:03}_of_004.parquet")))
+        .collect();
+    for p in &parts {
+        assert_eq!(runs_of(p), 1, "{}", p.display());
+    }
+    // The third part's dataset is replaced by a directory that is not a dataset.
+    std::fs::remove_dir_all(&parts[2]).unwrap();
+    std::fs::create_dir(&parts[2]).unwrap();
+    std::fs::write(parts[2].join("notes.txt"), b"mine").unwrap();
+    let second = ranks[1].to_str().unwrap();
+    let o = rocpd(&[&["convert", "-q", "-i", second][..], &split[..]].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("part-003_of_004"), "{}", stderr(&o));
+    for (k, p) in parts.iter().enumerate() {
+        if k == 2 {
+            assert_eq!(std::fs::read(p.join("notes.txt")).unwrap(), b"mine");
+        } else {
+            // The first run's rows are all there, and nothing of the failed run.
+            assert_eq!(runs_of(p), 1, "{}", p.display());
+            let staging = std::fs::read_dir(p.join("_staging")).map(|r| r.count());
+            assert!(staging.unwrap_or(0) == 0, "{}: staging left", p.display());
+        }
+    }
+}
+
+/// When one output of a run fails as it finishes, the outputs finished before it go too.
+#[test]
+fn a_failed_output_takes_the_finished_ones_with_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ranks = generate(&tmp.path().join("gen"), 23, 1, 5);
+    let out = tmp.path().join("out");
+    // A directory where a CSV output goes: its rename fails at the end.
+    std::fs::create_dir_all(out.join("x_kernel_trace.csv")).unwrap();
+    let o = rocpd(&[
+        "convert",
+        "-q",
+        "-i",
+        ranks[0].to_str().unwrap(),
+        "-f",
+        "otf2",
+        "pftrace",
+        "csv",
+        "-o",
+        "x",
+        "-d",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["x_kernel_trace.csv"], "only the obstacle is left");
+}
+
+/// A symbolic link planted inside a dataset (a partition directory pointing elsewhere) is
+/// refused: the run writes nothing through it, and commits nothing.
+#[test]
+fn an_append_never_writes_through_a_link_in_the_dataset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ranks = generate(&tmp.path().join("gen"), 24, 2, 5);
+    let lake = tmp.path().join("lake");
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let append = |rank: &std::path::Path| {
+        rocpd(&[
+            "convert",
+            "-q",
+            "-i",
+            rank.to_str().unwrap(),
+            "-f",
+            "parquet",
+            "--append",
+            "--table-format",
+            "delta",
+            "-o",
+            "x",
+            "-d",
+            lake.to_str().unwrap(),
+        ])
+    };
+    let o = append(&ranks[0]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dataset = lake.join("x_results.parquet");
+    let kernels = dataset.join("kernels");
+    let moved = tmp.path().join("kernels-moved");
+    std::fs::rename(&kernels, &moved).unwrap();
+    std::os::unix::fs::symlink(&outside, &kernels).unwrap();
+    let o = append(&ranks[1]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("symbolic link"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    assert_eq!(runs_of(&dataset), 1);
+    let logs = |t: &str| {
+        std::fs::read_dir(dataset.join(t).join("_delta_log"))
+            .unwrap()
+            .count()
+    };
+    assert_eq!(
+        logs("api_calls"),
+        1,
+        "no table got the refused run's commit"
+    );
+}

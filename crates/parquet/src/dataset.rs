@@ -452,6 +452,25 @@ fn summarize(desc: &Descriptor, runs: &BTreeMap<String, Value>) -> Value {
     })
 }
 
+/// Refuses a symbolic link at `root/<rel>` or on the way there: a dataset other users
+/// write to could hold one planted to send this run's files outside the output directory.
+pub(crate) fn refuse_links(root: &Path, rel: &Path) -> Result<()> {
+    let mut at = root.to_path_buf();
+    for c in rel.components() {
+        at.push(c);
+        if at
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return Err(Error::output(
+                &at,
+                "is a symbolic link inside the dataset; a run never writes through one",
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -406,6 +406,17 @@ struct RunFile {
 }
 
 impl Sink for ParquetSink {
+    fn commits_shared(&self) -> bool {
+        self.opts.append
+    }
+
+    fn seal(&mut self) -> Result<()> {
+        match self.state.as_mut() {
+            Some(st) => st.files.close_all(),
+            None => Ok(()),
+        }
+    }
+
     fn needs_time_order(&self) -> bool {
         // Every part file is sorted on its own (a row out of order starts a new part), so
         // inputs can come a group at a time: a new part per table for each group.
@@ -492,6 +503,7 @@ impl Sink for ParquetSink {
         st.files.close_all()?;
         let mut report = OutputReport {
             path: self.dir.clone(),
+            shared: self.opts.append,
             ..Default::default()
         };
         let mut span: Option<(i64, i64)> = None;
@@ -631,6 +643,17 @@ impl Sink for ParquetSink {
             dataset::refuse_known_sources(&self.root, &guids)?;
         }
         let runs_dir = self.root.join(dataset::RUNS);
+        // Every place the commit writes, checked before its first step.
+        dataset::refuse_links(&self.root, Path::new(dataset::RUNS))?;
+        for f in &run_files {
+            dataset::refuse_links(&self.root, Path::new(&f.rel))?;
+        }
+        if self.opts.table_format == TableFormat::Delta {
+            let tables = Table::ALL.iter().map(|&t| table_dir(t));
+            for name in tables.chain(dim_schemas.iter().map(|(n, _)| *n)) {
+                dataset::refuse_links(&self.root, &Path::new(name).join("_delta_log"))?;
+            }
+        }
         std::fs::create_dir_all(&runs_dir)
             .map_err(|e| Error::output(&runs_dir, format!("cannot create directory: {e}")))?;
         let draft = self.staging.join(format!("{}.json", self.run));
@@ -643,7 +666,7 @@ impl Sink for ParquetSink {
         // From the first file published to the run's description, a forced exit (a second
         // Ctrl-C) waits: between two Delta commits it would leave the run in some tables'
         // logs and not in `_runs`, so that appending the same input again counted it twice.
-        let _committing = rocpd_pipeline::cleanup::committing();
+        let committing = rocpd_pipeline::cleanup::committing();
         for f in &run_files {
             self.publish(&f.rel)?;
         }
@@ -716,6 +739,11 @@ impl Sink for ParquetSink {
         }
         // Committed: from here on the run's files are the dataset's.
         self.published.clear();
+        if self.opts.append {
+            committing.done();
+        } else {
+            drop(committing);
+        }
         let summary = dataset::rebuild_summary(&self.root, &self.descriptor(), &self.staging);
         let _ = std::fs::remove_dir_all(&self.staging);
         self.registered.pop();

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Mutex;
 
 use rocpd_model::{Error, Result};
@@ -20,6 +20,8 @@ static CANCELLED: AtomicI32 = AtomicI32::new(0);
 static REGISTERED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
 /// Held while an output is being committed; [`remove_registered`] waits for it.
 static COMMITTING: Mutex<()> = Mutex::new(());
+/// Whether an output shared with other runs was committed ([`Committing::done`]).
+static COMMITTED_SHARED: AtomicBool = AtomicBool::new(false);
 
 /// While this lives, [`remove_registered`] waits: a writer whose commit takes several
 /// steps (a Delta dataset's logs, one table after another, then its run description)
@@ -28,6 +30,20 @@ static COMMITTING: Mutex<()> = Mutex::new(());
 /// writes; a front that must exit at once still can (SIGKILL).
 pub struct Committing {
     _held: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Committing {
+    /// The commit went through: a front exiting on a signal says the output stays (it
+    /// cannot be taken back) instead of implying the run left nothing.
+    pub fn done(self) {
+        COMMITTED_SHARED.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Whether this process committed an output shared with other runs (a dataset appended
+/// to), which a forced exit leaves in place.
+pub fn committed_shared() -> bool {
+    COMMITTED_SHARED.load(Ordering::SeqCst)
 }
 
 /// Starts a commit ([`Committing`]). Never call [`remove_registered`] on the thread that
@@ -139,6 +155,15 @@ mod tests {
         remove_registered_where(|q| q == p);
         assert!(!p.exists());
         drop(r);
+    }
+
+    #[test]
+    fn only_a_commit_that_went_through_counts_as_committed() {
+        // No other test of this crate commits.
+        drop(committing());
+        assert!(!committed_shared());
+        committing().done();
+        assert!(committed_shared());
     }
 
     #[test]

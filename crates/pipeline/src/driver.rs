@@ -71,6 +71,19 @@ pub trait Sink {
     fn reads_table(&self, _table: Table) -> bool {
         true
     }
+    /// Whether `finish` commits into something other runs share (a dataset appended
+    /// to), which cannot be taken back: the driver finishes such sinks after the others,
+    /// so that a failure of another output leaves them uncommitted.
+    fn commits_shared(&self) -> bool {
+        false
+    }
+    /// Completes the writing but not the commit: files closed, buffers freed; `finish`
+    /// then only commits. A split seals a part it is done with when the part commits into
+    /// a shared dataset, and commits every part at its own end, so that a run that fails
+    /// (or is interrupted) before then has committed nothing.
+    fn seal(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// How the driver runs.
@@ -165,8 +178,20 @@ impl Consumer<'_> {
             }
         }
         crate::cleanup::check_cancelled()?;
-        for s in self.sinks {
-            report.outputs.extend(s.finish()?);
+        // Outputs of this run alone first: if one fails, those finished before it are
+        // removed, and a shared dataset, finished last, has not been committed.
+        let mut sinks = self.sinks;
+        sinks.sort_by_key(|s| s.commits_shared());
+        for s in sinks {
+            match s.finish() {
+                Ok(outputs) => report.outputs.extend(outputs),
+                Err(e) => {
+                    for o in &report.outputs {
+                        crate::remove_output(o);
+                    }
+                    return Err(e);
+                }
+            }
         }
         Ok(report)
     }

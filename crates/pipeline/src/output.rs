@@ -21,6 +21,29 @@ pub fn temp_sibling(path: &Path) -> Result<PathBuf> {
     Ok(path.with_file_name(tmp))
 }
 
+/// Removes a finished output of a run that failed later: a file, a dataset directory, or
+/// an OTF2 archive (anchor, `.def` and event directory). An output shared with other runs
+/// (a dataset appended to) stays: it holds their rows too, and this run's part in it is
+/// committed and whole.
+pub fn remove_output(output: &crate::OutputReport) {
+    if !output.shared {
+        remove_output_path(&output.path);
+    }
+}
+
+/// [`remove_output`] by path, for outputs of this run alone (a split's manifest).
+pub fn remove_output_path(path: &Path) {
+    if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+        let _ = std::fs::remove_dir_all(path);
+    } else {
+        let _ = std::fs::remove_file(path);
+    }
+    if path.extension().is_some_and(|e| e == "otf2") {
+        let _ = std::fs::remove_file(path.with_extension("def"));
+        let _ = std::fs::remove_dir_all(path.with_extension(""));
+    }
+}
+
 /// A file written under a temporary name in its final directory and renamed into place by
 /// [`OutputFile::commit`]. Dropped without a commit, it removes the temporary file, so a
 /// failed run leaves nothing that looks complete.

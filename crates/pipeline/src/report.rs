@@ -49,6 +49,11 @@ pub struct OutputReport {
     pub skipped: BTreeMap<String, u64>,
     /// Things the user should know about this output (e.g. slices moved to extra lanes).
     pub notes: Vec<String>,
+    /// Whether the output is shared with other runs (a dataset this run appended to):
+    /// once committed it is never removed, even if the run fails later
+    /// ([`crate::remove_output`]).
+    #[serde(skip)]
+    pub shared: bool,
 }
 
 impl OutputReport {

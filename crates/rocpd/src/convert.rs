@@ -386,6 +386,9 @@ impl Sink for Router {
     fn needs_time_order(&self) -> bool {
         self.ordered
     }
+    fn commits_shared(&self) -> bool {
+        self.inner.commits_shared()
+    }
 }
 
 /// One split router per format.
@@ -516,11 +519,15 @@ impl Inputs {
                 .and_then(|_| f.commit());
             if let Err(e) = written {
                 for o in &report.outputs {
-                    remove_output(&o.path);
+                    rocpd_pipeline::remove_output(o);
                 }
                 // The manifest of a split would list files no longer there.
                 if c.split.is_some() {
-                    remove_output(&output_path(&c.dir, &c.name, "manifest.json"));
+                    rocpd_pipeline::remove_output_path(&output_path(
+                        &c.dir,
+                        &c.name,
+                        "manifest.json",
+                    ));
                 }
                 return Err(e);
             }
@@ -568,7 +575,7 @@ impl Inputs {
                     Ok(o) => o,
                     Err(e) => {
                         for o in &report.outputs {
-                            remove_output(&o.path);
+                            rocpd_pipeline::remove_output(o);
                         }
                         return Err(e);
                     }
@@ -655,7 +662,7 @@ impl Inputs {
                         Err(e) => {
                             // Outputs are whole or absent for the run, not only per pass.
                             for o in total.iter().flat_map(|t| &t.outputs) {
-                                remove_output(&o.path);
+                                rocpd_pipeline::remove_output(o);
                             }
                             return Err(e);
                         }
@@ -674,7 +681,7 @@ impl Inputs {
         // A split is complete only with its manifest: without one, its parts go too.
         if let Err(e) = self.write_manifest(&manifest, split, &report) {
             for o in &report.outputs {
-                remove_output(&o.path);
+                rocpd_pipeline::remove_output(o);
             }
             return Err(e);
         }
@@ -719,19 +726,5 @@ impl Inputs {
         serde_json::to_writer_pretty(f.writer(), &v)
             .map_err(|e| Error::output(path, format!("cannot write manifest: {e}")))?;
         f.commit().map(|_| ())
-    }
-}
-
-/// Removes a finished output of a run that failed later: a file, a dataset directory, or
-/// an OTF2 archive (anchor, `.def` and event directory).
-fn remove_output(path: &Path) {
-    if path.is_dir() {
-        let _ = std::fs::remove_dir_all(path);
-    } else {
-        let _ = std::fs::remove_file(path);
-    }
-    if path.extension().is_some_and(|e| e == "otf2") {
-        let _ = std::fs::remove_file(path.with_extension("def"));
-        let _ = std::fs::remove_dir_all(path.with_extension(""));
     }
 }

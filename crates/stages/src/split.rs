@@ -113,24 +113,21 @@ pub struct SplitSink {
     /// Whether each row of the batch being routed loses its flow (its group is cut).
     row_cut: Vec<bool>,
     open: BTreeMap<SplitKey, Child>,
+    /// Children done with their rows that commit into a shared dataset: sealed, and
+    /// committed only when the split finishes (see [`Sink::seal`]).
+    sealed: Vec<Child>,
     done: Vec<OutputReport>,
     completed: bool,
 }
 
 impl Drop for SplitSink {
     /// A split that does not finish removes the parts it already completed: outputs are
-    /// whole or absent for the run, not only per part.
+    /// whole or absent for the run, not only per part. Parts appended to shared datasets
+    /// were sealed, not committed: dropped, they commit nothing.
     fn drop(&mut self) {
         if !self.completed {
             for o in &self.done {
-                if std::fs::remove_file(&o.path).is_err() {
-                    let _ = std::fs::remove_dir_all(&o.path);
-                }
-                // An OTF2 archive is an anchor, a .def file and an event directory.
-                if o.path.extension().is_some_and(|e| e == "otf2") {
-                    let _ = std::fs::remove_file(o.path.with_extension("def"));
-                    let _ = std::fs::remove_dir_all(o.path.with_extension(""));
-                }
+                rocpd_pipeline::remove_output(o);
             }
         }
     }
@@ -163,6 +160,7 @@ impl SplitSink {
             grouped: Vec::new(),
             spans: Vec::new(),
             open: BTreeMap::new(),
+            sealed: Vec::new(),
             done: Vec::new(),
             completed: false,
         }
@@ -386,13 +384,25 @@ impl SplitSink {
         }
     }
 
+    /// Done with the rows of `key`: its output is finished, or sealed when it commits into
+    /// a shared dataset (committed by [`SplitSink::commit`] at the split's end).
     fn finish_child(&mut self, key: &SplitKey) -> Result<()> {
-        if let Some(child) = self.open.remove(key) {
-            for mut r in child.sink.finish()? {
-                r.key = Some(child.key.label.clone());
-                r.time_range = Some([child.first, child.last]);
-                self.done.push(r);
+        if let Some(mut child) = self.open.remove(key) {
+            if child.sink.commits_shared() {
+                child.sink.seal()?;
+                self.sealed.push(child);
+            } else {
+                self.commit(child)?;
             }
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self, child: Child) -> Result<()> {
+        for mut r in child.sink.finish()? {
+            r.key = Some(child.key.label.clone());
+            r.time_range = Some([child.first, child.last]);
+            self.done.push(r);
         }
         Ok(())
     }
@@ -405,6 +415,13 @@ pub fn part_label(i: usize, n: usize) -> String {
 }
 
 impl Sink for SplitSink {
+    fn commits_shared(&self) -> bool {
+        self.open
+            .values()
+            .chain(&self.sealed)
+            .any(|c| c.sink.commits_shared())
+    }
+
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
         self.index(catalog);
         self.number_keys(catalog);
@@ -551,6 +568,11 @@ impl Sink for SplitSink {
         let keys: Vec<SplitKey> = self.open.keys().cloned().collect();
         for k in keys {
             self.finish_child(&k)?;
+        }
+        let mut sealed = std::mem::take(&mut self.sealed);
+        sealed.sort_by(|a, b| a.key.cmp(&b.key));
+        for child in sealed {
+            self.commit(child)?;
         }
         let mut done = std::mem::take(&mut self.done);
         self.completed = true;
