@@ -1248,3 +1248,67 @@ fn a_directory_walk_reads_each_directory_once_through_links() {
     );
     assert!(stderr(&o).contains("already read"), "{}", stderr(&o));
 }
+
+/// An output over something that is not a regular file (a pipe, a device, a link) is
+/// refused rather than replaced by a plain file; so is an output named as an input's
+/// SQLite side file, present or not; a script must be a regular file.
+#[test]
+fn outputs_never_replace_special_files_or_name_side_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let input = db_named(dir, "in.db");
+    let i = input.to_str().unwrap();
+    let out = dir.join("out");
+    let d = out.to_str().unwrap();
+    let fifo = dir.join("fifo.json");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let target = dir.join("t.json");
+    std::fs::write(&target, b"old").unwrap();
+    let link = dir.join("l.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    for report in [&fifo, &link] {
+        let r = report.to_str().unwrap();
+        let o = rocpd(&[
+            "convert", "-q", "-i", i, "-f", "csv", "-d", d, "--report", r,
+        ]);
+        refused(&o, "not a regular file");
+        assert!(!out.exists(), "nothing written before the refusal");
+    }
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read(&target).unwrap(), b"old");
+    for side in ["-wal", "-journal"] {
+        let r = format!("{i}{side}");
+        let o = rocpd(&["merge", "-q", "-i", i, "-d", d, "--report", &r]);
+        refused(&o, "would replace the input");
+        assert!(!Path::new(&r).exists());
+    }
+    let o = rocpd(&[
+        "query",
+        "-i",
+        i,
+        "--script",
+        fifo.to_str().unwrap(),
+        "--query",
+        "select 1",
+    ]);
+    refused(&o, "fifo");
+    let o = rocpd(&[
+        "convert",
+        "-q",
+        "-i",
+        i,
+        "-f",
+        "csv",
+        "-d",
+        d,
+        "--split-by",
+        "process",
+        "--max-open",
+        "0",
+    ]);
+    refused(&o, "--max-open");
+}

@@ -278,10 +278,12 @@ impl Table {
             "region" | "regions" | "api" | "apis" => Table::Region,
             "marker" | "markers" => Table::Marker,
             "sample" | "samples" => Table::Sample,
-            "kernel" | "kernels" | "kernel_dispatch" => Table::KernelDispatch,
-            "copy" | "copies" | "memory_copy" => Table::MemoryCopy,
-            "allocation" | "allocations" | "memory_allocation" => Table::MemoryAllocation,
-            "counter" | "counters" | "pmc" | "pmc_value" => Table::PmcValue,
+            "kernel" | "kernels" | "kernel_dispatch" | "kernel_dispatches" => Table::KernelDispatch,
+            "copy" | "copies" | "memory_copy" | "memory_copies" => Table::MemoryCopy,
+            "allocation" | "allocations" | "memory_allocation" | "memory_allocations" => {
+                Table::MemoryAllocation
+            }
+            "counter" | "counters" | "pmc" | "pmcs" | "pmc_value" | "pmc_values" => Table::PmcValue,
             _ => return None,
         })
     }

@@ -61,7 +61,8 @@ pub struct PathGuard {
 }
 
 impl PathGuard {
-    /// A guard over `inputs` (their SQLite side files included).
+    /// A guard over `inputs` and their SQLite side files, present or not: an output
+    /// created as `x.db-wal` or `x.db-journal` would change how SQLite opens `x.db`.
     pub fn new<P: AsRef<Path>>(inputs: &[P]) -> Self {
         let mut g = PathGuard::default();
         for p in inputs {
@@ -70,10 +71,7 @@ impl PathGuard {
             for side in ["-wal", "-shm", "-journal"] {
                 let mut s = p.as_os_str().to_os_string();
                 s.push(side);
-                let s = PathBuf::from(s);
-                if s.symlink_metadata().is_ok() {
-                    g.add_input(&s);
-                }
+                g.add_input(Path::new(&s));
             }
         }
         g

@@ -44,6 +44,23 @@ pub fn remove_output_path(path: &Path) {
     }
 }
 
+/// Refuses an output path where something other than a regular file stands (a device
+/// such as `/dev/null`, a pipe, a socket, a symbolic link, a directory): the rename that
+/// commits an output would replace it with a plain file.
+pub fn refuse_special(path: &Path) -> Result<()> {
+    match path.symlink_metadata() {
+        Ok(m) if !m.file_type().is_file() => Err(Error::output(
+            path,
+            if m.file_type().is_dir() {
+                "is a directory; give a file name"
+            } else {
+                "exists and is not a regular file (a device, pipe, socket or link); an output replaces only a regular file"
+            },
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// A file written under a temporary name in its final directory and renamed into place by
 /// [`OutputFile::commit`]. Dropped without a commit, it removes the temporary file, so a
 /// failed run leaves nothing that looks complete.
@@ -65,6 +82,7 @@ impl OutputFile {
     /// As [`OutputFile::create`], with a write buffer of `buffer` bytes: for writers that
     /// keep many files open at once (one CSV file per kind of event and split part).
     pub fn create_with_buffer(path: &Path, buffer: usize) -> Result<Self> {
+        refuse_special(path)?;
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         if let Some(dir) = dir {
             std::fs::create_dir_all(dir)

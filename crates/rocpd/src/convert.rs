@@ -215,6 +215,9 @@ impl Conversion {
             return Err(Error::Usage("no output format given".into()));
         }
         rocpd_model::naming::check_output_name(&self.name)?;
+        if self.max_open == 0 {
+            return Err(Error::Usage("--max-open must be at least 1".into()));
+        }
         if self.csv.stats && !self.formats.contains(&Format::Csv) {
             return Err(Error::Usage(
                 "--stats writes CSV files; it goes with -f csv".into(),

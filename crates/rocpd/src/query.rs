@@ -158,6 +158,10 @@ impl Inputs {
         // The script is read (and checked for UTF-8) before the long part.
         let script = match &query.script {
             Some(p) => {
+                // A pipe or a device (`/dev/zero`) would be read without end.
+                if p.exists() {
+                    rocpd_pipeline::check_regular(p)?;
+                }
                 let bytes = std::fs::read(p).map_err(|e| Error::input(p, "read", e.to_string()))?;
                 let text = String::from_utf8(bytes).map_err(|e| {
                     Error::input(

@@ -44,6 +44,31 @@ impl Key {
     }
 }
 
+/// Most groups a name pattern may have. The matcher keeps a slot per group for each state
+/// of the pattern while it runs: thousands of groups took minutes per thousand names, and
+/// tens of thousands tried to allocate tens of gigabytes.
+pub const MAX_NAME_GROUPS: usize = 64;
+
+/// Largest compiled name pattern, in bytes (the regex crate's default is 10 MiB).
+const MAX_NAME_PATTERN_BYTES: usize = 1 << 20;
+
+/// The regular expression of a `name=` rule, refused when it is not one or is too large
+/// to match in bounded time and memory.
+fn name_pattern(text: &str) -> std::result::Result<Regex, String> {
+    let re = regex::RegexBuilder::new(text)
+        .size_limit(MAX_NAME_PATTERN_BYTES)
+        .build()
+        .map_err(|e| format!("bad regular expression: {e}"))?;
+    // `captures_len` counts the whole match as group 0.
+    let groups = re.captures_len() - 1;
+    if groups > MAX_NAME_GROUPS {
+        return Err(format!(
+            "the regular expression has {groups} groups, more than {MAX_NAME_GROUPS}: write (?:...) for a group that only groups, or list names without parentheses"
+        ));
+    }
+    Ok(re)
+}
+
 /// One `--include` or `--exclude` rule.
 #[derive(Debug, Clone)]
 pub struct FilterRule {
@@ -55,9 +80,16 @@ pub struct FilterRule {
 impl FilterRule {
     /// Parses `KEY=VALUE[,VALUE...]`; `include` says whether it selects or removes.
     pub fn parse(text: &str, include: bool) -> Result<FilterRule> {
+        // A long rule (a pattern listing many names) is shown by its start.
+        let shown: String = text.chars().take(200).collect();
+        let shown = if shown.len() < text.len() {
+            format!("{shown:?}...")
+        } else {
+            format!("{shown:?}")
+        };
         let usage = |why: String| {
             Error::Usage(format!(
-                "{} {text:?}: {why} (expected KEY=VALUE[,VALUE...] with KEY one of kind, category, name, node, pid, tid, agent)",
+                "{} {shown}: {why} (expected KEY=VALUE[,VALUE...] with KEY one of kind, category, name, node, pid, tid, agent)",
                 if include { "--include" } else { "--exclude" }
             ))
         };
@@ -67,7 +99,10 @@ impl FilterRule {
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
             .collect();
-        if values.is_empty() {
+        let is_name = k.trim().eq_ignore_ascii_case("name");
+        // A name pattern is the whole value, commas included (`name=,` matches names
+        // with a comma).
+        if (is_name && v.trim().is_empty()) || (!is_name && values.is_empty()) {
             return Err(usage("no value".into()));
         }
         let ints = |what: &str| -> Result<Vec<i64>> {
@@ -94,7 +129,7 @@ impl FilterRule {
             ),
             "category" | "domain" => Key::Category(values.iter().map(|s| s.to_ascii_lowercase()).collect()),
             // The value is one regular expression (commas included).
-            "name" => Key::Name(Regex::new(v.trim()).map_err(|e| usage(format!("bad regular expression: {e}")))?),
+            "name" => Key::Name(name_pattern(v.trim()).map_err(usage)?),
             "node" | "host" | "hostname" => Key::Node(
                 values
                     .into_iter()
@@ -477,6 +512,45 @@ mod tests {
             assert!(
                 matches!(FilterRule::parse(bad, true), Err(Error::Usage(_))),
                 "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn name_patterns_take_commas_and_refuse_sizes_that_cannot_match_in_bounded_time() {
+        let f = Filter::new(vec![FilterRule::parse("name=,", true).unwrap()]);
+        let Key::Name(re) = &f.rules[0].key else {
+            panic!("not a name rule")
+        };
+        assert!(re.is_match("f(a, b)") && !re.is_match("gemm"));
+        assert!(FilterRule::parse("name= ", true).is_err());
+        // 64 groups are fine; 65, or a huge pattern, are refused with a message.
+        let groups = |n: usize| {
+            (0..n)
+                .map(|i| format!("(k{i})"))
+                .collect::<Vec<_>>()
+                .join("|")
+        };
+        assert!(FilterRule::parse(&format!("name={}", groups(MAX_NAME_GROUPS)), true).is_ok());
+        for bad in [
+            format!("name={}", groups(MAX_NAME_GROUPS + 1)),
+            format!("name={}x", "(a*)*b|".repeat(18_000)),
+            "name=a{1000}{1000}".to_string(),
+        ] {
+            let e = FilterRule::parse(&bad, true).unwrap_err().to_string();
+            assert!(
+                e.contains("groups") || e.contains("regular expression"),
+                "{e}"
+            );
+            assert!(
+                e.len() < 1_000,
+                "the message shows the rule's start only: {e}"
+            );
+        }
+        for plural in ["memory_copies", "kernel_dispatches", "pmc_values", "pmcs"] {
+            assert!(
+                FilterRule::parse(&format!("kind={plural}"), true).is_ok(),
+                "{plural}"
             );
         }
     }
