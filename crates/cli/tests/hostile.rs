@@ -1312,3 +1312,138 @@ fn outputs_never_replace_special_files_or_name_side_files() {
     ]);
     refused(&o, "--max-open");
 }
+
+/// A launched kernel's bad start is named in its own table and column, not through the
+/// flow aggregates of the API call that launched it (which the region stream reads first).
+#[test]
+fn a_launched_kernels_bad_start_is_named_in_its_own_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (n, value) in ["'abc'", "1e30"].iter().enumerate() {
+        let db = db_named(tmp.path(), &format!("bad{n}.db"));
+        let (k, id) = {
+            let conn = Connection::open(&db).unwrap();
+            let (k, r, e) = (
+                table(&conn, "rocpd_kernel_dispatch"),
+                table(&conn, "rocpd_region"),
+                table(&conn, "rocpd_event"),
+            );
+            let id: i64 = conn
+                .query_row(
+                    &format!(
+                        "SELECT X.id FROM \"{k}\" X JOIN \"{e}\" E ON E.id = X.event_id \
+                         WHERE E.stack_id IN (SELECT E2.stack_id FROM \"{r}\" R JOIN \"{e}\" E2 ON E2.id = R.event_id) \
+                         ORDER BY X.id LIMIT 1"
+                    ),
+                    [],
+                    |row| row.get(0),
+                )
+                .unwrap();
+            conn.execute_batch(&format!(
+                "UPDATE \"{k}\" SET start = {value} WHERE id = {id}"
+            ))
+            .unwrap();
+            (k, id)
+        };
+        let out = tmp.path().join(format!("out{n}"));
+        let o = rocpd(&[
+            "convert",
+            "-q",
+            "-i",
+            db.to_str().unwrap(),
+            "-f",
+            "csv",
+            "-d",
+            out.to_str().unwrap(),
+        ]);
+        refused(&o, &format!("table {k}, row id {id}: column start"));
+        assert!(files_in(&out).is_empty());
+    }
+}
+
+/// Kernels given one dispatch id keep their own counter rows in `counter_collection.csv`
+/// (each row has its kernel's id and times); with the same times as well they cannot be
+/// told apart, which is an error naming both rows.
+#[test]
+fn counter_rows_of_kernels_sharing_a_dispatch_id_keep_their_kernel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = db_named(tmp.path(), "dup.db");
+    let conn = Connection::open(&db).unwrap();
+    let (k, p) = (
+        table(&conn, "rocpd_kernel_dispatch"),
+        table(&conn, "rocpd_pmc_event"),
+    );
+    let ids: Vec<i64> = conn
+        .prepare(&format!(
+            "SELECT id FROM \"{k}\" WHERE event_id IN (SELECT event_id FROM \"{p}\") ORDER BY id LIMIT 3"
+        ))
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(ids.len(), 3, "the generated trace has counters");
+    let list = ids
+        .iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    conn.execute_batch(&format!(
+        "UPDATE \"{k}\" SET dispatch_id = 1 WHERE id IN ({list})"
+    ))
+    .unwrap();
+    let mut want: Vec<(String, String)> = conn
+        .prepare(&format!(
+            "SELECT kernel_id, start FROM \"{k}\" WHERE id IN ({list})"
+        ))
+        .unwrap()
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?.to_string(),
+                r.get::<_, i64>(1)?.to_string(),
+            ))
+        })
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    want.sort();
+    let out = tmp.path().join("out");
+    let run = |out: &Path| {
+        rocpd(&[
+            "convert",
+            "-q",
+            "-i",
+            db.to_str().unwrap(),
+            "-f",
+            "csv",
+            "-d",
+            out.to_str().unwrap(),
+        ])
+    };
+    let o = run(&out);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut reader = csv::Reader::from_path(out.join("out_counter_collection.csv")).unwrap();
+    let header = reader.headers().unwrap().clone();
+    let at = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (d, kid, st) = (at("Dispatch_Id"), at("Kernel_Id"), at("Start_Timestamp"));
+    let mut got: Vec<(String, String)> = reader
+        .records()
+        .map(|r| r.unwrap())
+        .filter(|f| &f[d] == "1")
+        .map(|f| (f[kid].to_string(), f[st].to_string()))
+        .collect();
+    got.sort();
+    got.dedup();
+    assert_eq!(got, want);
+    // The same times too: refused, naming both rows.
+    conn.execute_batch(&format!(
+        "UPDATE \"{k}\" SET start = (SELECT start FROM \"{k}\" WHERE id = {a}), \"end\" = (SELECT \"end\" FROM \"{k}\" WHERE id = {a}) WHERE id = {b}",
+        a = ids[0],
+        b = ids[1]
+    ))
+    .unwrap();
+    drop(conn);
+    let out2 = tmp.path().join("out2");
+    let o = run(&out2);
+    refused(&o, "cannot tell their counter values apart");
+    assert!(files_in(&out2).is_empty());
+}

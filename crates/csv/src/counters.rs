@@ -27,6 +27,7 @@ type Key = (i64, Reverse<i64>, u32, i64, i64);
 pub(crate) struct Dispatch {
     pub start: i64,
     pub row_id: i64,
+    pub end: i64,
     pub queue_id: Option<i64>,
     pub kernel_id: i64,
     pub kernel_name: Arc<str>,
@@ -68,7 +69,9 @@ pub(crate) struct Value<'a> {
 pub(crate) struct Counters {
     /// Whether the inputs define any counter (otherwise dispatches are not kept).
     pub enabled: bool,
-    dispatches: FastMap<(u32, i64), Dispatch>,
+    /// By (source, dispatch id, start, end): a counter value has its dispatch's times, so
+    /// two dispatches given one id (a crafted or merged input) keep their own values.
+    dispatches: FastMap<(u32, i64, i64, i64), Dispatch>,
     pending: BTreeMap<Key, Sum>,
     /// Kernel and counter names, each kept once: a dispatch or sum takes a reference
     /// rather than a copy, so rows allocate no name. Bounded by the distinct names.
@@ -103,11 +106,25 @@ impl Counters {
         intern(&mut self.names, name)
     }
 
-    /// Remembers a dispatch that counter rows may refer to.
-    pub fn dispatch(&mut self, source: u32, dispatch_id: i64, d: Dispatch) {
+    /// Remembers a dispatch that counter rows may refer to. Two dispatches with one id
+    /// and the same times cannot be told apart by their counter values: `Err` with the
+    /// row ids of both.
+    pub fn dispatch(
+        &mut self,
+        source: u32,
+        dispatch_id: i64,
+        d: Dispatch,
+    ) -> std::result::Result<(), (i64, i64)> {
         if self.enabled {
-            self.dispatches.insert((source, dispatch_id), d);
+            let key = (source, dispatch_id, d.start, d.end);
+            if let Some(first) = self.dispatches.get(&key) {
+                if first.row_id != d.row_id {
+                    return Err((first.row_id, d.row_id));
+                }
+            }
+            self.dispatches.insert(key, d);
         }
+        Ok(())
     }
 
     /// Adds one counter value.
@@ -149,7 +166,7 @@ impl Counters {
             }
         };
         for ((start, Reverse(end), source, dispatch_id, _), s) in done {
-            let d = self.dispatches.get(&(source, dispatch_id));
+            let d = self.dispatches.get(&(source, dispatch_id, start, end));
             let symbol = d
                 .and_then(|d| index.kernel_symbol(source, d.kernel_id))
                 .map(|i| &catalog.kernel_symbols[i]);

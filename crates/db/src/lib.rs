@@ -425,18 +425,29 @@ impl Database {
                 ("rocpd_sample", "timestamp", "timestamp"),
             ] {
                 let Some(t) = set.table(base) else { continue };
-                let sql = format!("SELECT MIN({lo}), MAX({hi}) FROM {t}");
+                // SQLite orders text and blobs after every number, and MIN and MAX
+                // compare across types: the other ends (MAX of the starts, MIN of the
+                // ends) bring out a time stored as text, a blob or an out-of-range real
+                // here, named by its own row, before a stream (or a helper that
+                // aggregates it into another table's rows) meets it.
+                let sql = format!("SELECT MIN({lo}), MAX({hi}), MAX({lo}), MIN({hi}) FROM {t}");
                 let place = || format!("table {}", t.trim_matches('"'));
                 let r = self
                     .conn
                     .query_row(&sql, [], |r| {
-                        Ok((value::to_i64(r.get_ref(0)?), value::to_i64(r.get_ref(1)?)))
+                        let (max_lo, min_hi) = (r.get_ref(2)?, r.get_ref(3)?);
+                        let other_ends = value::to_i64(max_lo).and_then(|_| value::to_i64(min_hi));
+                        Ok((
+                            value::to_i64(r.get_ref(0)?),
+                            value::to_i64(r.get_ref(1)?),
+                            other_ends,
+                        ))
                     })
                     .map_err(|e| {
                         rocpd_model::Error::input(&self.path, place(), query::sql_message(&e))
                     })?;
                 let r = match r {
-                    (Ok(a), Ok(b)) => (a, b),
+                    (Ok(a), Ok(b), Ok(_)) => (a, b),
                     _ => return Err(self.first_non_integer(&t, &[lo, hi])),
                 };
                 if let (Some(a), Some(b)) = r {
@@ -457,13 +468,23 @@ impl Database {
     fn first_non_integer(&self, t: &str, columns: &[&str]) -> rocpd_model::Error {
         let table = t.trim_matches('"');
         for c in columns {
+            // The first row whose value is refused (a real that is a whole number in
+            // range is read as that integer).
             let sql = format!(
-                "SELECT id, {c} FROM {t} WHERE typeof({c}) NOT IN ('integer', 'null') LIMIT 1"
+                "SELECT id, {c} FROM {t} WHERE typeof({c}) NOT IN ('integer', 'null') ORDER BY rowid"
             );
-            let found = self.conn.query_row(&sql, [], |r| {
-                Ok((r.get_ref(0)?.as_i64().ok(), value::to_i64(r.get_ref(1)?)))
+            let found = self.conn.prepare(&sql).and_then(|mut st| {
+                let rows = st.query_map([], |r| {
+                    Ok((r.get_ref(0)?.as_i64().ok(), value::to_i64(r.get_ref(1)?)))
+                })?;
+                for row in rows {
+                    if let (id, Err(msg)) = row? {
+                        return Ok(Some((id, msg)));
+                    }
+                }
+                Ok(None)
             });
-            if let Ok((id, Err(msg))) = found {
+            if let Ok(Some((id, msg))) = found {
                 let id = id.map_or("?".to_string(), |i| i.to_string());
                 return rocpd_model::Error::input(
                     &self.path,
