@@ -597,6 +597,17 @@ fn run_query(args: QueryArgs, quiet: bool) -> Result<()> {
     } else if let (Some(path), false) = (&result.file, quiet) {
         out::stderr_line(&format!("wrote {} ({} rows)", path.display(), result.rows));
     }
+    // What the readers left out, as a conversion's report says it: a query's numbers
+    // must not hide skipped rows.
+    if !quiet && inputs.skipped_rows() > 0 {
+        out::stderr_line(&format!(
+            "note: {} input rows were skipped as bad (--skip-bad-rows); the query did not see them",
+            inputs.skipped_rows()
+        ));
+        for n in inputs.import_notes() {
+            out::stderr_line(&format!("note: {n}"));
+        }
+    }
     Ok(())
 }
 
@@ -614,13 +625,13 @@ fn progress_bar(quiet: bool) -> indicatif::ProgressBar {
     bar
 }
 
-/// On SIGINT or SIGTERM, asks the run to stop at its next chunk (its unwinding removes
+/// On SIGINT, SIGTERM or SIGHUP (the terminal closed), asks the run to stop at its next chunk (its unwinding removes
 /// temporaries and unfinished outputs); if it has not ended after a grace period, or on a
 /// second signal, removes every registered temporary itself and exits.
 fn handle_signals() {
-    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     const GRACE: std::time::Duration = std::time::Duration::from_secs(3);
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };
     std::thread::spawn(move || {

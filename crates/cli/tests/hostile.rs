@@ -974,6 +974,13 @@ fn signals_leave_no_partial_output_and_no_temporary_files() {
             json.to_str().unwrap().to_string(),
             "rocpd-import-",
         ),
+        // The terminal closing (an ssh session lost) cleans up as Ctrl-C does.
+        (
+            "HUP",
+            129,
+            inputs[0].to_str().unwrap().to_string(),
+            "partial",
+        ),
     ] {
         let out = tmp.path().join(format!("out-{signal}"));
         let private = tmp.path().join(format!("tmp-{signal}"));

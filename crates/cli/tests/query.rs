@@ -511,3 +511,40 @@ fn rocprofv3_csv_and_json_inputs_are_queried_like_databases() {
         assert!(got["k"].as_u64().unwrap() > 0, "{input}");
     }
 }
+
+/// Rows skipped as bad are said on stderr: a query's counts must not hide them.
+#[test]
+fn skipped_bad_rows_are_said() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/rocprofv3-csv-docs/kernel_trace.csv");
+    let text = std::fs::read_to_string(src).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    // The third line's first bare number becomes a word.
+    let fields: Vec<&str> = lines[2].split(',').collect();
+    let k = fields
+        .iter()
+        .position(|f| f.parse::<i64>().is_ok())
+        .unwrap();
+    let mut broken: Vec<String> = fields.iter().map(|f| f.to_string()).collect();
+    broken[k] = "notanumber".into();
+    lines[2] = broken.join(",");
+    std::fs::write(run.join("1_kernel_trace.csv"), lines.join("\n") + "\n").unwrap();
+    let o = query(
+        &[run],
+        tmp.path(),
+        &[
+            "--skip-bad-rows",
+            "--query",
+            "SELECT COUNT(*) FROM kernels",
+            "--format",
+            "csv",
+        ],
+    );
+    let out = ok(&o);
+    assert!(out.ends_with(&format!("{}\n", lines.len() - 2)), "{out}");
+    let e = stderr(&o);
+    assert!(e.contains("1 input rows were skipped as bad"), "{e}");
+}
