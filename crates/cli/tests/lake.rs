@@ -252,3 +252,68 @@ fn an_append_never_writes_through_a_link_in_the_dataset() {
         "no table got the refused run's commit"
     );
 }
+
+/// A Delta log that readers would refuse (a commit cut short, a gap before a stray
+/// version, a directory at a version) is refused before the run adds anything to any
+/// table's log.
+#[test]
+fn a_damaged_delta_log_is_refused_before_anything_is_committed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ranks = generate(&tmp.path().join("gen"), 25, 2, 5);
+    type Damage = fn(&std::path::Path);
+    let damages: [(&str, Damage); 3] = [
+        ("cut short", |log| {
+            let first = log.join(format!("{:020}.json", 0));
+            let text = std::fs::read(&first).unwrap();
+            std::fs::write(&first, &text[..100]).unwrap();
+        }),
+        ("none between", |log| {
+            std::fs::write(
+                log.join(format!("{:020}.json", 5)),
+                b"{\"commitInfo\":{}}\n",
+            )
+            .unwrap();
+        }),
+        ("not a regular file", |log| {
+            std::fs::create_dir(log.join(format!("{:020}.json", 1))).unwrap();
+        }),
+    ];
+    for (n, (what, damage)) in damages.iter().enumerate() {
+        let lake = tmp.path().join(format!("lake{n}"));
+        let append = |rank: &std::path::Path| {
+            rocpd(&[
+                "convert",
+                "-q",
+                "-i",
+                rank.to_str().unwrap(),
+                "-f",
+                "parquet",
+                "--append",
+                "--table-format",
+                "delta",
+                "-o",
+                "x",
+                "-d",
+                lake.to_str().unwrap(),
+            ])
+        };
+        let o = append(&ranks[0]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let dataset = lake.join("x_results.parquet");
+        damage(&dataset.join("kernels").join("_delta_log"));
+        let o = append(&ranks[1]);
+        assert_eq!(o.status.code(), Some(1), "{what}: {}", stderr(&o));
+        assert!(stderr(&o).contains(what), "{what}: {}", stderr(&o));
+        assert_eq!(runs_of(&dataset), 1, "{what}");
+        let logs = |t: &str| {
+            std::fs::read_dir(dataset.join(t).join("_delta_log"))
+                .unwrap()
+                .count()
+        };
+        assert_eq!(
+            logs("api_calls"),
+            1,
+            "{what}: no table got the refused run's commit"
+        );
+    }
+}

@@ -123,13 +123,16 @@ fn unescape(v: &str) -> String {
 }
 
 /// The version the next commit tries: one past the newest in the log (0 when empty).
+/// A log readers would refuse is refused here, before the run adds to it: a version that
+/// is not a file, a gap between versions (older ones may be gone after a checkpoint, but
+/// none in between), or a first or newest commit that is not JSON lines.
 fn next_version(log: &Path) -> Result<u64> {
     let rd = match std::fs::read_dir(log) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(Error::output(log, format!("cannot list: {e}"))),
     };
-    let mut next = 0;
+    let mut versions = Vec::new();
     for e in rd.flatten() {
         let name = e.file_name();
         let name = name.to_string_lossy();
@@ -138,13 +141,63 @@ fn next_version(log: &Path) -> Result<u64> {
             .filter(|s| s.len() == 20 && s.bytes().all(|c| c.is_ascii_digit()))
             .and_then(|s| s.parse::<u64>().ok())
         {
-            let after = v.checked_add(1).ok_or_else(|| {
-                Error::output(e.path(), "a Delta log version past the largest number")
-            })?;
-            next = next.max(after);
+            if !e.file_type().is_ok_and(|t| t.is_file()) {
+                return Err(Error::output(
+                    e.path(),
+                    "a Delta log version that is not a regular file: the log is damaged",
+                ));
+            }
+            versions.push(v);
         }
     }
-    Ok(next)
+    versions.sort_unstable();
+    let (Some(&first), Some(&newest)) = (versions.first(), versions.last()) else {
+        return Ok(0);
+    };
+    if let Some(w) = versions.windows(2).find(|w| w[1] != w[0] + 1) {
+        return Err(Error::output(
+            log,
+            format!(
+                "the Delta log has versions {} and {} but none between: the log is damaged (Delta readers refuse it)",
+                w[0], w[1]
+            ),
+        ));
+    }
+    for v in [first, newest] {
+        let path = log.join(format!("{v:020}.json"));
+        let text =
+            std::fs::read(&path).map_err(|e| Error::output(&path, format!("cannot read: {e}")))?;
+        let bad = text
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+            .any(|l| serde_json::from_slice::<serde_json::Value>(l).is_err());
+        if bad || text.is_empty() {
+            return Err(Error::output(
+                &path,
+                "a Delta commit that is not JSON lines (cut short?): the log is damaged",
+            ));
+        }
+    }
+    newest
+        .checked_add(1)
+        .ok_or_else(|| Error::output(log, "a Delta log version past the largest number"))
+}
+
+/// Checks, before a run publishes anything, that the log of the table `dir` can take
+/// its commit: the log is sound ([`next_version`]) and a file can be created in it (a
+/// log made read-only or immutable would otherwise fail halfway through the tables).
+pub(crate) fn check_log(dir: &Path, run: &str) -> Result<()> {
+    let log = dir.join("_delta_log");
+    next_version(&log)?;
+    std::fs::create_dir_all(&log)
+        .map_err(|e| Error::output(&log, format!("cannot create directory: {e}")))?;
+    let probe = log.join(format!(".rocpd-probe-{run}"));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| Error::output(&log, format!("cannot write a commit here: {e}")))?;
+    std::fs::remove_file(&probe).map_err(|e| Error::output(&probe, format!("cannot remove: {e}")))
 }
 
 /// What one table's commit holds besides its adds.

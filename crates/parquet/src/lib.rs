@@ -652,6 +652,7 @@ impl Sink for ParquetSink {
             let tables = Table::ALL.iter().map(|&t| table_dir(t));
             for name in tables.chain(dim_schemas.iter().map(|(n, _)| *n)) {
                 dataset::refuse_links(&self.root, &Path::new(name).join("_delta_log"))?;
+                delta::check_log(&self.root.join(name), &self.run)?;
             }
         }
         std::fs::create_dir_all(&runs_dir)
