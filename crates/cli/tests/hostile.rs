@@ -1454,3 +1454,49 @@ fn counter_rows_of_kernels_sharing_a_dispatch_id_keep_their_kernel() {
     refused(&o, "cannot tell their counter values apart");
     assert!(files_in(&out2).is_empty());
 }
+
+/// Two hosts whose names differ only in characters a file name cannot hold get a part
+/// each in a node split, not one part holding both.
+#[test]
+fn hosts_with_the_same_safe_name_get_their_own_parts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = generate(&tmp.path().join("in"), 26, 2, 4);
+    for (db, host) in inputs.iter().zip(["gpu node", "gpu_node"]) {
+        let conn = Connection::open(db).unwrap();
+        let n = table(&conn, "rocpd_info_node");
+        conn.execute(&format!("UPDATE \"{n}\" SET hostname = ?1"), [host])
+            .unwrap();
+    }
+    let out = tmp.path().join("out");
+    let mut args = vec![
+        "convert",
+        "-q",
+        "-f",
+        "csv",
+        "--split-by",
+        "node",
+        "-d",
+        out.to_str().unwrap(),
+        "-i",
+    ];
+    let paths: Vec<String> = inputs
+        .iter()
+        .map(|p| p.to_str().unwrap().to_string())
+        .collect();
+    args.extend(paths.iter().map(String::as_str));
+    let o = rocpd(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut parts: Vec<String> = files_in(&out)
+        .iter()
+        .filter_map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.strip_suffix("_kernel_trace.csv").map(String::from)
+        })
+        .collect();
+    parts.sort();
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    assert!(
+        parts.iter().all(|p| p.starts_with("out.host-gpu_node-")),
+        "{parts:?}"
+    );
+}

@@ -94,6 +94,7 @@ pub struct SplitSink {
     only: Option<KeyFilter>,
     catalog: Option<Arc<Catalog>>,
     process_labels: FastMap<(u32, i64), String>,
+    /// The label of each (source, node id) with a hostname.
     hostnames: FastMap<(u32, i64), String>,
     /// Every key met so far, by number (for a time split, number = part).
     slots: Vec<KeySlot>,
@@ -200,10 +201,26 @@ impl SplitSink {
     }
 
     fn index(&mut self, c: &Catalog) {
+        // Ranks on one host share its part. Hosts whose names differ only in characters
+        // a file name cannot hold (`gpu node`, `gpu_node`) get parts of their own, told
+        // apart by a hash of the name.
+        let mut by_safe: FastMap<String, HashSet<&str>> = FastMap::default();
+        for h in c.nodes.iter().filter_map(|n| n.hostname.as_deref()) {
+            by_safe.entry(safe(h)).or_default().insert(h);
+        }
+        let label = |h: &str| {
+            let s = safe(h);
+            if by_safe.get(&s).is_some_and(|names| names.len() > 1) {
+                let hash = rocpd_model::hash::fnv1a64(h.as_bytes(), rocpd_model::hash::FNV_OFFSET);
+                format!("host-{s}-{:08x}", hash as u32)
+            } else {
+                format!("host-{s}")
+            }
+        };
         self.hostnames = c
             .nodes
             .iter()
-            .filter_map(|n| Some(((n.source, n.id), n.hostname.clone()?)))
+            .filter_map(|n| Some(((n.source, n.id), label(n.hostname.as_deref()?))))
             .collect();
         let mut count: FastMap<i64, usize> = FastMap::default();
         for p in &c.processes {
@@ -230,7 +247,7 @@ impl SplitSink {
 
     fn node_label(&self, source: u32, nid: i64) -> String {
         match self.hostnames.get(&(source, nid)) {
-            Some(h) => format!("host-{}", safe(h)),
+            Some(label) => label.clone(),
             None => format!("host-{nid}"),
         }
     }
