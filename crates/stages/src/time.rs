@@ -61,15 +61,24 @@ pub fn parse_duration(s: &str) -> Result<i64> {
     };
     let (num, unit) = number_and_unit(s.trim());
     let factor = unit_factor(unit).ok_or_else(|| bad("unknown or missing unit"))?;
+    let out_of_range = || bad("out of range: at most 9223372036854775807 ns, about 292 years");
+    // A whole number is exact: a double holds integers only up to 2^53 (104 days in ns).
+    let digits = num.strip_prefix('+').unwrap_or(num);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        let n: u128 = digits.parse().map_err(|_| out_of_range())?;
+        let ns = n
+            .checked_mul(factor as u128)
+            .filter(|&ns| ns <= i64::MAX as u128)
+            .ok_or_else(out_of_range)?;
+        return Ok(ns as i64);
+    }
     let v: f64 = num.parse().map_err(|_| bad("not a number"))?;
     if !v.is_finite() || v < 0.0 {
         return Err(bad("must be a finite, non-negative number"));
     }
     let ns = (v * factor).round();
     if ns >= i64::MAX as f64 {
-        return Err(bad(
-            "out of range: at most 9223372036854775807 ns, about 292 years",
-        ));
+        return Err(out_of_range());
     }
     Ok(ns as i64)
 }
@@ -167,5 +176,27 @@ mod tests {
         assert_eq!(parse_size("500MB").unwrap(), 500_000_000);
         assert!(parse_size("0").is_err());
         assert_eq!(parse_duration("2ms").unwrap(), 2_000_000);
+    }
+
+    #[test]
+    fn whole_numbers_with_a_unit_are_exact_to_the_last_nanosecond() {
+        assert_eq!(parse_duration("9223372036854775807ns").unwrap(), i64::MAX);
+        assert_eq!(
+            parse_duration("9007199254740993ns").unwrap(),
+            9_007_199_254_740_993
+        );
+        assert_eq!(parse_duration("+3s").unwrap(), 3_000_000_000);
+        assert_eq!(
+            parse_duration("9223372036s").unwrap(),
+            9_223_372_036_000_000_000
+        );
+        for big in [
+            "9223372036854775808ns",
+            "9223372037s",
+            "99999999999999999999999999999999999999999h",
+        ] {
+            let e = parse_duration(big).unwrap_err().to_string();
+            assert!(e.contains("out of range"), "{big}: {e}");
+        }
     }
 }
