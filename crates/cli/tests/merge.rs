@@ -338,3 +338,84 @@ fn a_merged_database_converts_the_same_on_any_number_of_threads() {
         assert!(trace(threads) == one, "threads {threads}");
     }
 }
+
+/// The selective copy (a filter) takes what the whole copy takes: a database without an
+/// event table (its arguments kept by the kept rows' events), and a table with a
+/// generated column of the input's own.
+#[test]
+fn a_selective_copy_takes_databases_without_events_and_generated_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = generate(&tmp.path().join("in"), 27, 2, 4);
+    let name = |c: &rusqlite::Connection, base: &str| -> String {
+        c.query_row(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ?1 || '\\_%' ESCAPE '\\' ORDER BY length(name) LIMIT 1",
+            [base],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    {
+        let c = rusqlite::Connection::open(&inputs[0]).unwrap();
+        let e = name(&c, "rocpd_event");
+        c.execute_batch(&format!(
+            "PRAGMA foreign_keys = OFF; DROP VIEW IF EXISTS rocpd_event; DROP TABLE \"{e}\";"
+        ))
+        .unwrap();
+        let c = rusqlite::Connection::open(&inputs[1]).unwrap();
+        let r = name(&c, "rocpd_region");
+        c.execute_batch(&format!(
+            "ALTER TABLE \"{r}\" ADD COLUMN dur INTEGER GENERATED ALWAYS AS (\"end\" - start) VIRTUAL"
+        ))
+        .unwrap();
+    }
+    for (n, input) in inputs.iter().enumerate() {
+        let out = tmp.path().join(format!("out{n}"));
+        let merged = merge(
+            std::slice::from_ref(input),
+            &out,
+            &["--include", "kind=api,kernel"],
+        );
+        let c = rusqlite::Connection::open(&merged).unwrap();
+        let r = name(&c, "rocpd_region");
+        let regions: i64 = c
+            .query_row(&format!("SELECT COUNT(*) FROM \"{r}\""), [], |x| x.get(0))
+            .unwrap();
+        assert!(regions > 0, "input {n}: regions copied");
+        if n == 1 {
+            let bad: i64 = c
+                .query_row(
+                    &format!("SELECT COUNT(*) FROM \"{r}\" WHERE dur != \"end\" - start"),
+                    [],
+                    |x| x.get(0),
+                )
+                .unwrap();
+            assert_eq!(bad, 0, "the generated column is kept as defined");
+        }
+    }
+}
+
+/// A copy that cannot write (a file size limit here, a full disk alike) names the output,
+/// not the input it was reading, and leaves nothing.
+#[test]
+fn a_failed_write_names_the_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = generate(&tmp.path().join("in"), 28, 1, 20);
+    let out = tmp.path().join("out");
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 64; exec \"$0\" convert -q -f rocpd --include kind=api,kernel -d \"$1\" -i \"$2\"")
+        .arg(env!("CARGO_BIN_EXE_rocpd"))
+        .arg(&out)
+        .arg(&inputs[0])
+        .output()
+        .unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains(&out.display().to_string()), "{e}");
+    assert!(!e.contains(&inputs[0].display().to_string()), "{e}");
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .map(|r| r.count())
+        .into_iter()
+        .collect();
+    assert!(left.iter().all(|&n| n == 0), "{left:?}");
+}

@@ -130,7 +130,16 @@ impl Output {
 
     fn copy_set(&mut self, input: &Path, set: &TableSet, kept_source: Option<u32>) -> Result<()> {
         let conn = self.conn.as_ref().expect("open");
-        let in_err = |place: &str, e: rusqlite::Error| Error::input(input, place, e.to_string());
+        let out_path = self.path.clone();
+        // A copy reads the input and writes the output: a full disk or a failed write is
+        // the output's (the input is never written).
+        let in_err = |place: &str, e: rusqlite::Error| {
+            if write_failure(&e) {
+                Error::output(&out_path, format!("{place}: {e}"))
+            } else {
+                Error::input(input, place, e.to_string())
+            }
+        };
         // Event tables first (selected rows), then the events they reference, then the rest.
         let mut order: Vec<&String> = set.tables.iter().collect();
         order.sort_by_key(|b| match b.as_str() {
@@ -173,14 +182,47 @@ impl Output {
                         format!(" WHERE id IN ({})", refs.join(" UNION "))
                     }
                 }
-                (Some(_), None) if base == "rocpd_arg" => format!(
-                    " WHERE event_id IN (SELECT id FROM main.{})",
-                    quote_ident(&format!("rocpd_event{}", set.suffix))
-                ),
+                // Arguments of the kept events (the event table was copied just before;
+                // a set without one keeps the arguments of the kept rows' events).
+                (Some(_), None) if base == "rocpd_arg" => {
+                    if set.tables.iter().any(|t| t == "rocpd_event") {
+                        format!(
+                            " WHERE event_id IN (SELECT id FROM main.{})",
+                            quote_ident(&format!("rocpd_event{}", set.suffix))
+                        )
+                    } else {
+                        let refs: Vec<String> = EVENT_TABLES
+                            .iter()
+                            .filter(|t| set.tables.iter().any(|x| x == *t))
+                            .map(|t| {
+                                format!(
+                                    "SELECT event_id FROM main.{}",
+                                    quote_ident(&format!("{t}{}", set.suffix))
+                                )
+                            })
+                            .collect();
+                        if refs.is_empty() {
+                            " WHERE 0".to_string()
+                        } else {
+                            format!(" WHERE event_id IN ({})", refs.join(" UNION "))
+                        }
+                    }
+                }
                 _ => String::new(),
             };
+            // Named columns: `SELECT *` also gives generated columns, which an INSERT
+            // cannot take (an extra column of the input's own survives as defined).
+            let columns: Vec<String> = conn
+                .prepare("SELECT name FROM pragma_table_info(?1, 'src') ORDER BY cid")
+                .and_then(|mut st| {
+                    st.query_map([&full], |r| r.get::<_, String>(0))?
+                        .map(|n| n.map(|n| quote_ident(&n)))
+                        .collect()
+                })
+                .map_err(|e| in_err(&format!("table {full}"), e))?;
+            let columns = columns.join(", ");
             conn.execute_batch(&format!(
-                "INSERT INTO main.{q} SELECT * FROM src.{q}{filter};"
+                "INSERT INTO main.{q} ({columns}) SELECT {columns} FROM src.{q}{filter};"
             ))
             .map_err(|e| in_err(&format!("copying table {full}"), e))?;
             // The input's indexes on this table, if it has any.
@@ -345,6 +387,23 @@ pub struct RocpdSink {
     direct_sources: std::collections::BTreeSet<u32>,
     /// The table sets written from rows, by source index.
     writers: BTreeMap<u32, SetWriter>,
+}
+
+/// Whether `e` is SQLite failing to write (a full disk, a file size limit, a failed write
+/// or sync), which in a copy can only be the output.
+fn write_failure(e: &rusqlite::Error) -> bool {
+    const IOERR_WRITE: i32 = 778;
+    const IOERR_FSYNC: i32 = 1034;
+    const IOERR_DIR_FSYNC: i32 = 1290;
+    const IOERR_TRUNCATE: i32 = 1546;
+    match e {
+        rusqlite::Error::SqliteFailure(f, _) => {
+            f.code == rusqlite::ErrorCode::DiskFull
+                || [IOERR_WRITE, IOERR_FSYNC, IOERR_DIR_FSYNC, IOERR_TRUNCATE]
+                    .contains(&f.extended_code)
+        }
+        _ => false,
+    }
 }
 
 impl RocpdSink {
