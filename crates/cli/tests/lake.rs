@@ -317,3 +317,82 @@ fn a_damaged_delta_log_is_refused_before_anything_is_committed() {
         );
     }
 }
+
+/// A run description without its sources' guids would let an input in twice: refused.
+#[test]
+fn a_run_description_without_guids_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ranks = generate(&tmp.path().join("gen"), 29, 2, 5);
+    let lake = tmp.path().join("lake");
+    let append = |rank: &std::path::Path| {
+        rocpd(&[
+            "convert",
+            "-q",
+            "-i",
+            rank.to_str().unwrap(),
+            "-f",
+            "parquet",
+            "--append",
+            "-o",
+            "x",
+            "-d",
+            lake.to_str().unwrap(),
+        ])
+    };
+    let o = append(&ranks[0]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dataset = lake.join("x_results.parquet");
+    std::fs::write(dataset.join("_runs").join("zzz.json"), b"{\"run\": \"x\"}").unwrap();
+    let o = append(&ranks[1]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("zzz.json"), "{}", stderr(&o));
+    assert_eq!(
+        runs_of(&dataset),
+        2,
+        "the first run and the damaged description only"
+    );
+}
+
+/// The first run of a dataset that fails leaves no dataset behind (no descriptor that
+/// would pin its options for the next run).
+#[test]
+fn a_failed_first_append_leaves_no_dataset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ranks = generate(&tmp.path().join("gen"), 30, 1, 5);
+    {
+        let c = rusqlite::Connection::open(&ranks[0]).unwrap();
+        let k: String = c
+            .query_row(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rocpd\\_kernel\\_dispatch\\_%' ESCAPE '\\'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        c.execute_batch(&format!(
+            "UPDATE \"{k}\" SET grid_size_x = 'notanumber' WHERE id = (SELECT MAX(id) FROM \"{k}\")"
+        ))
+        .unwrap();
+    }
+    let lake = tmp.path().join("lake");
+    let o = rocpd(&[
+        "convert",
+        "-q",
+        "-i",
+        ranks[0].to_str().unwrap(),
+        "-f",
+        "parquet",
+        "--append",
+        "--partition-by",
+        "pid",
+        "-o",
+        "x",
+        "-d",
+        lake.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("column grid_x"), "{}", stderr(&o));
+    let left: Vec<_> = std::fs::read_dir(&lake)
+        .map(|r| r.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}

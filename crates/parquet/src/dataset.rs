@@ -337,11 +337,19 @@ pub(crate) fn runs(dir: &Path) -> Result<BTreeMap<String, Value>> {
 /// would count every one of its events twice.
 pub(crate) fn refuse_known_sources(dir: &Path, guids: &[(String, PathBuf)]) -> Result<()> {
     for (run, v) in runs(dir)? {
-        let known = v.get("sources").and_then(Value::as_array);
-        for s in known.into_iter().flatten() {
-            let Some(g) = s.get("guid").and_then(Value::as_str) else {
-                continue;
-            };
+        // A run description without its sources' guids would let an input in twice.
+        let damaged = || {
+            Error::output(
+                dir.join(RUNS).join(format!("{run}.json")),
+                "a run description without its sources' guids: the dataset's run list is damaged",
+            )
+        };
+        let known = v
+            .get("sources")
+            .and_then(Value::as_array)
+            .ok_or_else(damaged)?;
+        for s in known {
+            let g = s.get("guid").and_then(Value::as_str).ok_or_else(damaged)?;
             if let Some((_, path)) = guids.iter().find(|(mine, _)| mine == g) {
                 return Err(Error::input(
                     path,
@@ -450,6 +458,28 @@ fn summarize(desc: &Descriptor, runs: &BTreeMap<String, Value>) -> Value {
         "time_range_ns": span.map(|(a, b)| [a, b]),
         "tables": tables,
     })
+}
+
+/// Removes the skeleton of a dataset no run was committed to (its descriptor and empty
+/// directories), when no other run is staging in it: what a first run that failed
+/// leaves. Directories are removed only when empty, so files of any other writer stay.
+pub(crate) fn remove_unused_skeleton(root: &Path) {
+    let empty = |d: &Path| std::fs::read_dir(d).map_or(true, |mut r| r.next().is_none());
+    if !empty(&root.join(RUNS)) || !empty(&root.join(STAGING)) {
+        return;
+    }
+    fn prune(dir: &Path) {
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            for e in rd.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    prune(&e.path());
+                }
+            }
+        }
+        let _ = std::fs::remove_dir(dir);
+    }
+    let _ = std::fs::remove_file(root.join(DESCRIPTOR));
+    prune(root);
 }
 
 /// Refuses a symbolic link at `root/<rel>` or on the way there: a dataset other users

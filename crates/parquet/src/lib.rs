@@ -194,6 +194,10 @@ pub struct ParquetSink {
     published: Vec<(PathBuf, rocpd_pipeline::cleanup::Registered)>,
     registered: Vec<rocpd_pipeline::cleanup::Registered>,
     state: Option<State>,
+    /// Whether this run made the directory of the dataset it appends to: if it fails
+    /// with no run committed and no other run staging there, it takes the dataset's
+    /// skeleton (descriptor, empty directories) away again.
+    made_dir: bool,
 }
 
 struct State {
@@ -212,6 +216,7 @@ impl ParquetSink {
             opts,
             run: String::new(),
             root: PathBuf::new(),
+            made_dir: false,
             tmp: None,
             staging: PathBuf::new(),
             published: Vec::new(),
@@ -256,6 +261,7 @@ impl ParquetSink {
         let desc = self.descriptor();
         self.run = dataset::new_run_id();
         if self.opts.append {
+            self.made_dir = self.dir.symlink_metadata().is_err();
             std::fs::create_dir_all(&self.dir)
                 .map_err(|e| Error::output(&self.dir, format!("cannot create directory: {e}")))?;
             self.root = self.dir.clone();
@@ -798,6 +804,9 @@ impl Drop for ParquetSink {
             let _ = std::fs::remove_dir_all(tmp);
         } else if !self.staging.as_os_str().is_empty() {
             let _ = std::fs::remove_dir_all(&self.staging);
+            if self.made_dir {
+                dataset::remove_unused_skeleton(&self.root);
+            }
         }
     }
 }
