@@ -631,7 +631,14 @@ fn progress_bar(quiet: bool) -> indicatif::ProgressBar {
 fn handle_signals() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     const GRACE: std::time::Duration = std::time::Duration::from_secs(3);
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+    let Ok(mut signals) = signal_hook::iterator::Signals::new(
+        // A run started under `nohup` (SIGHUP ignored) must outlive its terminal.
+        if hangup_ignored() {
+            vec![SIGINT, SIGTERM]
+        } else {
+            vec![SIGINT, SIGTERM, SIGHUP]
+        },
+    ) else {
         return;
     };
     std::thread::spawn(move || {
@@ -657,6 +664,20 @@ fn handle_signals() {
             });
         }
     });
+}
+
+/// Whether SIGHUP was ignored when the process started (`nohup`, `trap '' HUP`), read
+/// from the kernel's mask of ignored signals (Linux; elsewhere, not ignored).
+fn hangup_ignored() -> bool {
+    const SIGHUP_BIT: u64 = 1 << (signal_hook::consts::SIGHUP - 1);
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("SigIgn:"))
+                .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        })
+        .is_some_and(|mask| mask & SIGHUP_BIT != 0)
 }
 
 /// What an interrupted run says about a dataset it had committed to already.

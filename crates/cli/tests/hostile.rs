@@ -1258,7 +1258,8 @@ fn a_directory_walk_reads_each_directory_once_through_links() {
 
 /// An output over something that is not a regular file (a pipe, a device, a link) is
 /// refused rather than replaced by a plain file; so is an output named as an input's
-/// SQLite side file, present or not; a script must be a regular file.
+/// SQLite side file, present or not; a script is read with a bound (a pipe works,
+/// `/dev/zero` does not).
 #[test]
 fn outputs_never_replace_special_files_or_name_side_files() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1298,11 +1299,37 @@ fn outputs_never_replace_special_files_or_name_side_files() {
         "-i",
         i,
         "--script",
-        fifo.to_str().unwrap(),
+        "/dev/zero",
         "--query",
         "select 1",
     ]);
-    refused(&o, "fifo");
+    refused(&o, "longer than 16 MiB");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocpd"))
+        .args([
+            "query",
+            "-i",
+            i,
+            "--script",
+            "/dev/stdin",
+            "--format",
+            "csv",
+        ])
+        .args(["--query", "SELECT COUNT(*) > 0 FROM kk"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"CREATE TEMP VIEW kk AS SELECT * FROM kernels;")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).ends_with("1\n"));
     let o = rocpd(&[
         "convert",
         "-q",
@@ -1453,6 +1480,21 @@ fn counter_rows_of_kernels_sharing_a_dispatch_id_keep_their_kernel() {
     let o = run(&out2);
     refused(&o, "cannot tell their counter values apart");
     assert!(files_in(&out2).is_empty());
+    // Without counter values nothing needs telling apart.
+    let out3 = tmp.path().join("out3");
+    let o = rocpd(&[
+        "convert",
+        "-q",
+        "-i",
+        db.to_str().unwrap(),
+        "-f",
+        "csv",
+        "--exclude",
+        "kind=counter",
+        "-d",
+        out3.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
 }
 
 /// Two hosts whose names differ only in characters a file name cannot hold get a part
@@ -1495,8 +1537,48 @@ fn hosts_with_the_same_safe_name_get_their_own_parts() {
         .collect();
     parts.sort();
     assert_eq!(parts.len(), 2, "{parts:?}");
-    assert!(
-        parts.iter().all(|p| p.starts_with("out.host-gpu_node-")),
-        "{parts:?}"
-    );
+    // The name a file can hold keeps its plain label; the other gets a hash.
+    assert_eq!(parts[0], "out.host-gpu_node", "{parts:?}");
+    assert!(parts[1].starts_with("out.host-gpu_node-"), "{parts:?}");
+}
+
+/// A run started with SIGHUP ignored (`nohup`) outlives its terminal: the hangup does not
+/// stop it.
+#[test]
+fn a_run_under_nohup_ignores_the_hangup() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = generate(&tmp.path().join("in"), 31, 2, 600);
+    let out = tmp.path().join("out");
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg("trap '' HUP; exec \"$0\" convert -q -f pftrace csv -d \"$1\" -i \"$2\" \"$3\"")
+        .arg(env!("CARGO_BIN_EXE_rocpd"))
+        .arg(&out)
+        .arg(&inputs[0])
+        .arg(&inputs[1])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    let writing = || {
+        files_in(&out)
+            .iter()
+            .any(|p| p.file_name().unwrap().to_string_lossy().contains("partial"))
+    };
+    while !writing() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ended before it could be signalled"
+        );
+        assert!(began.elapsed() < Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(out.join("out_results.pftrace").is_file());
 }

@@ -396,3 +396,48 @@ fn a_failed_first_append_leaves_no_dataset() {
         .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A split appending to datasets checks every part's commit before the first: a damage
+/// found only at commit time in the last part leaves the earlier parts without the run.
+#[test]
+fn a_split_append_checks_every_part_before_committing_any() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ranks = generate(&tmp.path().join("gen"), 32, 2, 30);
+    let lake = tmp.path().join("lake");
+    let append = |rank: &std::path::Path| {
+        rocpd(&[
+            "convert",
+            "-q",
+            "-i",
+            rank.to_str().unwrap(),
+            "-f",
+            "parquet",
+            "--table-format",
+            "delta",
+            "--append",
+            "--split-by",
+            "time",
+            "--split-count",
+            "3",
+            "-o",
+            "x",
+            "-d",
+            lake.to_str().unwrap(),
+        ])
+    };
+    let o = append(&ranks[0]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let part = |k: usize| lake.join(format!("x_results.part-{k:03}_of_003.parquet"));
+    let log = part(3).join("kernels").join("_delta_log");
+    std::fs::copy(
+        log.join(format!("{:020}.json", 0)),
+        log.join(format!("{:020}.json", 2)),
+    )
+    .unwrap();
+    let o = append(&ranks[1]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("none between"), "{}", stderr(&o));
+    for k in 1..=3 {
+        assert_eq!(runs_of(&part(k)), 1, "part {k}");
+    }
+}

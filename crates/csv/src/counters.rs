@@ -28,6 +28,9 @@ pub(crate) struct Dispatch {
     pub start: i64,
     pub row_id: i64,
     pub end: i64,
+    /// The row id of another dispatch with the same id and times, if one came: counter
+    /// values of either cannot be told apart (an error only if a counter value asks).
+    pub twin: Option<i64>,
     pub queue_id: Option<i64>,
     pub kernel_id: i64,
     pub kernel_name: Arc<str>,
@@ -106,25 +109,20 @@ impl Counters {
         intern(&mut self.names, name)
     }
 
-    /// Remembers a dispatch that counter rows may refer to. Two dispatches with one id
-    /// and the same times cannot be told apart by their counter values: `Err` with the
-    /// row ids of both.
-    pub fn dispatch(
-        &mut self,
-        source: u32,
-        dispatch_id: i64,
-        d: Dispatch,
-    ) -> std::result::Result<(), (i64, i64)> {
+    /// Remembers a dispatch that counter rows may refer to. A second dispatch with the
+    /// same id and times is noted on the first ([`Dispatch::twin`]).
+    pub fn dispatch(&mut self, source: u32, dispatch_id: i64, d: Dispatch) {
         if self.enabled {
             let key = (source, dispatch_id, d.start, d.end);
-            if let Some(first) = self.dispatches.get(&key) {
-                if first.row_id != d.row_id {
-                    return Err((first.row_id, d.row_id));
+            match self.dispatches.get_mut(&key) {
+                Some(first) if first.row_id != d.row_id => {
+                    first.twin.get_or_insert(d.row_id);
+                }
+                _ => {
+                    self.dispatches.insert(key, d);
                 }
             }
-            self.dispatches.insert(key, d);
         }
-        Ok(())
     }
 
     /// Adds one counter value.
@@ -167,6 +165,15 @@ impl Counters {
         };
         for ((start, Reverse(end), source, dispatch_id, _), s) in done {
             let d = self.dispatches.get(&(source, dispatch_id, start, end));
+            if let Some((d, twin)) = d.and_then(|d| d.twin.map(|t| (d, t))) {
+                return Err(Error::input(
+                    &catalog.sources[source as usize].path,
+                    format!("kernel dispatch row ids {} and {twin}", d.row_id),
+                    format!(
+                        "two dispatches with dispatch id {dispatch_id} and the same start and end: counter_collection.csv cannot tell their counter values apart"
+                    ),
+                ));
+            }
             let symbol = d
                 .and_then(|d| index.kernel_symbol(source, d.kernel_id))
                 .map(|i| &catalog.kernel_symbols[i]);

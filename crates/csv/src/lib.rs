@@ -435,13 +435,14 @@ impl Sink for CsvSink {
                         .emit(TraceFile::KernelTrace, Some(table), 1, line.finish())?;
                     if self.counters.enabled {
                         let kernel_name = self.counters.name(name);
-                        let placed = self.counters.dispatch(
+                        self.counters.dispatch(
                             source,
                             dispatch_id,
                             counters::Dispatch {
                                 start,
                                 end,
                                 row_id: row_id(&chunk.batches[bi].batch, r),
+                                twin: None,
                                 queue_id: gi(c.queue_id, r),
                                 kernel_id,
                                 kernel_name,
@@ -451,15 +452,6 @@ impl Sink for CsvSink {
                                 scratch,
                             },
                         );
-                        if let Err((a, b)) = placed {
-                            return Err(Error::input(
-                                &cat.sources[source as usize].path,
-                                format!("kernel dispatch row ids {a} and {b}"),
-                                format!(
-                                    "two dispatches with dispatch id {dispatch_id} and the same start and end: counter_collection.csv cannot tell their counter values apart"
-                                ),
-                            ));
-                        }
                     }
                 }
                 Table::MemoryCopy => {

@@ -61,6 +61,7 @@ struct Output {
 impl Output {
     fn create(path: &Path) -> Result<Output> {
         let err = |e: &dyn std::fmt::Display| Error::output(path, e.to_string());
+        rocpd_pipeline::refuse_special(path)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
         }

@@ -124,8 +124,9 @@ fn unescape(v: &str) -> String {
 
 /// The version the next commit tries: one past the newest in the log (0 when empty).
 /// A log readers would refuse is refused here, before the run adds to it: a version that
-/// is not a file, a gap between versions (older ones may be gone after a checkpoint, but
-/// none in between), or a first or newest commit that is not JSON lines.
+/// is not a file, a gap between the versions from the newest checkpoint on (readers start
+/// there; older ones may be gone), or a newest commit, or a first one without a
+/// checkpoint, that is not JSON lines.
 fn next_version(log: &Path) -> Result<u64> {
     let rd = match std::fs::read_dir(log) {
         Ok(rd) => rd,
@@ -133,9 +134,18 @@ fn next_version(log: &Path) -> Result<u64> {
         Err(e) => return Err(Error::output(log, format!("cannot list: {e}"))),
     };
     let mut versions = Vec::new();
+    let mut checkpoint: Option<u64> = None;
     for e in rd.flatten() {
         let name = e.file_name();
         let name = name.to_string_lossy();
+        // `<version>.checkpoint.parquet`, or `<version>.checkpoint.<part>.<parts>.parquet`.
+        if let Some(v) = name
+            .split_once(".checkpoint.")
+            .filter(|(_, rest)| rest.ends_with("parquet"))
+            .and_then(|(v, _)| v.parse::<u64>().ok())
+        {
+            checkpoint = checkpoint.max(Some(v));
+        }
         if let Some(v) = name
             .strip_suffix(".json")
             .filter(|s| s.len() == 20 && s.bytes().all(|c| c.is_ascii_digit()))
@@ -151,9 +161,13 @@ fn next_version(log: &Path) -> Result<u64> {
         }
     }
     versions.sort_unstable();
-    let (Some(&first), Some(&newest)) = (versions.first(), versions.last()) else {
+    let Some(&newest) = versions.last() else {
         return Ok(0);
     };
+    let first = versions[0];
+    if let Some(c) = checkpoint {
+        versions.retain(|&v| v >= c);
+    }
     if let Some(w) = versions.windows(2).find(|w| w[1] != w[0] + 1) {
         return Err(Error::output(
             log,
@@ -163,7 +177,11 @@ fn next_version(log: &Path) -> Result<u64> {
             ),
         ));
     }
-    for v in [first, newest] {
+    let mut checked = vec![newest];
+    if checkpoint.is_none() {
+        checked.push(first);
+    }
+    for v in checked {
         let path = log.join(format!("{v:020}.json"));
         let text =
             std::fs::read(&path).map_err(|e| Error::output(&path, format!("cannot read: {e}")))?;
@@ -325,13 +343,17 @@ mod tests {
         let log = d.path().join("_delta_log");
         assert_eq!(next_version(&log).unwrap(), 0);
         std::fs::create_dir(&log).unwrap();
-        for name in [
-            "00000000000000000000.json",
-            "00000000000000000003.json",
-            "x.json",
-        ] {
-            std::fs::write(log.join(name), "").unwrap();
+        for v in 0..=3 {
+            std::fs::write(log.join(format!("{v:020}.json")), "{\"commitInfo\":{}}\n").unwrap();
         }
+        std::fs::write(log.join("x.json"), "").unwrap();
         assert_eq!(next_version(&log).unwrap(), 4);
+        // Versions before the newest checkpoint may be gone; none after it.
+        std::fs::write(log.join(format!("{:020}.checkpoint.parquet", 2)), "").unwrap();
+        std::fs::remove_file(log.join(format!("{:020}.json", 1))).unwrap();
+        assert_eq!(next_version(&log).unwrap(), 4);
+        std::fs::write(log.join(format!("{:020}.json", 5)), "{}\n").unwrap();
+        let e = next_version(&log).unwrap_err().to_string();
+        assert!(e.contains("none between"), "{e}");
     }
 }

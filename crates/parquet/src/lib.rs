@@ -293,6 +293,8 @@ impl ParquetSink {
             self.root = tmp.clone();
             self.tmp = Some(tmp);
         }
+        // A link planted at `_staging` would take the run's files outside the dataset.
+        dataset::refuse_links(&self.root, Path::new(dataset::STAGING))?;
         let staging = self.root.join(dataset::STAGING).join(&self.run);
         self.registered
             .push(rocpd_pipeline::cleanup::Registered::new(&staging));
@@ -303,6 +305,24 @@ impl ParquetSink {
         std::fs::create_dir_all(&self.staging)
             .map_err(|e| Error::output(&self.staging, format!("cannot create directory: {e}")))?;
         dataset::refuse_known_sources(&self.root, &source_guids(catalog))?;
+        Ok(())
+    }
+
+    /// Every place a commit writes, checked before its first step: no link on the way to
+    /// `_runs/`, to the files `rels` or to a table's `_delta_log/`, and each Delta log of
+    /// the event tables and the dimension tables `dims` sound and writable.
+    fn check_places(&self, rels: &[&str], dims: &[&str]) -> Result<()> {
+        dataset::refuse_links(&self.root, Path::new(dataset::RUNS))?;
+        for rel in rels {
+            dataset::refuse_links(&self.root, Path::new(rel))?;
+        }
+        if self.opts.table_format == TableFormat::Delta {
+            let tables = Table::ALL.iter().map(|&t| table_dir(t));
+            for name in tables.chain(dims.iter().copied()) {
+                dataset::refuse_links(&self.root, &Path::new(name).join("_delta_log"))?;
+                delta::check_log(&self.root.join(name), &self.run)?;
+            }
+        }
         Ok(())
     }
 
@@ -421,6 +441,19 @@ impl Sink for ParquetSink {
             Some(st) => st.files.close_all(),
             None => Ok(()),
         }
+    }
+
+    fn check_commit(&self) -> Result<()> {
+        let Some(st) = self.state.as_ref() else {
+            return Ok(());
+        };
+        let cat = st.resolver.catalog();
+        if self.opts.append {
+            dataset::refuse_known_sources(&self.root, &source_guids(cat))?;
+        }
+        let rels: Vec<&str> = st.files.done.iter().map(|p| p.rel.as_str()).collect();
+        let dims: Vec<&str> = dims::dimension_tables(cat).iter().map(|d| d.name).collect();
+        self.check_places(&rels, &dims)
     }
 
     fn needs_time_order(&self) -> bool {
@@ -649,18 +682,9 @@ impl Sink for ParquetSink {
             dataset::refuse_known_sources(&self.root, &guids)?;
         }
         let runs_dir = self.root.join(dataset::RUNS);
-        // Every place the commit writes, checked before its first step.
-        dataset::refuse_links(&self.root, Path::new(dataset::RUNS))?;
-        for f in &run_files {
-            dataset::refuse_links(&self.root, Path::new(&f.rel))?;
-        }
-        if self.opts.table_format == TableFormat::Delta {
-            let tables = Table::ALL.iter().map(|&t| table_dir(t));
-            for name in tables.chain(dim_schemas.iter().map(|(n, _)| *n)) {
-                dataset::refuse_links(&self.root, &Path::new(name).join("_delta_log"))?;
-                delta::check_log(&self.root.join(name), &self.run)?;
-            }
-        }
+        let rels: Vec<&str> = run_files.iter().map(|f| f.rel.as_str()).collect();
+        let dims: Vec<&str> = dim_schemas.iter().map(|(n, _)| *n).collect();
+        self.check_places(&rels, &dims)?;
         std::fs::create_dir_all(&runs_dir)
             .map_err(|e| Error::output(&runs_dir, format!("cannot create directory: {e}")))?;
         let draft = self.staging.join(format!("{}.json", self.run));

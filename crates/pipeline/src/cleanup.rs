@@ -11,15 +11,18 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 use rocpd_model::{Error, Result};
 
 /// 0: not cancelled; otherwise the signal number (or -1 for a cancel without a signal).
 static CANCELLED: AtomicI32 = AtomicI32::new(0);
 static REGISTERED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
-/// Held while an output is being committed; [`remove_registered`] waits for it.
-static COMMITTING: Mutex<()> = Mutex::new(());
+/// How many commits are in progress ([`Committing`]); [`remove_registered`] waits until
+/// none is, and holds the lock while it removes, so that none starts meanwhile. A count
+/// rather than a held lock, so that a commit may hold one over several (a split's parts).
+static COMMITTING: Mutex<usize> = Mutex::new(0);
+static COMMITS_ENDED: Condvar = Condvar::new();
 /// Whether an output shared with other runs was committed ([`Committing::done`]).
 static COMMITTED_SHARED: AtomicBool = AtomicBool::new(false);
 
@@ -29,7 +32,17 @@ static COMMITTED_SHARED: AtomicBool = AtomicBool::new(false);
 /// two steps and leave the run half in the dataset. The steps are renames and small
 /// writes; a front that must exit at once still can (SIGKILL).
 pub struct Committing {
-    _held: std::sync::MutexGuard<'static, ()>,
+    _private: (),
+}
+
+impl Drop for Committing {
+    fn drop(&mut self) {
+        let mut n = COMMITTING.lock().unwrap_or_else(|e| e.into_inner());
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            COMMITS_ENDED.notify_all();
+        }
+    }
 }
 
 impl Committing {
@@ -49,9 +62,8 @@ pub fn committed_shared() -> bool {
 /// Starts a commit ([`Committing`]). Never call [`remove_registered`] on the thread that
 /// holds one.
 pub fn committing() -> Committing {
-    Committing {
-        _held: COMMITTING.lock().unwrap_or_else(|e| e.into_inner()),
-    }
+    *COMMITTING.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    Committing { _private: () }
 }
 
 /// Asks every running conversion to stop at its next check; `signal` is recorded for the
@@ -124,7 +136,12 @@ pub fn remove_registered() {
 /// [`remove_registered`] limited to the paths `chosen` picks: the tests run in one process
 /// and must not remove each other's files.
 fn remove_registered_where(chosen: impl Fn(&Path) -> bool) {
-    let _commit_done = COMMITTING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut commits = COMMITTING.lock().unwrap_or_else(|e| e.into_inner());
+    while *commits > 0 {
+        commits = COMMITS_ENDED
+            .wait(commits)
+            .unwrap_or_else(|e| e.into_inner());
+    }
     for p in registered().into_iter().filter(|p| chosen(p)) {
         match p.symlink_metadata() {
             Ok(m) if m.is_dir() => {

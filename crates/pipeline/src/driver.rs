@@ -84,6 +84,12 @@ pub trait Sink {
     fn seal(&mut self) -> Result<()> {
         Ok(())
     }
+    /// After [`Sink::seal`]: what `finish` checks before its commit's first step (the
+    /// places it writes, the dataset's state), so that a split can check every part
+    /// before it commits any.
+    fn check_commit(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// How the driver runs.

@@ -116,8 +116,10 @@ impl PathGuard {
         Ok(())
     }
 
-    /// Claims an output file and its temporary name.
+    /// Claims an output file and its temporary name; refused here, before the run, where
+    /// something other than a regular file stands ([`crate::refuse_special`]).
     pub fn claim_file(&mut self, output: &Path) -> Result<()> {
+        crate::refuse_special(output)?;
         self.claim(output)?;
         self.claim(&crate::output::temp_sibling(output)?)
     }

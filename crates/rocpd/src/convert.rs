@@ -348,8 +348,13 @@ impl SinkPlan {
     fn claim(&self, guard: &mut PathGuard, fmt: Format, label: Option<&str>) -> Result<()> {
         let path = self.path(fmt, label);
         match fmt {
-            // A file, or a dataset directory, and its temporary sibling.
-            Format::Pftrace | Format::Rocpd | Format::Parquet => guard.claim_file(&path)?,
+            // A file and its temporary sibling.
+            Format::Pftrace | Format::Rocpd => guard.claim_file(&path)?,
+            // A dataset directory (one appended to exists already) and its sibling.
+            Format::Parquet => {
+                guard.claim(&path)?;
+                guard.claim(&rocpd_pipeline::temp_sibling(&path)?)?;
+            }
             Format::Otf2 => {
                 guard.claim(&path)?;
                 guard.claim(&path.with_extension("def"))?;

@@ -83,6 +83,9 @@ pub struct QueryResult {
     pub file: Option<PathBuf>,
 }
 
+/// The longest `--script` read.
+const MAX_SCRIPT_BYTES: u64 = 16 << 20;
+
 /// `<dir>/<name>`, with `.<ext>` of `format` appended unless `name` already ends with it;
 /// a name that would leave `dir` (`../x`, `/x`, `sub/x`) is refused.
 pub fn query_output_path(dir: &Path, name: &str, format: QueryFormat) -> Result<PathBuf> {
@@ -158,11 +161,23 @@ impl Inputs {
         // The script is read (and checked for UTF-8) before the long part.
         let script = match &query.script {
             Some(p) => {
-                // A pipe or a device (`/dev/zero`) would be read without end.
-                if p.exists() {
-                    rocpd_pipeline::check_regular(p)?;
+                // Read with a bound: a pipe (`--script <(...)`, `/dev/stdin`) is fine, a
+                // device that never ends (`/dev/zero`) is not.
+                use std::io::Read;
+                let mut bytes = Vec::new();
+                std::fs::File::open(p)
+                    .and_then(|f| f.take(MAX_SCRIPT_BYTES + 1).read_to_end(&mut bytes))
+                    .map_err(|e| Error::input(p, "read", e.to_string()))?;
+                if bytes.len() as u64 > MAX_SCRIPT_BYTES {
+                    return Err(Error::input(
+                        p,
+                        "read",
+                        format!(
+                            "longer than {} MiB; a script is SQL text",
+                            MAX_SCRIPT_BYTES >> 20
+                        ),
+                    ));
                 }
-                let bytes = std::fs::read(p).map_err(|e| Error::input(p, "read", e.to_string()))?;
                 let text = String::from_utf8(bytes).map_err(|e| {
                     Error::input(
                         p,

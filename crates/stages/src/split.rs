@@ -201,16 +201,13 @@ impl SplitSink {
     }
 
     fn index(&mut self, c: &Catalog) {
-        // Ranks on one host share its part. Hosts whose names differ only in characters
-        // a file name cannot hold (`gpu node`, `gpu_node`) get parts of their own, told
-        // apart by a hash of the name.
-        let mut by_safe: FastMap<String, HashSet<&str>> = FastMap::default();
-        for h in c.nodes.iter().filter_map(|n| n.hostname.as_deref()) {
-            by_safe.entry(safe(h)).or_default().insert(h);
-        }
+        // Ranks on one host share its part. A name with characters a file name cannot
+        // hold also gets a hash of the name (`gpu node` is `host-gpu_node-<hash>`), so it
+        // never shares a part with another host (`gpu_node`), whichever hosts a run
+        // holds: appends of one rank per run land where the others do.
         let label = |h: &str| {
             let s = safe(h);
-            if by_safe.get(&s).is_some_and(|names| names.len() > 1) {
+            if s != h {
                 let hash = rocpd_model::hash::fnv1a64(h.as_bytes(), rocpd_model::hash::FNV_OFFSET);
                 format!("host-{s}-{:08x}", hash as u32)
             } else {
@@ -588,6 +585,12 @@ impl Sink for SplitSink {
         }
         let mut sealed = std::mem::take(&mut self.sealed);
         sealed.sort_by(|a, b| a.key.cmp(&b.key));
+        // Every part checked before any commits, then all committed at once: a forced
+        // exit (a second Ctrl-C) waits for the last, not only for the part under way.
+        for child in &sealed {
+            child.sink.check_commit()?;
+        }
+        let _all = rocpd_pipeline::cleanup::committing();
         for child in sealed {
             self.commit(child)?;
         }
