@@ -54,6 +54,14 @@ fn table(conn: &Connection, base: &str) -> String {
     .unwrap()
 }
 
+/// `rocpd convert -q -i <db> -f csv -d <out> <extra...>`.
+fn csv_of(db: &Path, out: &Path, extra: &[&str]) -> Output {
+    let (db, out) = (db.to_str().unwrap(), out.to_str().unwrap());
+    let mut args = vec!["convert", "-q", "-i", db, "-f", "csv", "-d", out];
+    args.extend(extra);
+    rocpd(&args)
+}
+
 fn refused(o: &Output, needle: &str) {
     let e = stderr(o);
     assert_eq!(code(o), Some(1), "expected exit 1: {e}");
@@ -1379,16 +1387,7 @@ fn a_launched_kernels_bad_start_is_named_in_its_own_row() {
             (k, id)
         };
         let out = tmp.path().join(format!("out{n}"));
-        let o = rocpd(&[
-            "convert",
-            "-q",
-            "-i",
-            db.to_str().unwrap(),
-            "-f",
-            "csv",
-            "-d",
-            out.to_str().unwrap(),
-        ]);
+        let o = csv_of(&db, &out, &[]);
         refused(&o, &format!("table {k}, row id {id}: column start"));
         assert!(files_in(&out).is_empty());
     }
@@ -1441,18 +1440,7 @@ fn counter_rows_of_kernels_sharing_a_dispatch_id_keep_their_kernel() {
         .collect();
     want.sort();
     let out = tmp.path().join("out");
-    let run = |out: &Path| {
-        rocpd(&[
-            "convert",
-            "-q",
-            "-i",
-            db.to_str().unwrap(),
-            "-f",
-            "csv",
-            "-d",
-            out.to_str().unwrap(),
-        ])
-    };
+    let run = |out: &Path| csv_of(&db, out, &[]);
     let o = run(&out);
     assert!(o.status.success(), "{}", stderr(&o));
     let mut reader = csv::Reader::from_path(out.join("out_counter_collection.csv")).unwrap();
@@ -1482,18 +1470,7 @@ fn counter_rows_of_kernels_sharing_a_dispatch_id_keep_their_kernel() {
     assert!(files_in(&out2).is_empty());
     // Without counter values nothing needs telling apart.
     let out3 = tmp.path().join("out3");
-    let o = rocpd(&[
-        "convert",
-        "-q",
-        "-i",
-        db.to_str().unwrap(),
-        "-f",
-        "csv",
-        "--exclude",
-        "kind=counter",
-        "-d",
-        out3.to_str().unwrap(),
-    ]);
+    let o = csv_of(&db, &out3, &["--exclude", "kind=counter"]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
 

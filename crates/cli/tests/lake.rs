@@ -116,6 +116,26 @@ fn append_goes_with_parquet_only() {
     assert!(!out.exists());
 }
 
+/// `rocpd convert -q -i <rank> -f parquet --append -o x -d <lake> <extra...>`.
+fn append_to(
+    lake: &std::path::Path,
+    rank: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
+    let (rank, lake) = (rank.to_str().unwrap(), lake.to_str().unwrap());
+    let mut args = vec!["convert", "-q", "-i", rank, "-f", "parquet", "--append"];
+    args.extend(["-o", "x", "-d", lake]);
+    args.extend(extra);
+    rocpd(&args)
+}
+
+/// The entries of a table's Delta log: one per committed version.
+fn log_versions(dataset: &std::path::Path, table: &str) -> usize {
+    std::fs::read_dir(dataset.join(table).join("_delta_log"))
+        .unwrap()
+        .count()
+}
+
 /// The run files (`_runs/*.json`) of a dataset: one per committed run.
 fn runs_of(dataset: &std::path::Path) -> usize {
     std::fs::read_dir(dataset.join("_runs"))
@@ -212,23 +232,7 @@ fn an_append_never_writes_through_a_link_in_the_dataset() {
     let lake = tmp.path().join("lake");
     let outside = tmp.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
-    let append = |rank: &std::path::Path| {
-        rocpd(&[
-            "convert",
-            "-q",
-            "-i",
-            rank.to_str().unwrap(),
-            "-f",
-            "parquet",
-            "--append",
-            "--table-format",
-            "delta",
-            "-o",
-            "x",
-            "-d",
-            lake.to_str().unwrap(),
-        ])
-    };
+    let append = |rank: &std::path::Path| append_to(&lake, rank, &["--table-format", "delta"]);
     let o = append(&ranks[0]);
     assert!(o.status.success(), "{}", stderr(&o));
     let dataset = lake.join("x_results.parquet");
@@ -241,11 +245,7 @@ fn an_append_never_writes_through_a_link_in_the_dataset() {
     assert!(stderr(&o).contains("symbolic link"), "{}", stderr(&o));
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
     assert_eq!(runs_of(&dataset), 1);
-    let logs = |t: &str| {
-        std::fs::read_dir(dataset.join(t).join("_delta_log"))
-            .unwrap()
-            .count()
-    };
+    let logs = |t: &str| log_versions(&dataset, t);
     assert_eq!(
         logs("api_calls"),
         1,
@@ -280,23 +280,7 @@ fn a_damaged_delta_log_is_refused_before_anything_is_committed() {
     ];
     for (n, (what, damage)) in damages.iter().enumerate() {
         let lake = tmp.path().join(format!("lake{n}"));
-        let append = |rank: &std::path::Path| {
-            rocpd(&[
-                "convert",
-                "-q",
-                "-i",
-                rank.to_str().unwrap(),
-                "-f",
-                "parquet",
-                "--append",
-                "--table-format",
-                "delta",
-                "-o",
-                "x",
-                "-d",
-                lake.to_str().unwrap(),
-            ])
-        };
+        let append = |rank: &std::path::Path| append_to(&lake, rank, &["--table-format", "delta"]);
         let o = append(&ranks[0]);
         assert!(o.status.success(), "{}", stderr(&o));
         let dataset = lake.join("x_results.parquet");
@@ -324,21 +308,7 @@ fn a_run_description_without_guids_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let ranks = generate(&tmp.path().join("gen"), 29, 2, 5);
     let lake = tmp.path().join("lake");
-    let append = |rank: &std::path::Path| {
-        rocpd(&[
-            "convert",
-            "-q",
-            "-i",
-            rank.to_str().unwrap(),
-            "-f",
-            "parquet",
-            "--append",
-            "-o",
-            "x",
-            "-d",
-            lake.to_str().unwrap(),
-        ])
-    };
+    let append = |rank: &std::path::Path| append_to(&lake, rank, &[]);
     let o = append(&ranks[0]);
     assert!(o.status.success(), "{}", stderr(&o));
     let dataset = lake.join("x_results.parquet");
@@ -374,21 +344,7 @@ fn a_failed_first_append_leaves_no_dataset() {
         .unwrap();
     }
     let lake = tmp.path().join("lake");
-    let o = rocpd(&[
-        "convert",
-        "-q",
-        "-i",
-        ranks[0].to_str().unwrap(),
-        "-f",
-        "parquet",
-        "--append",
-        "--partition-by",
-        "pid",
-        "-o",
-        "x",
-        "-d",
-        lake.to_str().unwrap(),
-    ]);
+    let o = append_to(&lake, &ranks[0], &["--partition-by", "pid"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("column grid_x"), "{}", stderr(&o));
     let left: Vec<_> = std::fs::read_dir(&lake)
@@ -405,25 +361,12 @@ fn a_split_append_checks_every_part_before_committing_any() {
     let ranks = generate(&tmp.path().join("gen"), 32, 2, 30);
     let lake = tmp.path().join("lake");
     let append = |rank: &std::path::Path| {
-        rocpd(&[
-            "convert",
-            "-q",
-            "-i",
-            rank.to_str().unwrap(),
-            "-f",
-            "parquet",
-            "--table-format",
-            "delta",
-            "--append",
-            "--split-by",
-            "time",
-            "--split-count",
-            "3",
-            "-o",
-            "x",
-            "-d",
-            lake.to_str().unwrap(),
-        ])
+        let split = ["--split-by", "time", "--split-count", "3"];
+        append_to(
+            &lake,
+            rank,
+            &[&["--table-format", "delta"][..], &split[..]].concat(),
+        )
     };
     let o = append(&ranks[0]);
     assert!(o.status.success(), "{}", stderr(&o));

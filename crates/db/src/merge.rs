@@ -166,23 +166,7 @@ impl Output {
                 (Some(src), Some(code)) => format!(
                     " WHERE id IN (SELECT id FROM temp.kept WHERE src = {src} AND tbl = {code})"
                 ),
-                (Some(_), None) if base == "rocpd_event" => {
-                    let refs: Vec<String> = EVENT_TABLES
-                        .iter()
-                        .filter(|t| set.tables.iter().any(|x| x == *t))
-                        .map(|t| {
-                            format!(
-                                "SELECT event_id FROM main.{}",
-                                quote_ident(&format!("{t}{}", set.suffix))
-                            )
-                        })
-                        .collect();
-                    if refs.is_empty() {
-                        " WHERE 0".to_string()
-                    } else {
-                        format!(" WHERE id IN ({})", refs.join(" UNION "))
-                    }
-                }
+                (Some(_), None) if base == "rocpd_event" => kept_events(set, "id"),
                 // Arguments of the kept events (the event table was copied just before;
                 // a set without one keeps the arguments of the kept rows' events).
                 (Some(_), None) if base == "rocpd_arg" => {
@@ -192,21 +176,7 @@ impl Output {
                             quote_ident(&format!("rocpd_event{}", set.suffix))
                         )
                     } else {
-                        let refs: Vec<String> = EVENT_TABLES
-                            .iter()
-                            .filter(|t| set.tables.iter().any(|x| x == *t))
-                            .map(|t| {
-                                format!(
-                                    "SELECT event_id FROM main.{}",
-                                    quote_ident(&format!("{t}{}", set.suffix))
-                                )
-                            })
-                            .collect();
-                        if refs.is_empty() {
-                            " WHERE 0".to_string()
-                        } else {
-                            format!(" WHERE event_id IN ({})", refs.join(" UNION "))
-                        }
+                        kept_events(set, "event_id")
                     }
                 }
                 _ => String::new(),
@@ -388,6 +358,26 @@ pub struct RocpdSink {
     direct_sources: std::collections::BTreeSet<u32>,
     /// The table sets written from rows, by source index.
     writers: BTreeMap<u32, SetWriter>,
+}
+
+/// `WHERE <column> IN` the events of the rows copied into the output's event tables of
+/// `set` (` WHERE 0` without event tables).
+fn kept_events(set: &TableSet, column: &str) -> String {
+    let refs: Vec<String> = EVENT_TABLES
+        .iter()
+        .filter(|t| set.tables.iter().any(|x| x == *t))
+        .map(|t| {
+            format!(
+                "SELECT event_id FROM main.{}",
+                quote_ident(&format!("{t}{}", set.suffix))
+            )
+        })
+        .collect();
+    if refs.is_empty() {
+        " WHERE 0".to_string()
+    } else {
+        format!(" WHERE {column} IN ({})", refs.join(" UNION "))
+    }
 }
 
 /// Whether `e` is SQLite failing to write (a full disk, a file size limit, a failed write
