@@ -122,15 +122,12 @@ fn unescape(v: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The version the next commit tries: one past the newest in the log (0 when empty).
-/// A log readers would refuse is refused here, before the run adds to it: a version that
-/// is not a file, a gap between the versions from the newest checkpoint on (readers start
-/// there; older ones may be gone), or a newest commit, or a first one without a
-/// checkpoint, that is not JSON lines.
-fn next_version(log: &Path) -> Result<u64> {
+/// The log's commit versions, sorted, and its newest checkpoint's version. A version
+/// that is not a regular file is refused.
+fn listing(log: &Path) -> Result<(Vec<u64>, Option<u64>)> {
     let rd = match std::fs::read_dir(log) {
         Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), None)),
         Err(e) => return Err(Error::output(log, format!("cannot list: {e}"))),
     };
     let mut versions = Vec::new();
@@ -161,10 +158,29 @@ fn next_version(log: &Path) -> Result<u64> {
         }
     }
     versions.sort_unstable();
-    let Some(&newest) = versions.last() else {
-        return Ok(0);
+    Ok((versions, checkpoint))
+}
+
+/// The version the next commit tries: one past the newest in the log (0 when empty).
+/// Only lists the log: [`check_log`] has checked it before the run's first commit.
+fn next_version(log: &Path) -> Result<u64> {
+    match listing(log)?.0.last() {
+        None => Ok(0),
+        Some(newest) => newest
+            .checked_add(1)
+            .ok_or_else(|| Error::output(log, "a Delta log version past the largest number")),
+    }
+}
+
+/// Refuses a log readers would refuse, before the run adds to it: a gap between the
+/// versions from the newest checkpoint on (readers start there; older ones may be
+/// gone), or a newest commit, or a first one without a checkpoint, that is not JSON
+/// lines (and a version that is not a file, as [`listing`] does).
+fn check_sound(log: &Path) -> Result<()> {
+    let (mut versions, checkpoint) = listing(log)?;
+    let (Some(&first), Some(&newest)) = (versions.first(), versions.last()) else {
+        return Ok(());
     };
-    let first = versions[0];
     if let Some(c) = checkpoint {
         versions.retain(|&v| v >= c);
     }
@@ -196,17 +212,15 @@ fn next_version(log: &Path) -> Result<u64> {
             ));
         }
     }
-    newest
-        .checked_add(1)
-        .ok_or_else(|| Error::output(log, "a Delta log version past the largest number"))
+    Ok(())
 }
 
 /// Checks, before a run publishes anything, that the log of the table `dir` can take
-/// its commit: the log is sound ([`next_version`]) and a file can be created in it (a
+/// its commit: the log is sound ([`check_sound`]) and a file can be created in it (a
 /// log made read-only or immutable would otherwise fail halfway through the tables).
 pub(crate) fn check_log(dir: &Path, run: &str) -> Result<()> {
     let log = dir.join("_delta_log");
-    next_version(&log)?;
+    check_sound(&log)?;
     std::fs::create_dir_all(&log)
         .map_err(|e| Error::output(&log, format!("cannot create directory: {e}")))?;
     let probe = log.join(format!(".rocpd-probe-{run}"));
@@ -352,8 +366,9 @@ mod tests {
         std::fs::write(log.join(format!("{:020}.checkpoint.parquet", 2)), "").unwrap();
         std::fs::remove_file(log.join(format!("{:020}.json", 1))).unwrap();
         assert_eq!(next_version(&log).unwrap(), 4);
+        check_sound(&log).unwrap();
         std::fs::write(log.join(format!("{:020}.json", 5)), "{}\n").unwrap();
-        let e = next_version(&log).unwrap_err().to_string();
+        let e = check_sound(&log).unwrap_err().to_string();
         assert!(e.contains("none between"), "{e}");
     }
 }
