@@ -625,9 +625,10 @@ fn progress_bar(quiet: bool) -> indicatif::ProgressBar {
     bar
 }
 
-/// On SIGINT, SIGTERM or SIGHUP (the terminal closed), asks the run to stop at its next chunk (its unwinding removes
-/// temporaries and unfinished outputs); if it has not ended after a grace period, or on a
-/// second signal, removes every registered temporary itself and exits.
+/// On SIGINT, SIGTERM or SIGHUP (the terminal closed), asks the run to stop at its next
+/// chunk (its unwinding removes temporaries and unfinished outputs); if it has not ended
+/// after a grace period, or on a second signal, removes every registered temporary itself
+/// and exits.
 fn handle_signals() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     const GRACE: std::time::Duration = std::time::Duration::from_secs(3);

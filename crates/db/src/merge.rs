@@ -383,15 +383,17 @@ fn kept_events(set: &TableSet, column: &str) -> String {
 /// Whether `e` is SQLite failing to write (a full disk, a file size limit, a failed write
 /// or sync), which in a copy can only be the output.
 fn write_failure(e: &rusqlite::Error) -> bool {
-    const IOERR_WRITE: i32 = 778;
-    const IOERR_FSYNC: i32 = 1034;
-    const IOERR_DIR_FSYNC: i32 = 1290;
-    const IOERR_TRUNCATE: i32 = 1546;
+    use rusqlite::ffi;
     match e {
         rusqlite::Error::SqliteFailure(f, _) => {
             f.code == rusqlite::ErrorCode::DiskFull
-                || [IOERR_WRITE, IOERR_FSYNC, IOERR_DIR_FSYNC, IOERR_TRUNCATE]
-                    .contains(&f.extended_code)
+                || [
+                    ffi::SQLITE_IOERR_WRITE,
+                    ffi::SQLITE_IOERR_FSYNC,
+                    ffi::SQLITE_IOERR_DIR_FSYNC,
+                    ffi::SQLITE_IOERR_TRUNCATE,
+                ]
+                .contains(&f.extended_code)
         }
         _ => false,
     }
