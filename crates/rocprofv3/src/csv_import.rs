@@ -97,9 +97,16 @@ fn header_fields(line: &str) -> Vec<String> {
     }
 }
 
+/// Whether `cols` could name a rocprofv3 file's columns: two names at least, none longer
+/// than rocprofv3 writes. Unnamed columns (a trailing comma on every line, as a
+/// spreadsheet may save it) are ignored, not a reason to pass the file over.
+fn plausible_names(cols: &[String]) -> bool {
+    cols.iter().filter(|c| !c.is_empty()).count() >= 2 && cols.iter().all(|c| c.len() <= 64)
+}
+
 fn kind_of_fields(cols: &[String]) -> Option<CsvKind> {
     let has = |n: &str| cols.iter().any(|c| c == n);
-    if cols.len() < 2 || cols.iter().any(|c| c.is_empty() || c.len() > 64) {
+    if !plausible_names(cols) {
         return None;
     }
     let kind = if has("counter_name") && has("counter_value") && has("dispatch_id") {
@@ -322,7 +329,7 @@ pub(crate) fn kind_of_named_fields(path: &Path, cols: &[String]) -> Option<CsvKi
         return Some(k);
     }
     let kind = kind_of_name(path)?;
-    if cols.len() < 2 || cols.iter().any(|c| c.is_empty() || c.len() > 64) {
+    if !plausible_names(cols) {
         return None;
     }
     let (keys, others) = signature(kind);
@@ -405,6 +412,15 @@ impl Header {
 
     fn col(&self, name: &str) -> Option<usize> {
         self.index.get(name).copied()
+    }
+
+    /// A column name (not empty) that the header gives twice.
+    fn repeated(&self) -> Option<&str> {
+        self.names
+            .iter()
+            .enumerate()
+            .find(|(i, n)| !n.is_empty() && self.index.get(*n) != Some(i))
+            .map(|(_, n)| n.as_str())
     }
 
     fn any(&self, names: &[&str]) -> Option<usize> {
@@ -632,6 +648,9 @@ pub(crate) struct State<'o> {
     pid: i64,
     /// Kernel name → kernel id, for rows without `Kernel_Id`.
     kernel_by_name: HashMap<String, i64>,
+    /// Kernel id → the name its first row gave: a later row naming that id otherwise
+    /// keeps its own name as the dispatch's region name.
+    name_of_kernel: HashMap<i64, String>,
     next_synth_kernel: i64,
     /// (counter name, agent id) → pmc id.
     pmcs: HashMap<i64, HashMap<String, i64>>,
@@ -680,7 +699,18 @@ fn open_with_header(path: &Path) -> Result<(FileReader, Option<Header>)> {
                 format!("line {}", raw.line),
                 format!("header: {}", p.message()),
             )),
-            None => Ok((rdr, Some(Header::new(&rec)))),
+            None => {
+                let header = Header::new(&rec);
+                match header.repeated() {
+                    // Which of the two holds the values is anyone's guess.
+                    Some(name) => Err(Error::input(
+                        path,
+                        format!("line {}", raw.line),
+                        format!("header: column {} appears twice", display_column(name)),
+                    )),
+                    None => Ok((rdr, Some(header))),
+                }
+            }
         },
     }
 }
@@ -834,6 +864,7 @@ pub(crate) fn read_files(
         out,
         pid: plan.pid,
         kernel_by_name: HashMap::new(),
+        name_of_kernel: HashMap::new(),
         next_synth_kernel: SYNTH_KERNEL_BASE,
         pmcs: HashMap::new(),
         pmc_count: 0,
@@ -1412,22 +1443,31 @@ pub(crate) fn message_extdata(text: &str) -> String {
 }
 
 impl State<'_> {
-    /// The kernel id of a row: its `Kernel_Id`, or one synthesized per distinct name.
-    fn kernel_id(&mut self, explicit: Option<i64>, name: &str) -> i64 {
+    /// The kernel id of a row: its `Kernel_Id`, or one synthesized per distinct name; and
+    /// whether the row names its `Kernel_Id` otherwise than the first row of that id did
+    /// (rocprofv3's `--kernel-rename` writes the enclosing ROCTx range's name there, D146).
+    fn kernel_id(&mut self, explicit: Option<i64>, name: &str) -> (i64, bool) {
         if let Some(id) = explicit {
             // Looked up before inserting: a name is copied once, not for every row.
+            let renamed = match self.name_of_kernel.get(&id) {
+                Some(first) => first != name,
+                None => {
+                    self.name_of_kernel.insert(id, name.to_string());
+                    false
+                }
+            };
             if !self.kernel_by_name.contains_key(name) {
                 self.kernel_by_name.insert(name.to_string(), id);
             }
-            return id;
+            return (id, renamed);
         }
         if let Some(id) = self.kernel_by_name.get(name) {
-            return *id;
+            return (*id, false);
         }
         let id = self.next_synth_kernel;
         self.next_synth_kernel += 1;
         self.kernel_by_name.insert(name.to_string(), id);
-        id
+        (id, false)
     }
 }
 
@@ -1471,7 +1511,12 @@ fn kernel_row(
     };
 
     let agent_id = st.out.agents().resolve(agent, Some("GPU"));
-    let kernel_id = st.kernel_id(explicit_kernel, &name);
+    let (kernel_id, renamed) = st.kernel_id(explicit_kernel, &name);
+    let region_name_id = if renamed {
+        Some(st.out.string(&name)?)
+    } else {
+        None
+    };
     if !st.out.has_kernel(kernel_id) {
         st.out.kernel_symbol(
             st.pid,
@@ -1511,7 +1556,7 @@ fn kernel_row(
             group_segment_size: group,
             workgroup: wg,
             grid,
-            region_name_id: None,
+            region_name_id,
             extdata: None,
         },
         event_id,
@@ -1799,7 +1844,12 @@ fn counter_row(
             None => {
                 // The kernel trace lacks this dispatch: make it from the counter row.
                 let kernel_name = r.text(c.kernel_name);
-                let kernel_id = st.kernel_id(explicit_kernel, &kernel_name);
+                let (kernel_id, renamed) = st.kernel_id(explicit_kernel, &kernel_name);
+                let region_name_id = if renamed {
+                    Some(st.out.string(&kernel_name)?)
+                } else {
+                    None
+                };
                 if !st.out.has_kernel(kernel_id) {
                     st.out.kernel_symbol(
                         pid,
@@ -1840,7 +1890,7 @@ fn counter_row(
                             group_segment_size: lds,
                             workgroup: [wg.unwrap_or(0), 1, 1],
                             grid: [grid.unwrap_or(0), 1, 1],
-                            region_name_id: None,
+                            region_name_id,
                             extdata: Some(r#"{"from":"counter_collection"}"#.into()),
                         },
                         event_id,

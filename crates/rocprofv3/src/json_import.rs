@@ -1559,6 +1559,8 @@ impl<'de> Visitor<'de> for TopSeed<'_, '_, '_> {
                     index: self.index,
                 })?;
             } else {
+                // An error in another member is placed by its byte offset alone.
+                st.section.clear();
                 map.next_value::<IgnoredAny>()?;
             }
         }
@@ -1594,8 +1596,13 @@ impl<'de> Visitor<'de> for ProcList<'_, '_, '_> {
                     Some(()) => found = true,
                     None => break,
                 }
-            } else if seq.next_element::<IgnoredAny>()?.is_none() {
-                break;
+            } else {
+                // An error in a process object passed over is placed in that object.
+                st.section = TOOL_KEY.into();
+                st.index = i as u64;
+                if seq.next_element::<IgnoredAny>()?.is_none() {
+                    break;
+                }
             }
             i += 1;
         }
@@ -1988,16 +1995,20 @@ fn walk(st: &mut Json<'_, '_>, path: &Path, index: usize, jumps: &[(u64, u64)]) 
         Err(Stop::Input(e)) => Err(e),
         Err(Stop::Scan(e)) => {
             let of = if gz { " of the decompressed data" } else { "" };
-            let within = format!("{}[{}]", st.section, st.index);
+            let within = if st.section.is_empty() {
+                String::new()
+            } else {
+                format!(", in {}[{}]", st.section, st.index)
+            };
             Err(match e {
                 ScanError::Io(e) => Error::input(
                     path,
-                    format!("byte offset {}{of}, in {within}", bom + scan.offset()),
+                    format!("byte offset {}{of}{within}", bom + scan.offset()),
                     read_message(gz, &e),
                 ),
                 ScanError::Syntax(at, m) => Error::input(
                     path,
-                    format!("byte offset {}{of}, in {within}", bom + at),
+                    format!("byte offset {}{of}{within}", bom + at),
                     format!("invalid JSON: {m}"),
                 ),
             })
@@ -2060,6 +2071,9 @@ fn scan_top<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, index: usize) -> Wa
                             scan_proc(st, s, &mut raw)?;
                             found = true;
                         } else {
+                            // An error in a process object passed over is placed in it.
+                            st.section = TOOL_KEY.into();
+                            st.index = i as u64;
                             let at = s.start()?;
                             s.skip(check_rest)?;
                             st.note(at, s.offset());
@@ -2071,6 +2085,7 @@ fn scan_top<R: Read>(st: &mut Json<'_, '_>, s: &mut Scan<R>, index: usize) -> Wa
                     }
                 }
             } else {
+                st.section.clear();
                 let at = s.start()?;
                 s.skip(check_rest)?;
                 st.note(at, s.offset());

@@ -51,7 +51,7 @@ pub use csv_import::CsvKind;
 pub use direct::{set_pages_in_memory, set_texts_in_memory, DirectRunSource};
 #[doc(hidden)]
 pub use paged::pages_written;
-pub use reason::unrecognised_reason;
+pub use reason::{named_as_output, unrecognised_reason};
 
 /// What a file is, judged by its content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

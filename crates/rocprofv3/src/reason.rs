@@ -88,6 +88,13 @@ fn generic(c: Content, not: &str) -> String {
     }
 }
 
+/// Whether the name of `path` alone says it is a rocprofv3 output (or a database) that
+/// [`unrecognised_reason`] would explain: for entries that cannot be opened, or must not
+/// be (a FIFO would block).
+pub fn named_as_output(path: &Path) -> bool {
+    named(path).is_some()
+}
+
 /// Says why a file whose name looks like a rocprofv3 or RocPD output is not recognised,
 /// in a few words ("empty file", "gzip-compressed but not JSON", "text, not a SQLite
 /// database", "CSV header lacks End_Timestamp", ...), for a directory walk to print as a

@@ -2340,3 +2340,139 @@ fn a_typed_agent_reference_keeps_its_first_agent() {
         ],
     );
 }
+
+/// The fields of one CSV line, quotes kept (the generated files quote no quote).
+fn csv_fields(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut quoted = false;
+    for ch in line.chars() {
+        match ch {
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                fields.push(String::new());
+                continue;
+            }
+            _ => {}
+        }
+        fields.last_mut().unwrap().push(ch);
+    }
+    fields
+}
+
+/// A `Kernel_Id` that a later kernel row names otherwise (rocprofv3's `--kernel-rename`
+/// writes the ROCTx range's name there) keeps the first name as the kernel's and its own
+/// as the dispatch's region name, read either way (D146). Before, the later name was
+/// dropped, unsaid.
+#[test]
+fn a_kernel_id_named_otherwise_keeps_the_name_as_region_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = generated_with_counters(tmp.path(), 6, false);
+    let path = std::fs::read_dir(&csv)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("kernel_trace.csv"))
+        .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let header = csv_fields(&lines[0]);
+    let name_col = header.iter().position(|h| h == "\"Kernel_Name\"").unwrap();
+    let id_col = header.iter().position(|h| h == "\"Kernel_Id\"").unwrap();
+    let dispatch_col = header.iter().position(|h| h == "\"Dispatch_Id\"").unwrap();
+    // The last row of the first row's kernel.
+    let first = csv_fields(&lines[1]);
+    let row = (2..lines.len())
+        .rev()
+        .find(|&r| csv_fields(&lines[r])[id_col] == first[id_col])
+        .unwrap();
+    let mut fields = csv_fields(&lines[row]);
+    fields[name_col] = "\"my_roctx_range\"".into();
+    let renamed: i64 = fields[dispatch_col].parse().unwrap();
+    lines[row] = fields.join(",");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let run = one_run(&csv);
+    same_as_imported(&run, SortOptions::default());
+    let direct = DirectRunSource::open(&run, &ImportOptions::default())
+        .unwrap()
+        .unwrap();
+    let batch = rows(&direct, Table::KernelDispatch, 1000);
+    let col = |n: &str| batch.column(Table::KernelDispatch.column_index(n)).clone();
+    let (ids, names, regions) = (col("dispatch_id"), col("kernel_name"), col("region_name"));
+    let ids = ids.as_primitive::<arrow_array::types::Int64Type>();
+    let (names, regions) = (names.as_string::<i32>(), regions.as_string::<i32>());
+    let first_name = first[name_col].trim_matches('"');
+    let mut seen = 0;
+    for i in 0..batch.num_rows() {
+        if ids.value(i) == renamed {
+            seen += 1;
+            assert_eq!(names.value(i), first_name);
+            assert_eq!(regions.value(i), "my_roctx_range");
+        } else {
+            assert!(regions.is_null(i), "row {i}");
+        }
+    }
+    assert_eq!(seen, 1);
+}
+
+/// A kernel trace with a comma after every line (an unnamed last column, as a
+/// spreadsheet may save it) reads as without it; before, the file was passed over as
+/// "not a rocprofv3 kernel_trace file". A column named twice is an error at the header:
+/// which of the two holds the values is anyone's guess (D146).
+#[test]
+fn an_unnamed_column_is_ignored_and_a_column_named_twice_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = generated_with_counters(tmp.path(), 7, false);
+    let path = std::fs::read_dir(&csv)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("kernel_trace.csv"))
+        .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let before = same_as_imported(&one_run(&csv), SortOptions::default());
+    let trailing: String = text.lines().map(|l| format!("{l},\n")).collect();
+    std::fs::write(&path, trailing).unwrap();
+    assert_eq!(
+        same_as_imported(&one_run(&csv), SortOptions::default()),
+        before
+    );
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[0].push_str(",\"Start_Timestamp\"");
+    for l in &mut lines[1..] {
+        l.push_str(",1");
+    }
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    // Found as the run is formed, before either reader.
+    let err = rocpd_rocprofv3::group_runs(std::slice::from_ref(&csv))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("kernel_trace.csv")
+            && err.contains("line 1")
+            && err.contains("column Start_Timestamp appears twice"),
+        "{err}"
+    );
+}
+
+/// A syntax error in a later process object of a JSON file is placed in that object,
+/// read either way: before, the read of the first object (which checks the rest of the
+/// file, D137) named the first object and a record index of its own (D146).
+#[test]
+fn a_syntax_error_in_a_later_process_object_names_that_object() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json(tmp.path(), 6, false);
+    let one = std::fs::read_to_string(&json).unwrap();
+    let text = rocpd_gen::objects_repeated(&one, 2, 300).unwrap();
+    // The last record's start in the file lies in the second object.
+    let at = text.rfind("\"start_timestamp\":").unwrap() + "\"start_timestamp\":".len();
+    let broken = format!("{}12x3{}", &text[..at], &text[at..]);
+    let path = tmp.path().join("two_results.json");
+    std::fs::write(&path, broken).unwrap();
+    let runs = rocpd_rocprofv3::group_runs(&[path]).unwrap();
+    assert_eq!(runs.len(), 2);
+    let err = fails_as_imported(&runs[0]);
+    assert!(
+        err.contains(&format!("byte offset {}", at + 2))
+            && err.contains("in rocprofiler-sdk-tool[1]")
+            && !err.contains("tool[0]"),
+        "{err}"
+    );
+}
