@@ -172,21 +172,39 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// Recognises a Proton file from its first bytes (`head`).
 ///
-/// * Tree: a JSON array whose first element is an object with a `"frame"` key (or a bare
-///   root object with `"frame"` and `"children"`).
-/// * MessagePack tree: first byte `0x92`/`0x91` (array of 2/1), then a map, and a
-///   `frame` key in the head.
+/// * Tree: a JSON array whose first element is an object with a `"frame"` key, or whose
+///   first key is `"children"` (sorted keys, a leftmost path deeper than the head); or a
+///   bare root object with `"frame"` and `"children"` (or `"children"` first).
+/// * MessagePack tree: an array whose first element is a map, or (named
+///   `*.hatchet_msgpack`) a bare map, with a `frame` key in the head (or `children`
+///   first, for a deep tree written with sorted keys).
 /// * Chrome trace: a JSON object naming `"traceEvents"`, or an array of objects with
 ///   `"ph"`. An empty file named `*.chrome_trace` (what Proton 3.5–3.7 write for a session
 ///   without events) is a chrome trace too.
 pub fn sniff(path: &Path, head: &[u8]) -> Option<ProtonKind> {
     let is_ext = |e: &str| path.extension().and_then(|x| x.to_str()) == Some(e);
     let head = head.strip_prefix(&[0xEF, 0xBB, 0xBF][..]).unwrap_or(head);
-    if let [0x91 | 0x92, m, ..] = head {
-        if (0x80..=0x8f).contains(m) || *m == 0xde || *m == 0xdf {
-            return find(head, b"frame").map(|_| ProtonKind::TreeMsgpack);
+    let is_map = |b: &u8| (0x80..=0x8f).contains(b) || *b == 0xde || *b == 0xdf;
+    // A node's keys: `frame` unless the first 8 KiB hold only the leftmost path's
+    // `children` (keys written in sorted order, a deep tree).
+    let node_key = || find(head, b"frame").or_else(|| find(head, b"\xa8children"));
+    match head {
+        // An array of nodes (the root, the device table, perhaps more), or a bare root.
+        [0x91..=0x9f | 0xdc | 0xdd, ..] => {
+            let skip = match head[0] {
+                0xdc => 3,
+                0xdd => 5,
+                _ => 1,
+            };
+            return match head.get(skip) {
+                Some(m) if is_map(m) => node_key().map(|_| ProtonKind::TreeMsgpack),
+                _ => None,
+            };
         }
-        return None;
+        [m, ..] if is_map(m) && is_ext("hatchet_msgpack") => {
+            return node_key().map(|_| ProtonKind::TreeMsgpack);
+        }
+        _ => {}
     }
     let start = head.iter().position(|c| !c.is_ascii_whitespace());
     let Some(start) = start else {
@@ -196,11 +214,28 @@ pub fn sniff(path: &Path, head: &[u8]) -> Option<ProtonKind> {
     let body = &head[start..];
     let frame = find(body, b"\"frame\"");
     let ph = find(body, b"\"ph\"");
+    // Proton writes keys sorted: `children` comes before `frame`, and a deep tree's
+    // leftmost path can fill the first 8 KiB with nothing but `{"children": [`.
+    let children_first = {
+        let after = |b: &[u8], c: u8| -> Option<usize> {
+            let i = b.iter().position(|x| !x.is_ascii_whitespace())?;
+            (b[i] == c).then_some(i + 1)
+        };
+        let obj = if body[0] == b'[' {
+            after(&body[1..], b'{').map(|i| i + 1)
+        } else {
+            Some(1)
+        };
+        obj.and_then(|o| after(&body[o..], b'"').map(|i| o + i - 1))
+            .is_some_and(|k| body[k..].starts_with(b"\"children\""))
+    };
     match body[0] {
         b'{' => {
             if find(body, b"\"traceEvents\"").is_some() {
                 Some(ProtonKind::ChromeTrace)
-            } else if frame.is_some() && find(body, b"\"children\"").is_some() {
+            } else if (frame.is_some() && find(body, b"\"children\"").is_some())
+                || (children_first && !is_ext("chrome_trace"))
+            {
                 Some(ProtonKind::Tree)
             } else if is_ext("chrome_trace") {
                 // Named as one: its `traceEvents` may come after long leading keys, and
@@ -219,6 +254,7 @@ pub fn sniff(path: &Path, head: &[u8]) -> Option<ProtonKind> {
                 (Some(f), Some(p)) if p < f => Some(ProtonKind::ChromeTrace),
                 (Some(_), _) => Some(ProtonKind::Tree),
                 (None, Some(_)) => Some(ProtonKind::ChromeTrace),
+                (None, None) if children_first => Some(ProtonKind::Tree),
                 (None, None) => None,
             }
         }
@@ -306,37 +342,6 @@ pub fn sniff_file(path: &Path) -> Result<Option<ProtonKind>> {
 /// Bytes of the start of a file that its guid hashes.
 const GUID_HEAD: usize = 65536;
 
-/// The deterministic guid of a file: FNV-1a hashes of the format, file name, size (`len`)
-/// and first 64 KiB (of `head`), laid out as a UUIDv7-shaped string.
-fn file_guid(path: &Path, kind: ProtonKind, len: u64, head: &[u8]) -> String {
-    let mut a = FNV_OFFSET;
-    let mut b = FNV_OFFSET_2;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let kind_tag = format!("proton:{kind:?}");
-    for part in [
-        kind_tag.as_bytes(),
-        name.as_bytes(),
-        &len.to_le_bytes(),
-        &head[..head.len().min(GUID_HEAD)],
-    ] {
-        a = fnv1a64(part, a);
-        b = fnv1a64(part, b);
-    }
-    let a = (a & !0xF000) | 0x7000; // version 7 nibble in the third group
-    let b = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000; // variant 10
-    format!(
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xFFFF,
-        a & 0xFFFF,
-        b >> 48,
-        b & 0xFFFF_FFFF_FFFF
-    )
-}
-
 /// Imports one Proton file into a new RocPD v3 database at `dest` (which must not exist).
 ///
 /// The guid is derived from the file (same file → same guid). On error the partial
@@ -355,18 +360,53 @@ pub fn import(path: &Path, kind: ProtonKind, dest: &Path) -> Result<ImportReport
     result
 }
 
-/// The guid of `path` (read from its first 64 KiB, its name and size).
+/// The deterministic guid of `path`: two FNV-1a hashes of the format, file name and size,
+/// the first continued over the whole content, the second over the first 64 KiB, laid
+/// out as a UUIDv7-shaped string. The whole content counts: two runs' `proton.hatchet`
+/// of one size and the same first 64 KiB (a deep tree's leftmost path) are two
+/// processes, not one given twice (D146). It costs one read of the file.
 fn guid_of(path: &Path, kind: ProtonKind) -> Result<String> {
     use std::io::Read;
     let open = |e: std::io::Error| Error::input(path, "open", e.to_string());
-    // Every kind is streamed: only the head is read here, for the guid.
-    let f = std::fs::File::open(path).map_err(open)?;
+    let mut f = std::fs::File::open(path).map_err(open)?;
     let len = f.metadata().map_err(open)?.len();
-    let mut head = Vec::new();
-    f.take(GUID_HEAD as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| Error::input(path, "byte 0", e.to_string()))?;
-    Ok(file_guid(path, kind, len, &head))
+    let mut a = FNV_OFFSET;
+    let mut b = FNV_OFFSET_2;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let kind_tag = format!("proton:{kind:?}");
+    for part in [kind_tag.as_bytes(), name.as_bytes(), &len.to_le_bytes()] {
+        a = fnv1a64(part, a);
+        b = fnv1a64(part, b);
+    }
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut offset = 0u64;
+    loop {
+        let n = match f.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::input(path, format!("byte {offset}"), e.to_string())),
+        };
+        let head_left = (GUID_HEAD as u64).saturating_sub(offset);
+        let head_part = n.min(usize::try_from(head_left).unwrap_or(usize::MAX));
+        b = fnv1a64(&chunk[..head_part], b);
+        a = fnv1a64(&chunk[..n], a);
+        offset = offset.saturating_add(n as u64);
+        rocpd_pipeline::cleanup::check_cancelled()?;
+    }
+    let a = (a & !0xF000) | 0x7000; // version 7 nibble in the third group
+    let b = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000; // variant 10
+    Ok(format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xFFFF,
+        a & 0xFFFF,
+        b >> 48,
+        b & 0xFFFF_FFFF_FFFF
+    ))
 }
 
 /// The hash of the synthetic node every Proton input is on (Proton records no host).

@@ -22,6 +22,9 @@ pub(crate) struct NodeFields {
     pub top_name: Option<String>,
     pub frame_type: Option<String>,
     pub metrics: Map<String, Value>,
+    /// The keys read so far (`frame`, `metrics`, `name`), each a bit: one given twice is
+    /// an error, since the second would silently replace the first's values.
+    seen: u8,
 }
 
 impl NodeFields {
@@ -165,6 +168,16 @@ fn walk_nodes(path: &Path, p: &mut dyn Pull, v: &mut dyn Visit) -> Result<()> {
 
 /// Records one key of a node object (lower-cased); other keys are ignored.
 fn field(node: &mut NodeFields, key: &str, value: Value) -> std::result::Result<(), String> {
+    let bit = match key {
+        "frame" => 1,
+        "metrics" => 2,
+        "name" => 4,
+        _ => 0,
+    };
+    if node.seen & bit != 0 {
+        return Err(format!("{key:?} given twice in one node"));
+    }
+    node.seen |= bit;
     match key {
         "frame" => match value {
             Value::Object(f) => {

@@ -391,3 +391,119 @@ fn tree_metrics_as_text_are_exact_and_metrics_named_as_computed_fields_are_kept(
     assert_eq!(ext["metric:synthetic_time"], "x", "{ext}");
     assert_eq!(ext["synthetic_time"], true, "{ext}");
 }
+
+/// A chain of `depth` nodes under ROOT, written as Proton writes trees: sorted keys and
+/// four-space indents, so each node's `children` comes before its `frame`.
+fn sorted_chain(depth: usize, leaf_time: u64) -> String {
+    let mut node = format!(
+        "{{\n    \"children\": [],\n    \"frame\": {{\"name\": \"leaf\", \"type\": \"function\"}},\n    \"metrics\": {{\"count\": 1, \"time (ns)\": {leaf_time}}}\n}}"
+    );
+    for d in (0..depth).rev() {
+        let indented = node.replace('\n', &format!("\n{}", " ".repeat(8)));
+        node = format!(
+            "{{\n    \"children\": [\n        {indented}\n    ],\n    \"frame\": {{\"name\": \"f{d}\", \"type\": \"python\"}},\n    \"metrics\": {{}}\n}}"
+        );
+    }
+    format!("[{node}, {{}}]")
+}
+
+/// A tree whose first `frame` lies past the first 8 KiB (sorted keys put every `children`
+/// first, and a deep leftmost path fills the head) is still a tree; before, it was taken
+/// for a database, or passed over in a directory (D146).
+#[test]
+fn a_deep_tree_written_with_sorted_keys_is_recognised() {
+    let d = tempfile::tempdir().unwrap();
+    let text = sorted_chain(60, 5);
+    assert!(!text.as_bytes()[..8192]
+        .windows(7)
+        .any(|w| w == b"\"frame\""));
+    let p = write(d.path(), "deep.hatchet", text.as_bytes());
+    assert_eq!(sniff(&p, &text.as_bytes()[..8192]), Some(ProtonKind::Tree));
+    let r = try_import(d.path(), "deep.hatchet", text.as_bytes(), ProtonKind::Tree).unwrap();
+    // The 60 nodes of the chain and its leaf.
+    assert_eq!(r.count("rocpd_region"), 61, "{:?}", r.rows);
+}
+
+/// MessagePack trees follow the rules of JSON ones: a bare root map (named
+/// `*.hatchet_msgpack`) and a top array of more than two elements are trees.
+#[test]
+fn messagepack_trees_take_the_shapes_json_trees_take() {
+    // {"frame": {"name": "ROOT"}, "metrics": {}, "children": [
+    //   {"frame": {"name": "k"}, "metrics": {"time (ns)": 7}, "children": []}]}
+    let mut root = vec![0x83];
+    root.extend_from_slice(b"\xa5frame\x81\xa4name\xa4ROOT\xa7metrics\x80");
+    root.extend_from_slice(b"\xa8children\x91\x83");
+    root.extend_from_slice(b"\xa5frame\x81\xa4name\xa1k");
+    root.extend_from_slice(b"\xa7metrics\x81\xa9time (ns)\x07");
+    root.extend_from_slice(b"\xa8children\x90");
+    let d = tempfile::tempdir().unwrap();
+    let bare = write(d.path(), "bare.hatchet_msgpack", &root);
+    assert_eq!(sniff(&bare, &root), Some(ProtonKind::TreeMsgpack));
+    let r = try_import(
+        d.path(),
+        "bare.hatchet_msgpack",
+        &root,
+        ProtonKind::TreeMsgpack,
+    )
+    .unwrap();
+    assert_eq!(r.count("rocpd_region"), 1);
+    // [root, {}, {}]
+    let mut three = vec![0x93];
+    three.extend_from_slice(&root);
+    three.extend_from_slice(&[0x80, 0x80]);
+    let p = write(d.path(), "three.hatchet_msgpack", &three);
+    assert_eq!(sniff(&p, &three), Some(ProtonKind::TreeMsgpack));
+    let r = try_import(
+        d.path(),
+        "three.hatchet_msgpack",
+        &three,
+        ProtonKind::TreeMsgpack,
+    )
+    .unwrap();
+    assert_eq!(r.count("rocpd_region"), 1);
+    assert!(
+        r.notes.iter().any(|n| n.contains("extra top-level")),
+        "{:?}",
+        r.notes
+    );
+    // A bare map named otherwise is not taken for a tree.
+    let other = write(d.path(), "x.bin", &root);
+    assert_eq!(sniff(&other, &root), None);
+}
+
+/// Two files of one name and size whose first 64 KiB are the same but whose later
+/// bytes differ (two runs of one program) are two processes: the guid hashes the whole
+/// content. A true copy keeps the guid.
+#[test]
+fn the_guid_covers_the_whole_file() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (sorted_chain(400, 1111), sorted_chain(400, 9999));
+    assert!(a.len() > 70_000 && a.len() == b.len() && a[..65536] == b[..65536]);
+    let dir = |n: &str| {
+        let p = d.path().join(n);
+        std::fs::create_dir(&p).unwrap();
+        p
+    };
+    let (r1, r2, r3) = (dir("r1"), dir("r2"), dir("r3"));
+    let guid = |dir: &Path, text: &str| {
+        let p = write(dir, "proton.hatchet", text.as_bytes());
+        rocpd_proton::ProtonSource::open(&p, ProtonKind::Tree)
+            .unwrap()
+            .guid()
+            .to_string()
+    };
+    let (g1, g2, g3) = (guid(&r1, &a), guid(&r2, &b), guid(&r3, &a));
+    assert_ne!(g1, g2);
+    assert_eq!(g1, g3);
+}
+
+/// A node giving `metrics` (or `frame`) twice is refused at the second: the second
+/// silently replaced the first's values (D146).
+#[test]
+fn a_key_given_twice_in_a_node_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let text = br#"[{"frame": {"name": "ROOT"}, "metrics": {}, "children": [{"frame": {"name": "x"}, "metrics": {"time (ns)": 5}, "metrics": {"count": 2}, "children": []}]}, {}]"#;
+    let e = error(d.path(), "twice.hatchet", text, ProtonKind::Tree);
+    assert!(e.contains("\"metrics\" given twice in one node"), "{e}");
+    assert!(e.contains("byte"), "{e}");
+}
