@@ -554,6 +554,10 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
         for path in written {
             out::stderr_line(&format!("wrote {}", path.display()));
         }
+        let outputs = run.report.outputs.iter().flat_map(|o| o.notes.iter());
+        for n in run.report.notes.iter().chain(outputs) {
+            out::stderr_line(&format!("note: {n}"));
+        }
     }
     out::stdout(&console)
 }
@@ -690,8 +694,57 @@ fn kept_note() -> &'static str {
     }
 }
 
+/// Prints clap's help, version or usage error as `Cli::parse` would, but a help that could
+/// not be written (`--help > /dev/full`) is an error, not a success.
+fn parse_failure(e: clap::Error) -> ExitCode {
+    use std::io::Write;
+    if !e.use_stderr() {
+        match e.print().and_then(|()| std::io::stdout().flush()) {
+            Ok(()) => {}
+            Err(w) if w.kind() == std::io::ErrorKind::BrokenPipe => {}
+            Err(w) => {
+                out::stderr_line(&format!("rocpd: error: stdout: {w}"));
+                return ExitCode::from(1);
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    let _ = e.print();
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+}
+
+/// The command line's definition, where an environment variable set to the empty string
+/// counts as unset (`ROCPD_OUTPUT_PATH= rocpd ...` takes the default, as a shell user
+/// expects, rather than clap's "a value is required" naming a flag never given).
+fn command() -> clap::Command {
+    let empty: Vec<std::ffi::OsString> = ["ROCPD_OUTPUT_PATH", "ROCPD_OUTPUT_NAME"]
+        .into_iter()
+        .filter(|v| std::env::var_os(v).is_some_and(|x| x.is_empty()))
+        .map(std::ffi::OsString::from)
+        .collect();
+    let cmd = <Cli as clap::CommandFactory>::command();
+    if empty.is_empty() {
+        return cmd;
+    }
+    cmd.mut_subcommands(|sub| {
+        sub.mut_args(|arg| {
+            if arg.get_env().is_some_and(|v| empty.iter().any(|e| e == v)) {
+                arg.env(None)
+            } else {
+                arg
+            }
+        })
+    })
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let parsed = command()
+        .try_get_matches()
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
+        Ok(cli) => cli,
+        Err(e) => return parse_failure(e),
+    };
     handle_signals();
     let result = match cli.command {
         Command::Convert(args) => run_convert(*args, cli.quiet),

@@ -322,6 +322,194 @@ fn a_closed_or_full_stdout_never_panics() {
     }
 }
 
+#[test]
+fn help_that_cannot_be_written_is_an_error() {
+    for args in [vec!["--help"], vec!["convert", "--help"], vec!["--version"]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_rocpd"))
+            .args(&args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        refused(&o, "rocpd: error: stdout:");
+        // Written, it is a success; a usage error stays clap's exit 2.
+        let o = rocpd(&args);
+        assert_eq!(code(&o), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(!o.stdout.is_empty());
+    }
+    assert_eq!(code(&rocpd(&["convert", "--no-such-flag"])), Some(2));
+}
+
+#[test]
+fn an_empty_output_variable_counts_as_unset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = db_named(tmp.path(), "a.db");
+    let o = Command::new(env!("CARGO_BIN_EXE_rocpd"))
+        .args(["convert", "-q", "-f", "pftrace", "-i"])
+        .arg(&input)
+        .env("ROCPD_OUTPUT_PATH", "")
+        .env("ROCPD_OUTPUT_NAME", "")
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    // The defaults: `-d ./rocpd-output-data -o out`.
+    assert!(tmp
+        .path()
+        .join("rocpd-output-data/out_results.pftrace")
+        .is_file());
+    // Given empty on the command line, it is still refused.
+    let o = Command::new(env!("CARGO_BIN_EXE_rocpd"))
+        .args(["convert", "-q", "-f", "pftrace", "-d", "", "-i"])
+        .arg(&input)
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn a_report_where_the_output_directory_goes_is_refused_before_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = db_named(tmp.path(), "a.db");
+    let i = input.to_str().unwrap();
+    let out = tmp.path().join("out");
+    let o_dir = out.to_str().unwrap();
+    let sub = out.join("sub");
+    // The report where -d goes, or where a directory above it goes.
+    for d in [o_dir, sub.to_str().unwrap()] {
+        let o = rocpd(&[
+            "convert", "-q", "-f", "pftrace", "-i", i, "-d", d, "--report", o_dir,
+        ]);
+        refused(&o, "is (or lies under) that path");
+        assert!(!out.exists(), "nothing written for -d {d}");
+    }
+    let o = rocpd(&["merge", "-q", "-i", i, "-d", o_dir, "--report", o_dir]);
+    refused(&o, "is (or lies under) that path");
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_failed_run_leaves_no_directory_it_made() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = db_named(tmp.path(), "a.db");
+    let (k, _) = break_a_dispatch(&input, "MAX");
+    assert!(!k.is_empty());
+    let out = tmp.path().join("new/deeper");
+    let o = rocpd(&[
+        "convert",
+        "-q",
+        "-f",
+        "pftrace",
+        "-i",
+        input.to_str().unwrap(),
+        "-d",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+    assert!(!tmp.path().join("new").exists(), "{}", stderr(&o));
+    // A query with no rows writes no file, and so no directory either.
+    let o = rocpd(&[
+        "query",
+        "-i",
+        input.to_str().unwrap(),
+        "--query",
+        "SELECT 1 WHERE 0",
+        "--format",
+        "csv",
+        "-d",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(!tmp.path().join("new").exists(), "{}", stderr(&o));
+    // One failing after some rows writes none of them.
+    let o = rocpd(&[
+        "query",
+        "-i",
+        input.to_str().unwrap(),
+        "--query",
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10) \
+         SELECT CASE WHEN x > 5 THEN json('{') ELSE x END FROM c",
+        "--format",
+        "csv",
+        "-d",
+        out.to_str().unwrap(),
+    ]);
+    refused(&o, "malformed JSON");
+    assert!(!tmp.path().join("new").exists(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_rank_output_that_is_a_dead_link_or_a_fifo_is_named_in_a_walk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let db = db_named(&dir, "a_results.db");
+    std::os::unix::fs::symlink(tmp.path().join("nowhere.db"), dir.join("b_results.db")).unwrap();
+    let fifo = dir.join("c_results.db");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    // Files of other names are nobody's output: passed over without a word, as before.
+    std::os::unix::fs::symlink(tmp.path().join("nowhere"), dir.join("notes.txt")).unwrap();
+    let start = Instant::now();
+    let o = rocpd(&["info", "-i", dir.to_str().unwrap()]);
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "the FIFO was opened"
+    );
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("b_results.db: skipped: a link to nothing"),
+        "{e}"
+    );
+    assert!(
+        e.contains("c_results.db: skipped: not a regular file"),
+        "{e}"
+    );
+    assert!(!e.contains("notes.txt"), "{e}");
+    assert!(db.exists());
+}
+
+#[test]
+fn a_file_named_as_a_proton_output_says_what_it_lacks_as_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("odd.hatchet");
+    std::fs::write(&p, br#"{"hello": "world", "frame": 1}"#).unwrap();
+    let o = rocpd(&["info", "-i", p.to_str().unwrap()]);
+    refused(
+        &o,
+        "odd.hatchet: start of file: JSON whose first element is not a node object",
+    );
+    assert!(!stderr(&o).contains("SQLite"), "{}", stderr(&o));
+}
+
+#[test]
+fn summary_says_how_many_events_ended_before_they_started() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = db_named(tmp.path(), "a.db");
+    let c = Connection::open(&input).unwrap();
+    let k = table(&c, "rocpd_kernel_dispatch");
+    c.execute_batch(&format!(
+        "UPDATE \"{k}\" SET \"end\" = start - 5 WHERE id = (SELECT MIN(id) FROM \"{k}\")"
+    ))
+    .unwrap();
+    drop(c);
+    let o = rocpd(&["summary", "-i", input.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "note: 1 events ended before they started; they are counted with zero duration"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let o = rocpd(&["-q", "summary", "-i", input.to_str().unwrap()]);
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+}
+
 /// Peak RSS (VmHWM) of a command, in KiB, sampled from /proc while it runs.
 fn peak_rss_kib(mut cmd: Command) -> (Output, u64) {
     let mut child = cmd

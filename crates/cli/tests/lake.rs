@@ -346,7 +346,11 @@ fn a_failed_first_append_leaves_no_dataset() {
     let lake = tmp.path().join("lake");
     let o = append_to(&lake, &ranks[0], &["--partition-by", "pid"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("column grid_x"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("column grid_size_x (grid_x)"),
+        "{}",
+        stderr(&o)
+    );
     let left: Vec<_> = std::fs::read_dir(&lake)
         .map(|r| r.map(|e| e.unwrap().path()).collect())
         .unwrap_or_default();

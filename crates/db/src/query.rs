@@ -684,6 +684,7 @@ impl<'c> TableQuery<'c> {
             builder: BatchBuilder::new(self.table, self.batch_rows)
                 .with_byte_budget(batch_bytes(self.batch_rows)),
             specs: self.table.columns(),
+            table: self.table,
             source: self.source,
             ids: self.ids.as_deref(),
             path: &self.path,
@@ -704,6 +705,7 @@ pub struct RowStream<'s> {
     rows: Option<Rows<'s>>,
     builder: BatchBuilder,
     specs: &'static [ColumnSpec],
+    table: Table,
     source: u32,
     ids: Option<&'s Ids>,
     path: &'s Path,
@@ -748,7 +750,10 @@ impl RowStream<'_> {
                         self.main,
                         id.map_or("?".into(), |i| i.to_string())
                     ),
-                    format!("column {}: {msg}", spec.name),
+                    match crate::rows::stored_column(self.table, spec.name) {
+                        Some(stored) => format!("column {stored} ({}): {msg}", spec.name),
+                        None => format!("column {}: {msg}", spec.name),
+                    },
                 ));
             }
         }

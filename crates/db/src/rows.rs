@@ -148,6 +148,16 @@ fn layout(t: Table) -> (&'static str, &'static [(&'static str, Fill)]) {
     }
 }
 
+/// The RocPD column that model column `model` of table `t` is read from, where its name
+/// there differs (`grid_x` is `grid_size_x`, a sample's `start` is `timestamp`): errors
+/// about a value name the column a user finds in the database.
+pub(crate) fn stored_column(t: Table, model: &str) -> Option<&'static str> {
+    layout(t).1.iter().find_map(|&(stored, from)| match from {
+        Col(n) | OrZero(n) | Text(n) if n == model && stored != model => Some(stored),
+        _ => None,
+    })
+}
+
 /// The `rocpd_event` columns and the model columns they come from.
 const EVENT: &[(&str, Fill)] = &[
     ("id", Col("event_id")),

@@ -46,6 +46,13 @@ fn canonical_of(path: &Path) -> PathBuf {
     }
 }
 
+/// Whether `inner` is `outer` or lies under it, with both resolved as outputs are (the
+/// paths may not exist yet): a file output named where the run's output directory goes
+/// would be replaced by that directory.
+pub fn within(inner: &Path, outer: &Path) -> bool {
+    canonical_of(inner).starts_with(canonical_of(outer))
+}
+
 #[derive(Clone)]
 struct Known {
     given: PathBuf,

@@ -36,7 +36,7 @@ mod source;
 pub use chunk::{Chunk, TimeOrder};
 pub use decode::{decode_parallel, Numbered, QueueLimits};
 pub use driver::{run, Message, Progress, RunOptions, Sink, Stage};
-pub use guard::PathGuard;
+pub use guard::{within, PathGuard};
 pub use input::{check_regular, open_regular};
 pub use merge::{BatchStream, TimeMerge};
 pub use output::{refuse_special, remove_output, remove_output_path, temp_sibling, OutputFile};

@@ -69,6 +69,10 @@ pub struct OutputFile {
     path: PathBuf,
     tmp: PathBuf,
     writer: Option<BufWriter<File>>,
+    /// The directories this file's creation made, deepest first: a file dropped without a
+    /// commit removes them again when they are empty, so a failed run leaves no empty
+    /// `-d` behind either.
+    made: Vec<PathBuf>,
     _registered: Registered,
 }
 
@@ -84,7 +88,14 @@ impl OutputFile {
     pub fn create_with_buffer(path: &Path, buffer: usize) -> Result<Self> {
         refuse_special(path)?;
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        let mut made = Vec::new();
         if let Some(dir) = dir {
+            made = dir
+                .ancestors()
+                .filter(|d| !d.as_os_str().is_empty())
+                .take_while(|d| d.symlink_metadata().is_err())
+                .map(Path::to_path_buf)
+                .collect();
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::output(dir, format!("cannot create directory: {e}")))?;
         }
@@ -96,6 +107,7 @@ impl OutputFile {
             path: path.to_path_buf(),
             tmp,
             writer: Some(BufWriter::with_capacity(buffer.max(1), file)),
+            made,
             _registered: registered,
         })
     }
@@ -127,6 +139,7 @@ impl OutputFile {
         std::fs::rename(&self.tmp, &self.path)
             .map_err(|e| Error::output(&self.path, format!("cannot rename into place: {e}")))?;
         self.tmp = PathBuf::new();
+        self.made.clear();
         Ok(size)
     }
 }
@@ -136,6 +149,12 @@ impl Drop for OutputFile {
         if !self.tmp.as_os_str().is_empty() {
             self.writer.take();
             let _ = std::fs::remove_file(&self.tmp);
+            // Only an empty directory goes: another output may have been committed there.
+            for d in &self.made {
+                if std::fs::remove_dir(d).is_err() {
+                    break;
+                }
+            }
         }
     }
 }
@@ -149,11 +168,12 @@ mod tests {
     fn uncommitted_output_leaves_nothing_and_committed_output_is_whole() {
         let dir = std::env::temp_dir().join(format!("rocpd-output-test-{}", std::process::id()));
         let path = dir.join("a.bin");
-        {
-            let mut f = OutputFile::create(&path).unwrap();
+        for p in [&path, &dir.join("x/y/a.bin")] {
+            let mut f = OutputFile::create(p).unwrap();
             f.writer().write_all(b"partial").unwrap();
         }
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        // The directory the file made goes with it.
+        assert!(!dir.exists());
         let mut f = OutputFile::create(&path).unwrap();
         f.writer().write_all(b"whole").unwrap();
         assert_eq!(f.commit().unwrap(), 5);

@@ -451,11 +451,18 @@ fn split_sinks(
 }
 
 /// Creates the report file (so a bad report path fails before any output exists).
-fn open_report(path: &Path, guard: &mut PathGuard) -> Result<OutputFile> {
+fn open_report(path: &Path, dir: &Path, guard: &mut PathGuard) -> Result<OutputFile> {
     if path.is_dir() {
         return Err(Error::Usage(format!(
             "--report {}: is a directory; give a file name",
             path.display()
+        )));
+    }
+    if rocpd_pipeline::within(dir, path) {
+        return Err(Error::Usage(format!(
+            "--report {}: the output directory {} is (or lies under) that path; give the report a path of its own",
+            path.display(),
+            dir.display()
         )));
     }
     let parent = path.parent().filter(|d| !d.as_os_str().is_empty());
@@ -506,7 +513,7 @@ impl Inputs {
         let report_file = c
             .report
             .as_deref()
-            .map(|p| open_report(p, &mut guard))
+            .map(|p| open_report(p, &c.dir, &mut guard))
             .transpose()?;
         let mut report = self.write_outputs(&c, window, &mut guard, on_progress)?;
         report.notes.extend(self.import_notes());

@@ -109,9 +109,30 @@ fn walk_once(
                     .push(format!("{}: skipped: {why}", p.display())),
                 Some(None) => {}
             }
+        } else if let Some(what) = unreadable_kind(&p) {
+            out.warnings
+                .push(format!("{}: skipped: {what}", p.display()));
         }
     }
     Ok(())
+}
+
+/// Why an entry of a walked directory that is neither a directory nor a regular file (a
+/// link to nothing, a FIFO, socket or device) is not read, when its name says it would be
+/// a rank's output: like an unreadable file, it must not vanish without a word.
+fn unreadable_kind(p: &Path) -> Option<&'static str> {
+    let ext = p.extension().and_then(|e| e.to_str())?.to_ascii_lowercase();
+    // By name only: opening a FIFO would block.
+    let named = ["db", "rpd", "hatchet", "hatchet_msgpack", "chrome_trace"].contains(&ext.as_str())
+        || rocpd_rocprofv3::named_as_output(p);
+    if !named {
+        return None;
+    }
+    Some(match p.metadata() {
+        Err(_) if p.symlink_metadata().is_ok() => "a link to nothing",
+        Err(_) => "cannot be read",
+        Ok(_) => "not a regular file (a FIFO, socket or device)",
+    })
 }
 
 /// Adds one path an argument or a glob named: a package folder by its index (a `.rpdb`

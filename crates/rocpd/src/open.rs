@@ -253,6 +253,9 @@ impl Inputs {
             {
                 // Unrecognised .csv/.json files go to the importer too: it says what is wrong.
                 rocprof.push(p.clone());
+            } else if let Some(why) = rocpd_proton::unrecognised_reason(p, &h) {
+                // Named as a Proton output: what it lacks as one, not as a database.
+                return Err(Error::input(p, "start of file", why));
             } else {
                 // The database reader explains what the file is not.
                 self.push(p.clone(), None);
@@ -472,7 +475,7 @@ impl Inputs {
                 let shown = s.imported_from.first().unwrap_or(&s.path);
                 if let Some(earlier) = seen.insert(s.guid.clone(), shown.clone()) {
                     return Err(Error::Usage(format!(
-                        "{}: holds the same process (guid {}) as {}; give each database once",
+                        "{}: holds the same process (guid {}) as {}; give each input once",
                         shown.display(),
                         s.guid,
                         earlier.display()

@@ -107,6 +107,15 @@ impl Inputs {
             options.threads,
             on_progress,
         )?;
+        let mut report = report;
+        // What a conversion's report says of its inputs, a summary's says too.
+        report.notes.extend(self.import_notes());
+        if self.skipped_rows() > 0 {
+            report.notes.push(format!(
+                "{} input rows were skipped as bad (--skip-bad-rows); the summary did not see them",
+                self.skipped_rows()
+            ));
+        }
         let summary = std::mem::take(&mut *handle.lock().unwrap_or_else(|p| p.into_inner()));
         Ok(SummaryRun {
             summary,

@@ -282,6 +282,8 @@ pub struct SummarySink {
     utilisation: Option<utilisation::Tracker>,
     /// rocprofv3's naming of allocations (see [`SummarySink::with_operation_names`]).
     operation_names: bool,
+    /// Events that end before they start: counted with zero duration, and said so.
+    negative_durations: u64,
     out: SummaryHandle,
 }
 
@@ -292,6 +294,7 @@ impl SummarySink {
             by_rank,
             domain: false,
             operation_names: false,
+            negative_durations: 0,
             categories: RegionCategories::Auto,
             routes: Default::default(),
             catalog: None,
@@ -373,6 +376,9 @@ impl SummarySink {
                 .by_rank
                 .then(|| (sources.value(r), id(nids, r), id(pids, r)));
             let d = duration_ns(starts.value(r), ends.value(r));
+            if ends.value(r) < starts.value(r) {
+                self.negative_durations += 1;
+            }
             let name = text(names, r);
             let views = &mut self.views;
             match t {
@@ -642,6 +648,12 @@ impl Sink for SummarySink {
         let mut report = OutputReport::default();
         for (t, n) in self.rows_seen {
             report.rows.insert(t, n);
+        }
+        if self.negative_durations > 0 {
+            report.notes.push(format!(
+                "{} events ended before they started; they are counted with zero duration",
+                self.negative_durations
+            ));
         }
         Ok(vec![report])
     }
