@@ -399,18 +399,40 @@ fn a_failed_run_leaves_no_directory_it_made() {
     let (k, _) = break_a_dispatch(&input, "MAX");
     assert!(!k.is_empty());
     let out = tmp.path().join("new/deeper");
+    // Files, an OTF2 archive, datasets (new, and appended to), several at once.
+    for formats in [
+        &["pftrace"][..],
+        &["otf2"],
+        &["parquet"],
+        &["parquet", "--append"],
+        &["csv", "otf2", "parquet"],
+    ] {
+        let mut args = vec!["convert", "-q", "-i", input.to_str().unwrap()];
+        args.extend(["-d", out.to_str().unwrap(), "-f"]);
+        args.extend(formats);
+        let o = rocpd(&args);
+        assert_eq!(code(&o), Some(1), "{formats:?}: {}", stderr(&o));
+        assert!(
+            !tmp.path().join("new").exists(),
+            "{formats:?}: {}",
+            stderr(&o)
+        );
+    }
+    // A directory that was there before stays, empty or not.
+    std::fs::create_dir(tmp.path().join("there")).unwrap();
     let o = rocpd(&[
         "convert",
         "-q",
         "-f",
-        "pftrace",
+        "otf2",
         "-i",
         input.to_str().unwrap(),
         "-d",
-        out.to_str().unwrap(),
+        tmp.path().join("there/new").to_str().unwrap(),
     ]);
     assert_eq!(code(&o), Some(1), "{}", stderr(&o));
-    assert!(!tmp.path().join("new").exists(), "{}", stderr(&o));
+    assert!(tmp.path().join("there").is_dir());
+    assert!(!tmp.path().join("there/new").exists());
     // A query with no rows writes no file, and so no directory either.
     let o = rocpd(&[
         "query",
@@ -462,7 +484,7 @@ fn a_rank_output_that_is_a_dead_link_or_a_fifo_is_named_in_a_walk() {
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
-        e.contains("b_results.db: skipped: a link to nothing"),
+        e.contains("b_results.db: skipped: a link that leads to no file"),
         "{e}"
     );
     assert!(

@@ -39,7 +39,9 @@ pub use driver::{run, Message, Progress, RunOptions, Sink, Stage};
 pub use guard::{within, PathGuard};
 pub use input::{check_regular, open_regular};
 pub use merge::{BatchStream, TimeMerge};
-pub use output::{refuse_special, remove_output, remove_output_path, temp_sibling, OutputFile};
+pub use output::{
+    refuse_special, remove_output, remove_output_path, temp_sibling, NewDirs, OutputFile,
+};
 pub use parallel::in_parallel;
 pub use produce::{batch_rows, produce, produce_events, ProduceOptions, QUEUE_BYTES, ROW_BUDGET};
 pub use report::{OutputReport, RunReport, StageDrop, TableCounts, UNTIMED_PMC};

@@ -61,6 +61,45 @@ pub fn refuse_special(path: &Path) -> Result<()> {
     }
 }
 
+/// The directories a run is about to create for its outputs (`dir` and those above it
+/// that do not exist yet), removed again when dropped, deepest first, as far as they are
+/// empty, unless [`NewDirs::keep`] says the run succeeded: a failed or interrupted run
+/// leaves no empty `-d` behind, whatever its formats (files, OTF2 archives, datasets).
+/// Only an empty directory goes: another output, or another run, may have put files there.
+#[derive(Debug, Default)]
+pub struct NewDirs {
+    dirs: Vec<PathBuf>,
+}
+
+impl NewDirs {
+    /// The directories of `dir` and above that do not exist now.
+    pub fn of(dir: &Path) -> Self {
+        NewDirs {
+            dirs: dir
+                .ancestors()
+                .filter(|d| !d.as_os_str().is_empty())
+                .take_while(|d| d.symlink_metadata().is_err())
+                .map(Path::to_path_buf)
+                .collect(),
+        }
+    }
+
+    /// The run succeeded: its directories stay.
+    pub fn keep(mut self) {
+        self.dirs.clear();
+    }
+}
+
+impl Drop for NewDirs {
+    fn drop(&mut self) {
+        for d in &self.dirs {
+            if std::fs::remove_dir(d).is_err() {
+                break;
+            }
+        }
+    }
+}
+
 /// A file written under a temporary name in its final directory and renamed into place by
 /// [`OutputFile::commit`]. Dropped without a commit, it removes the temporary file, so a
 /// failed run leaves nothing that looks complete.
@@ -69,10 +108,9 @@ pub struct OutputFile {
     path: PathBuf,
     tmp: PathBuf,
     writer: Option<BufWriter<File>>,
-    /// The directories this file's creation made, deepest first: a file dropped without a
-    /// commit removes them again when they are empty, so a failed run leaves no empty
-    /// `-d` behind either.
-    made: Vec<PathBuf>,
+    /// The directories this file's creation made: a file dropped without a commit removes
+    /// them again when they are empty, so a failed run leaves no empty `-d` behind either.
+    made: NewDirs,
     _registered: Registered,
 }
 
@@ -88,14 +126,9 @@ impl OutputFile {
     pub fn create_with_buffer(path: &Path, buffer: usize) -> Result<Self> {
         refuse_special(path)?;
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-        let mut made = Vec::new();
+        let mut made = NewDirs::default();
         if let Some(dir) = dir {
-            made = dir
-                .ancestors()
-                .filter(|d| !d.as_os_str().is_empty())
-                .take_while(|d| d.symlink_metadata().is_err())
-                .map(Path::to_path_buf)
-                .collect();
+            made = NewDirs::of(dir);
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::output(dir, format!("cannot create directory: {e}")))?;
         }
@@ -139,7 +172,7 @@ impl OutputFile {
         std::fs::rename(&self.tmp, &self.path)
             .map_err(|e| Error::output(&self.path, format!("cannot rename into place: {e}")))?;
         self.tmp = PathBuf::new();
-        self.made.clear();
+        std::mem::take(&mut self.made).keep();
         Ok(size)
     }
 }
@@ -149,12 +182,6 @@ impl Drop for OutputFile {
         if !self.tmp.as_os_str().is_empty() {
             self.writer.take();
             let _ = std::fs::remove_file(&self.tmp);
-            // Only an empty directory goes: another output may have been committed there.
-            for d in &self.made {
-                if std::fs::remove_dir(d).is_err() {
-                    break;
-                }
-            }
         }
     }
 }

@@ -172,25 +172,33 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// Recognises a Proton file from its first bytes (`head`).
 ///
-/// * Tree: a JSON array whose first element is an object with a `"frame"` key, or whose
-///   first key is `"children"` (sorted keys, a leftmost path deeper than the head); or a
-///   bare root object with `"frame"` and `"children"` (or `"children"` first).
-/// * MessagePack tree: an array whose first element is a map, or (named
-///   `*.hatchet_msgpack`) a bare map, with a `frame` key in the head (or `children`
-///   first, for a deep tree written with sorted keys).
+/// * Tree: a JSON array whose first element is an object with a `"frame"` key, or a bare
+///   root object with `"frame"` and `"children"`; named `*.hatchet`, also one whose
+///   first key is `"children"` (sorted keys, a leftmost path deeper than the head).
+/// * MessagePack tree: an array of one or two elements whose first is a map, with a
+///   `frame` key in the head; named `*.hatchet_msgpack`, also a longer array or a bare
+///   map, and a `children` key instead of `frame` (a deep tree).
 /// * Chrome trace: a JSON object naming `"traceEvents"`, or an array of objects with
 ///   `"ph"`. An empty file named `*.chrome_trace` (what Proton 3.5–3.7 write for a session
 ///   without events) is a chrome trace too.
 pub fn sniff(path: &Path, head: &[u8]) -> Option<ProtonKind> {
-    let is_ext = |e: &str| path.extension().and_then(|x| x.to_str()) == Some(e);
+    let is_ext = |e: &str| {
+        path.extension()
+            .and_then(|x| x.to_str())
+            .is_some_and(|x| x.eq_ignore_ascii_case(e))
+    };
     let head = head.strip_prefix(&[0xEF, 0xBB, 0xBF][..]).unwrap_or(head);
     let is_map = |b: &u8| (0x80..=0x8f).contains(b) || *b == 0xde || *b == 0xdf;
-    // A node's keys: `frame` unless the first 8 KiB hold only the leftmost path's
-    // `children` (keys written in sorted order, a deep tree).
-    let node_key = || find(head, b"frame").or_else(|| find(head, b"\xa8children"));
+    // Beyond the shape Proton writes (an array of two, a `frame` key in the head), only a
+    // file named as a Proton tree is taken for one: a bare root, more elements, or only
+    // the leftmost path's `children` in the head (a deep tree). Other MessagePack with
+    // such keys is not Proton's business (D146).
+    let named = is_ext("hatchet_msgpack");
+    let node_key =
+        || find(head, b"frame").or_else(|| named.then(|| find(head, b"\xa8children")).flatten());
     match head {
-        // An array of nodes (the root, the device table, perhaps more), or a bare root.
-        [0x91..=0x9f | 0xdc | 0xdd, ..] => {
+        [0x91 | 0x92, m, ..] if is_map(m) => return node_key().map(|_| ProtonKind::TreeMsgpack),
+        [0x93..=0x9f | 0xdc | 0xdd, ..] if named => {
             let skip = match head[0] {
                 0xdc => 3,
                 0xdd => 5,
@@ -201,9 +209,10 @@ pub fn sniff(path: &Path, head: &[u8]) -> Option<ProtonKind> {
                 _ => None,
             };
         }
-        [m, ..] if is_map(m) && is_ext("hatchet_msgpack") => {
+        [m, ..] if is_map(m) && named => {
             return node_key().map(|_| ProtonKind::TreeMsgpack);
         }
+        [0x90..=0x9f | 0xdc | 0xdd, ..] => return None,
         _ => {}
     }
     let start = head.iter().position(|c| !c.is_ascii_whitespace());
@@ -215,8 +224,9 @@ pub fn sniff(path: &Path, head: &[u8]) -> Option<ProtonKind> {
     let frame = find(body, b"\"frame\"");
     let ph = find(body, b"\"ph\"");
     // Proton writes keys sorted: `children` comes before `frame`, and a deep tree's
-    // leftmost path can fill the first 8 KiB with nothing but `{"children": [`.
-    let children_first = {
+    // leftmost path can fill the first 8 KiB with nothing but `{"children": [`. Only in a
+    // file named as a tree: other JSON has `children` keys too.
+    let children_first = is_ext("hatchet") && {
         let after = |b: &[u8], c: u8| -> Option<usize> {
             let i = b.iter().position(|x| !x.is_ascii_whitespace())?;
             (b[i] == c).then_some(i + 1)
@@ -233,9 +243,7 @@ pub fn sniff(path: &Path, head: &[u8]) -> Option<ProtonKind> {
         b'{' => {
             if find(body, b"\"traceEvents\"").is_some() {
                 Some(ProtonKind::ChromeTrace)
-            } else if (frame.is_some() && find(body, b"\"children\"").is_some())
-                || (children_first && !is_ext("chrome_trace"))
-            {
+            } else if (frame.is_some() && find(body, b"\"children\"").is_some()) || children_first {
                 Some(ProtonKind::Tree)
             } else if is_ext("chrome_trace") {
                 // Named as one: its `traceEvents` may come after long leading keys, and
@@ -291,7 +299,9 @@ pub fn unrecognised_reason(path: &Path, head: &[u8]) -> Option<String> {
     if head.starts_with(b"SQLite format 3\0") {
         return Some(format!("a SQLite database, not {expected}"));
     }
-    if let [0x91 | 0x92, ..] = body {
+    if matches!(body, [0x91 | 0x92, ..])
+        || (ext == "hatchet_msgpack" && matches!(body, [0x90..=0x9f | 0xdc | 0xdd, ..]))
+    {
         return Some(
             if ext == "hatchet_msgpack" || find(body, b"frame").is_none() {
                 "MessagePack without a map of a node with a \"frame\" key in the first 8 KiB".into()

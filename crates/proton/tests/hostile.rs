@@ -466,9 +466,32 @@ fn messagepack_trees_take_the_shapes_json_trees_take() {
         "{:?}",
         r.notes
     );
-    // A bare map named otherwise is not taken for a tree.
+    // A bare map, or a longer array, named otherwise is not taken for a tree: other
+    // MessagePack may have `frame` keys. The name's case does not matter.
     let other = write(d.path(), "x.bin", &root);
     assert_eq!(sniff(&other, &root), None);
+    assert_eq!(sniff(&d.path().join("frames.msgpack"), &three), None);
+    let upper = write(d.path(), "BARE.HATCHET_MSGPACK", &root);
+    assert_eq!(sniff(&upper, &root), Some(ProtonKind::TreeMsgpack));
+}
+
+/// Only a file named as a tree is taken for one by a `children` first key: other JSON
+/// has `children` too, and a directory walk must pass it over, not fail on it (D146).
+#[test]
+fn children_first_makes_a_tree_only_of_a_file_named_as_one() {
+    let d = tempfile::tempdir().unwrap();
+    for text in [
+        &br#"{"children": [{"children": [], "id": 1}], "id": 0}"#[..],
+        br#"[{"children": [{"x": 1}], "name": "a"}]"#,
+        br#"{"children": 5, "a": 1}"#,
+    ] {
+        for name in ["tree.json", "cfg", "x.chrome_trace"] {
+            let p = write(d.path(), name, text);
+            assert_ne!(sniff(&p, text), Some(ProtonKind::Tree), "{name}");
+        }
+        let p = write(d.path(), "t.hatchet", text);
+        assert_eq!(sniff(&p, text), Some(ProtonKind::Tree));
+    }
 }
 
 /// Two files of one name and size whose first 64 KiB are the same but whose later

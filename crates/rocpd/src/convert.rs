@@ -509,6 +509,9 @@ impl Inputs {
         c.formats.dedup();
         c.validate()?;
         let window = c.selection.resolve(self)?;
+        // Dropped on any error below: the directories this run made for its outputs go
+        // again when they are left empty.
+        let new_dirs = rocpd_pipeline::NewDirs::of(&c.dir);
         let mut guard = PathGuard::new(self.files());
         let report_file = c
             .report
@@ -547,6 +550,7 @@ impl Inputs {
                 return Err(e);
             }
         }
+        new_dirs.keep();
         Ok(report)
     }
 

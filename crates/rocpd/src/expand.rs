@@ -129,7 +129,7 @@ fn unreadable_kind(p: &Path) -> Option<&'static str> {
         return None;
     }
     Some(match p.metadata() {
-        Err(_) if p.symlink_metadata().is_ok() => "a link to nothing",
+        Err(_) if p.symlink_metadata().is_ok() => "a link that leads to no file (dead, or a loop)",
         Err(_) => "cannot be read",
         Ok(_) => "not a regular file (a FIFO, socket or device)",
     })
