@@ -433,6 +433,36 @@ fn a_failed_run_leaves_no_directory_it_made() {
     assert_eq!(code(&o), Some(1), "{}", stderr(&o));
     assert!(tmp.path().join("there").is_dir());
     assert!(!tmp.path().join("there/new").exists());
+    // Named through a `..` after a directory that is not there, it stays too.
+    let o = rocpd(&[
+        "convert",
+        "-q",
+        "-f",
+        "pftrace",
+        "-i",
+        input.to_str().unwrap(),
+        "-d",
+        tmp.path().join("gone/../there").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+    assert!(tmp.path().join("there").is_dir());
+    // A summary whose third file cannot be created (its name is too long) leaves no
+    // directory: the first files' temporaries are gone before it is removed.
+    let long = "n".repeat(212);
+    let o = rocpd(&[
+        "summary",
+        "-q",
+        "-f",
+        "csv",
+        "-o",
+        &long,
+        "-i",
+        input.to_str().unwrap(),
+        "-d",
+        tmp.path().join("sm/x").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+    assert!(!tmp.path().join("sm").exists(), "{}", stderr(&o));
     // A query with no rows writes no file, and so no directory either.
     let o = rocpd(&[
         "query",

@@ -119,6 +119,30 @@ impl Drop for Registered {
     }
 }
 
+/// The directories the live [`crate::NewDirs`] values stand for, by a number of their
+/// own: a forced exit removes them, when empty, after the temporaries inside them.
+static NEW_DIRS: Mutex<std::collections::BTreeMap<u64, Vec<PathBuf>>> =
+    Mutex::new(std::collections::BTreeMap::new());
+static NEXT_NEW_DIRS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Registers directories a run is about to create (deepest first); returns their number.
+pub(crate) fn register_new_dirs(dirs: &[PathBuf]) -> u64 {
+    let n = NEXT_NEW_DIRS.fetch_add(1, Ordering::Relaxed);
+    if !dirs.is_empty() {
+        if let Ok(mut m) = NEW_DIRS.lock() {
+            m.insert(n, dirs.to_vec());
+        }
+    }
+    n
+}
+
+/// Forgets the directories registered as `n`.
+pub(crate) fn unregister_new_dirs(n: u64) {
+    if let Ok(mut m) = NEW_DIRS.lock() {
+        m.remove(&n);
+    }
+}
+
 /// The temporary paths registered now.
 pub fn registered() -> Vec<PathBuf> {
     REGISTERED
@@ -153,11 +177,44 @@ fn remove_registered_where(chosen: impl Fn(&Path) -> bool) {
             Err(_) => {}
         }
     }
+    // Then the directories made for outputs, now without their temporaries; only empty
+    // ones go, the newest run's first.
+    let made: Vec<Vec<PathBuf>> = NEW_DIRS
+        .lock()
+        .map(|m| m.values().rev().cloned().collect())
+        .unwrap_or_default();
+    for dirs in made {
+        for d in dirs.iter().filter(|d| chosen(d)) {
+            if std::fs::remove_dir(d).is_err() {
+                break;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forced_cleanup_removes_the_new_output_directories_left_empty() {
+        let base = std::env::temp_dir().join(format!("rocpd-newdirs-test-{}", std::process::id()));
+        let dir = base.join("a/b");
+        let made = crate::NewDirs::of(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = dir.join("x.partial");
+        std::fs::write(&tmp, b"x").unwrap();
+        let r = Registered::new(&tmp);
+        remove_registered_where(|p| p.starts_with(&base));
+        assert!(!base.exists());
+        drop(r);
+        made.keep();
+        // A directory named through `..` is never taken for a new one.
+        std::fs::create_dir_all(base.join("kept")).unwrap();
+        drop(crate::NewDirs::of(&base.join("gone/../kept")));
+        assert!(base.join("kept").is_dir());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     #[test]
     fn registration_lasts_as_long_as_the_value() {

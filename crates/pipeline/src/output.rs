@@ -69,19 +69,30 @@ pub fn refuse_special(path: &Path) -> Result<()> {
 #[derive(Debug, Default)]
 pub struct NewDirs {
     dirs: Vec<PathBuf>,
+    /// Their number in the process-wide list a forced exit empties
+    /// ([`crate::cleanup::remove_registered`]).
+    registered: Option<u64>,
 }
 
 impl NewDirs {
-    /// The directories of `dir` and above that do not exist now.
+    /// The directories of `dir` and above that do not exist now. None for a `dir` with a
+    /// `..` in it: `gone/../kept` does not exist while `gone` does not, yet names `kept`,
+    /// which must never be removed.
     pub fn of(dir: &Path) -> Self {
-        NewDirs {
-            dirs: dir
-                .ancestors()
-                .filter(|d| !d.as_os_str().is_empty())
-                .take_while(|d| d.symlink_metadata().is_err())
-                .map(Path::to_path_buf)
-                .collect(),
+        if dir
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return NewDirs::default();
         }
+        let dirs: Vec<PathBuf> = dir
+            .ancestors()
+            .filter(|d| !d.as_os_str().is_empty())
+            .take_while(|d| d.symlink_metadata().is_err())
+            .map(Path::to_path_buf)
+            .collect();
+        let registered = (!dirs.is_empty()).then(|| crate::cleanup::register_new_dirs(&dirs));
+        NewDirs { dirs, registered }
     }
 
     /// The run succeeded: its directories stay.
@@ -92,6 +103,9 @@ impl NewDirs {
 
 impl Drop for NewDirs {
     fn drop(&mut self) {
+        if let Some(n) = self.registered {
+            crate::cleanup::unregister_new_dirs(n);
+        }
         for d in &self.dirs {
             if std::fs::remove_dir(d).is_err() {
                 break;

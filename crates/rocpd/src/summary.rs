@@ -194,6 +194,8 @@ impl Inputs {
                 pending.push((path, text));
             }
         }
+        // Held across every file: a file that fails drops the others' temporaries first.
+        let new_dirs = rocpd_pipeline::NewDirs::of(dir);
         let mut files = Vec::new();
         for (path, text) in &pending {
             let mut f = OutputFile::create(path)?;
@@ -207,6 +209,7 @@ impl Inputs {
             f.commit()?;
             written.push(path);
         }
+        new_dirs.keep();
         Ok((console, written))
     }
 }
