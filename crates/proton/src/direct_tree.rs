@@ -55,7 +55,8 @@ impl TreeSource {
         let guid = guid_of(path, kind)?;
         let file_name = file_name_of(path);
         // The importer numbers nodes from 1: its database is new.
-        let laid = tree::lay_out(path, &file_name, kind, &mut Drop, 1, None)?;
+        let mut laid = tree::lay_out(path, &file_name, kind, &mut Drop, 1, None)?;
+        laid.pid = tree::tree_pid(&file_name, &guid);
         Ok(TreeSource {
             path: path.to_path_buf(),
             kind,

@@ -606,7 +606,8 @@ pub(crate) struct Device {
 /// What laying out a whole tree learned: everything about it but its nodes.
 #[derive(Debug, Clone)]
 pub(crate) struct Laid {
-    /// The pid (and tid) of the tree's process, from its file name.
+    /// The pid (and tid) of the tree's process: 0 from [`lay_out`], which does not know the
+    /// guid; the source sets it with [`tree_pid`].
     pub pid: i64,
     /// Nodes written.
     pub written: u64,
@@ -634,9 +635,11 @@ impl NodeOut for Extremes<'_> {
     }
 }
 
-/// The pid of the tree read from `file_name`.
-pub(crate) fn tree_pid(file_name: &str) -> i64 {
-    (fnv1a64(file_name.as_bytes(), FNV_OFFSET) % 999_983) as i64 + 1
+/// The pid of the tree read from `file_name`, whose guid is `guid`: the name alone gave
+/// two runs' `proton.hatchet` one pid, and a Perfetto trace of both one process (D146).
+pub(crate) fn tree_pid(file_name: &str, guid: &str) -> i64 {
+    let h = fnv1a64(guid.as_bytes(), fnv1a64(file_name.as_bytes(), FNV_OFFSET));
+    (h % 999_983) as i64 + 1
 }
 
 /// Lays a tree file out in two streaming passes (memory follows the tree's depth, not its
@@ -705,7 +708,7 @@ pub(crate) fn lay_out(
     let ext =
         serde_json::json!({"source_format": format, "synthetic_time": true, "width_unit": unit});
     Ok(Laid {
-        pid: tree_pid(file_name),
+        pid: 0,
         written,
         span,
         devices,

@@ -508,15 +508,17 @@ fn the_guid_covers_the_whole_file() {
         p
     };
     let (r1, r2, r3) = (dir("r1"), dir("r2"), dir("r3"));
+    // (guid, pid): the pid hashes the guid too, so the two runs are two processes in a
+    // trace of both.
     let guid = |dir: &Path, text: &str| {
         let p = write(dir, "proton.hatchet", text.as_bytes());
-        rocpd_proton::ProtonSource::open(&p, ProtonKind::Tree)
-            .unwrap()
-            .guid()
-            .to_string()
+        let s = rocpd_proton::ProtonSource::open(&p, ProtonKind::Tree).unwrap();
+        let pid = rocpd_pipeline::Source::catalog(&s, 0).unwrap().processes[0].pid;
+        (s.guid().to_string(), pid)
     };
     let (g1, g2, g3) = (guid(&r1, &a), guid(&r2, &b), guid(&r3, &a));
-    assert_ne!(g1, g2);
+    assert_ne!(g1.0, g2.0);
+    assert_ne!(g1.1, g2.1);
     assert_eq!(g1, g3);
 }
 
