@@ -713,11 +713,12 @@ fn parse_failure(e: clap::Error) -> ExitCode {
     ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
 }
 
-/// The command line's definition, where an environment variable set to the empty string
-/// counts as unset (`ROCPD_OUTPUT_PATH= rocpd ...` takes the default, as a shell user
-/// expects, rather than clap's "a value is required" naming a flag never given).
+/// The command line's definition, where `ROCPD_OUTPUT_PATH` set to the empty string counts
+/// as unset (`ROCPD_OUTPUT_PATH= rocpd ...` takes the default, as a shell user expects,
+/// rather than clap's "a value is required" naming a flag never given). An empty
+/// `ROCPD_OUTPUT_NAME` stays the empty name, as `-o ""` is.
 fn command() -> clap::Command {
-    let empty: Vec<std::ffi::OsString> = ["ROCPD_OUTPUT_PATH", "ROCPD_OUTPUT_NAME"]
+    let empty: Vec<std::ffi::OsString> = ["ROCPD_OUTPUT_PATH"]
         .into_iter()
         .filter(|v| std::env::var_os(v).is_some_and(|x| x.is_empty()))
         .map(std::ffi::OsString::from)

@@ -344,7 +344,7 @@ fn help_that_cannot_be_written_is_an_error() {
 }
 
 #[test]
-fn an_empty_output_variable_counts_as_unset() {
+fn an_empty_output_path_variable_counts_as_unset() {
     let tmp = tempfile::tempdir().unwrap();
     let input = db_named(tmp.path(), "a.db");
     let o = Command::new(env!("CARGO_BIN_EXE_rocpd"))
@@ -356,10 +356,10 @@ fn an_empty_output_variable_counts_as_unset() {
         .output()
         .unwrap();
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
-    // The defaults: `-d ./rocpd-output-data -o out`.
+    // The default directory; an empty name is the empty name, as `-o ""` is.
     assert!(tmp
         .path()
-        .join("rocpd-output-data/out_results.pftrace")
+        .join("rocpd-output-data/results.pftrace")
         .is_file());
     // Given empty on the command line, it is still refused.
     let o = Command::new(env!("CARGO_BIN_EXE_rocpd"))
