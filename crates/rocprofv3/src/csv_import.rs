@@ -1444,9 +1444,14 @@ pub(crate) fn message_extdata(text: &str) -> String {
 
 impl State<'_> {
     /// The kernel id of a row: its `Kernel_Id`, or one synthesized per distinct name; and
-    /// whether the row names its `Kernel_Id` otherwise than the first row of that id did
-    /// (rocprofv3's `--kernel-rename` writes the enclosing ROCTx range's name there, D146).
-    fn kernel_id(&mut self, explicit: Option<i64>, name: &str) -> (i64, bool) {
+    /// the row's name as a region name (its string id) when it names its `Kernel_Id`
+    /// otherwise than the first row of that id did (rocprofv3's `--kernel-rename` writes
+    /// the enclosing ROCTx range's name there, D146).
+    fn kernel_id(
+        &mut self,
+        explicit: Option<i64>,
+        name: &str,
+    ) -> std::result::Result<(i64, Option<i64>), RowError> {
         if let Some(id) = explicit {
             // Looked up before inserting: a name is copied once, not for every row.
             let renamed = match self.name_of_kernel.get(&id) {
@@ -1459,15 +1464,20 @@ impl State<'_> {
             if !self.kernel_by_name.contains_key(name) {
                 self.kernel_by_name.insert(name.to_string(), id);
             }
-            return (id, renamed);
+            let region = if renamed {
+                Some(self.out.string(name)?)
+            } else {
+                None
+            };
+            return Ok((id, region));
         }
         if let Some(id) = self.kernel_by_name.get(name) {
-            return (*id, false);
+            return Ok((*id, None));
         }
         let id = self.next_synth_kernel;
         self.next_synth_kernel += 1;
         self.kernel_by_name.insert(name.to_string(), id);
-        (id, false)
+        Ok((id, None))
     }
 }
 
@@ -1511,12 +1521,7 @@ fn kernel_row(
     };
 
     let agent_id = st.out.agents().resolve(agent, Some("GPU"));
-    let (kernel_id, renamed) = st.kernel_id(explicit_kernel, &name);
-    let region_name_id = if renamed {
-        Some(st.out.string(&name)?)
-    } else {
-        None
-    };
+    let (kernel_id, region_name_id) = st.kernel_id(explicit_kernel, &name)?;
     if !st.out.has_kernel(kernel_id) {
         st.out.kernel_symbol(
             st.pid,
@@ -1844,12 +1849,7 @@ fn counter_row(
             None => {
                 // The kernel trace lacks this dispatch: make it from the counter row.
                 let kernel_name = r.text(c.kernel_name);
-                let (kernel_id, renamed) = st.kernel_id(explicit_kernel, &kernel_name);
-                let region_name_id = if renamed {
-                    Some(st.out.string(&kernel_name)?)
-                } else {
-                    None
-                };
+                let (kernel_id, region_name_id) = st.kernel_id(explicit_kernel, &kernel_name)?;
                 if !st.out.has_kernel(kernel_id) {
                     st.out.kernel_symbol(
                         pid,
