@@ -128,12 +128,20 @@ static NEXT_NEW_DIRS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU6
 /// Registers directories a run is about to create (deepest first); returns their number.
 pub(crate) fn register_new_dirs(dirs: &[PathBuf]) -> u64 {
     let n = NEXT_NEW_DIRS.fetch_add(1, Ordering::Relaxed);
-    if !dirs.is_empty() {
-        if let Ok(mut m) = NEW_DIRS.lock() {
-            m.insert(n, dirs.to_vec());
-        }
+    if let Ok(mut m) = NEW_DIRS.lock() {
+        m.insert(n, dirs.to_vec());
     }
     n
+}
+
+/// Removes `dirs` (deepest first) as far as they are empty: the first that is not (or
+/// is gone) ends it, since the ones above it hold it.
+pub(crate) fn remove_empty_dirs<'a>(dirs: impl IntoIterator<Item = &'a PathBuf>) {
+    for d in dirs {
+        if std::fs::remove_dir(d).is_err() {
+            break;
+        }
+    }
 }
 
 /// Forgets the directories registered as `n`.
@@ -184,11 +192,7 @@ fn remove_registered_where(chosen: impl Fn(&Path) -> bool) {
         .map(|m| m.values().rev().cloned().collect())
         .unwrap_or_default();
     for dirs in made {
-        for d in dirs.iter().filter(|d| chosen(d)) {
-            if std::fs::remove_dir(d).is_err() {
-                break;
-            }
-        }
+        remove_empty_dirs(dirs.iter().filter(|d| chosen(d)));
     }
 }
 

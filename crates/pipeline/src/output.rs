@@ -106,11 +106,7 @@ impl Drop for NewDirs {
         if let Some(n) = self.registered {
             crate::cleanup::unregister_new_dirs(n);
         }
-        for d in &self.dirs {
-            if std::fs::remove_dir(d).is_err() {
-                break;
-            }
-        }
+        crate::cleanup::remove_empty_dirs(&self.dirs);
     }
 }
 
