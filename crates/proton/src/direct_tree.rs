@@ -35,6 +35,8 @@ pub struct TreeSource {
     file_name: String,
     guid: String,
     nid: i64,
+    /// The pid (and tid) of its process ([`tree::tree_pid`]).
+    pid: i64,
     laid: tree::Laid,
     sort: SortOptions,
 }
@@ -55,12 +57,13 @@ impl TreeSource {
         let guid = guid_of(path, kind)?;
         let file_name = file_name_of(path);
         // The importer numbers nodes from 1: its database is new.
-        let mut laid = tree::lay_out(path, &file_name, kind, &mut Drop, 1, None)?;
-        laid.pid = tree::tree_pid(&file_name, &guid);
+        let laid = tree::lay_out(path, &file_name, kind, &mut Drop, 1, None)?;
+        let pid = tree::tree_pid(&file_name, &guid);
         Ok(TreeSource {
             path: path.to_path_buf(),
             kind,
             file_name,
+            pid,
             guid,
             nid: crate::node_id(node_hash()),
             laid,
@@ -100,7 +103,7 @@ impl Source for TreeSource {
     }
 
     fn catalog(&self, first_source: u32) -> Result<Catalog> {
-        let (source, nid, pid) = (first_source, self.nid, self.laid.pid);
+        let (source, nid, pid) = (first_source, self.nid, self.pid);
         let mut c = base_catalog(&self.path, &self.guid, source);
         c.processes.push(Process {
             source,
@@ -222,7 +225,7 @@ impl PreparedStream for Prepared<'_> {
     fn open(&mut self) -> Result<Box<dyn BatchStream + '_>> {
         let s = self.source;
         let mut nodes = Nodes {
-            pid: s.laid.pid,
+            pid: s.pid,
             rows: RegionRows::new(self.first_source, s.nid, &self.options, &s.sort),
         };
         // The facts of the describing pass: one parse of the file fewer.

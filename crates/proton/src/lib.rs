@@ -270,6 +270,26 @@ pub fn sniff(path: &Path, head: &[u8]) -> Option<ProtonKind> {
     }
 }
 
+/// The lower-cased extension of a file named like a Proton output, and what it should
+/// then hold.
+fn named(path: &Path) -> Option<(String, &'static str)> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    let expected = match ext.as_str() {
+        "hatchet" => "a Proton tree",
+        "hatchet_msgpack" => "a MessagePack Proton tree",
+        "chrome_trace" => "a chrome trace",
+        _ => return None,
+    };
+    Some((ext, expected))
+}
+
+/// Whether the name of `path` alone says it is a Proton output that
+/// [`unrecognised_reason`] would explain: for entries that cannot be opened, or must not
+/// be (a FIFO would block).
+pub fn named_as_output(path: &Path) -> bool {
+    named(path).is_some()
+}
+
 /// Says why a file whose name looks like a Proton output (`*.hatchet`, `*.hatchet_msgpack`,
 /// `*.chrome_trace`, also `*.part_N.hatchet`; case-insensitive) is not recognised by
 /// [`sniff`], in a few words ("empty file", "JSON without a \"frame\" key in the first
@@ -279,13 +299,7 @@ pub fn sniff(path: &Path, head: &[u8]) -> Option<ProtonKind> {
 /// Returns `None` for other names and for content [`sniff`] recognises. `head` is the
 /// start of the file ([`SNIFF_BYTES`] of it).
 pub fn unrecognised_reason(path: &Path, head: &[u8]) -> Option<String> {
-    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-    let expected = match ext.as_str() {
-        "hatchet" => "a Proton tree",
-        "hatchet_msgpack" => "a MessagePack Proton tree",
-        "chrome_trace" => "a chrome trace",
-        _ => return None,
-    };
+    let (ext, expected) = named(path)?;
     if sniff(path, head).is_some() {
         return None;
     }

@@ -606,9 +606,6 @@ pub(crate) struct Device {
 /// What laying out a whole tree learned: everything about it but its nodes.
 #[derive(Debug, Clone)]
 pub(crate) struct Laid {
-    /// The pid (and tid) of the tree's process: 0 from [`lay_out`], which does not know the
-    /// guid; the source sets it with [`tree_pid`].
-    pub pid: i64,
     /// Nodes written.
     pub written: u64,
     /// Earliest start and latest end of the nodes written.
@@ -708,7 +705,6 @@ pub(crate) fn lay_out(
     let ext =
         serde_json::json!({"source_format": format, "synthetic_time": true, "width_unit": unit});
     Ok(Laid {
-        pid: 0,
         written,
         span,
         devices,

@@ -123,8 +123,9 @@ fn walk_once(
 fn unreadable_kind(p: &Path) -> Option<&'static str> {
     let ext = p.extension().and_then(|e| e.to_str())?.to_ascii_lowercase();
     // By name only: opening a FIFO would block.
-    let named = ["db", "rpd", "hatchet", "hatchet_msgpack", "chrome_trace"].contains(&ext.as_str())
-        || rocpd_rocprofv3::named_as_output(p);
+    let named = ["db", "rpd"].contains(&ext.as_str())
+        || rocpd_rocprofv3::named_as_output(p)
+        || rocpd_proton::named_as_output(p);
     if !named {
         return None;
     }
