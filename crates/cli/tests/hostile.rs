@@ -1799,3 +1799,50 @@ fn a_run_under_nohup_ignores_the_hangup() {
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
     assert!(out.join("out_results.pftrace").is_file());
 }
+
+/// A rocprofv3 JSON document whose one kernel symbol's name is `name`, with a kernel
+/// dispatch of that symbol.
+fn json_with_kernel_name(name: &str) -> String {
+    format!(
+        r#"{{"rocprofiler-sdk-tool":[{{"metadata":{{"pid":5,"node":{{"hostname":"h"}}}},
+      "agents":[{{"id":{{"handle":9}},"type":2,"node_id":1,"logical_node_id":1}}],
+      "strings":{{"buffer_records":[{{"kind":"NONE","operations":[]}}]}},
+      "kernel_symbols":[{{"kernel_id":1,"kernel_name":"{name}"}}],
+      "buffer_records":{{"kernel_dispatch":[
+        {{"kind":0,"operation":0,"thread_id":5,"correlation_id":{{"internal":1,"external":0}},
+          "start_timestamp":10,"end_timestamp":20,
+          "dispatch_info":{{"agent_id":{{"handle":9}},"queue_id":{{"handle":3}},"kernel_id":1,"dispatch_id":1}}}}
+      ]}}}}]}}"#
+    )
+}
+
+#[test]
+fn a_json_value_larger_than_the_bound_is_refused_with_its_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 7 MiB: a long name, read (it is the kernel's name in the output).
+    let long = "k".repeat(7 << 20);
+    let ok = tmp.path().join("long_results.json");
+    std::fs::write(&ok, json_with_kernel_name(&long)).unwrap();
+    let out = tmp.path().join("ok");
+    let o = csv_of(&ok, &out, &[]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let kernels = std::fs::read_to_string(out.join("out_kernel_trace.csv")).unwrap();
+    assert!(
+        kernels.contains(&long),
+        "the long name is not in the output"
+    );
+
+    // 9 MiB: refused, naming the file, the byte and the record; nothing written.
+    let huge = tmp.path().join("huge_results.json");
+    std::fs::write(&huge, json_with_kernel_name(&"k".repeat(9 << 20))).unwrap();
+    let out = tmp.path().join("refused");
+    for extra in [&[][..], &["--skip-bad-rows"][..]] {
+        let o = csv_of(&huge, &out, extra);
+        refused(&o, "huge_results.json: byte offset ");
+        refused(&o, "kernel_symbols[0]: a single value");
+        refused(&o, "larger than 8 MiB");
+        assert!(!out.exists(), "{:?}", files_in(&out));
+    }
+    let o = rocpd(&["info", "-i", huge.to_str().unwrap()]);
+    refused(&o, "larger than 8 MiB");
+}

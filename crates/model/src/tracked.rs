@@ -9,6 +9,8 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// How much is read from the inner reader at a time.
 const CHUNK: usize = 64 * 1024;
@@ -16,6 +18,55 @@ const CHUNK: usize = 64 * 1024;
 /// Line starts remembered (the newest last): enough for an error on the current line or
 /// one just before it.
 const LINES_KEPT: usize = 4;
+
+/// A bound on the bytes a [`TrackedReader`] hands out from a point its user marks, shared
+/// with code that cannot reach the reader while a parser owns it (the parser's visitors):
+/// they mark where a value starts and clear the mark after it, and a read past the bound
+/// fails with `InvalidData`, so that one value of a hostile file cannot grow without end.
+#[derive(Clone, Debug)]
+pub struct ReadLimit(Arc<LimitState>);
+
+#[derive(Debug)]
+struct LimitState {
+    /// Bytes the reader has handed out, as of its last read.
+    consumed: AtomicU64,
+    /// Where reads stop (`u64::MAX`: nowhere).
+    until: AtomicU64,
+    /// Whether a read stopped there.
+    tripped: AtomicBool,
+}
+
+impl Default for ReadLimit {
+    fn default() -> Self {
+        ReadLimit(Arc::new(LimitState {
+            consumed: AtomicU64::new(0),
+            until: AtomicU64::new(u64::MAX),
+            tripped: AtomicBool::new(false),
+        }))
+    }
+}
+
+impl ReadLimit {
+    /// Lets the reader hand out `bytes` more from here, no more, until [`ReadLimit::clear`].
+    /// A parser may have read a byte ahead (a peek): the bound counts from what it took.
+    pub fn start(&self, bytes: u64) {
+        let from = self.0.consumed.load(Ordering::Relaxed);
+        self.0
+            .until
+            .store(from.saturating_add(bytes), Ordering::Relaxed);
+    }
+
+    /// Lifts the bound.
+    pub fn clear(&self) {
+        self.0.until.store(u64::MAX, Ordering::Relaxed);
+    }
+
+    /// Whether a read failed for the bound (so that a parser's I/O error can be told
+    /// from one of the input).
+    pub fn tripped(&self) -> bool {
+        self.0.tripped.load(Ordering::Relaxed)
+    }
+}
 
 /// See the module documentation.
 pub struct TrackedReader<R> {
@@ -27,6 +78,7 @@ pub struct TrackedReader<R> {
     consumed: u64,
     /// (1-based line number, offset of its first byte) of the last lines begun.
     line_starts: VecDeque<(u64, u64)>,
+    limit: Option<ReadLimit>,
 }
 
 impl<R: Read> TrackedReader<R> {
@@ -39,7 +91,14 @@ impl<R: Read> TrackedReader<R> {
             filled: 0,
             consumed: 0,
             line_starts: [(1, 0)].into_iter().collect(),
+            limit: None,
         }
+    }
+
+    /// The same reader, bounded where `limit` says (see [`ReadLimit`]).
+    pub fn with_limit(mut self, limit: ReadLimit) -> Self {
+        self.limit = Some(limit);
+        self
     }
 
     /// The inner reader, for a caller that has read nothing through this one yet (what
@@ -100,6 +159,17 @@ impl<R: Read> Read for TrackedReader<R> {
             self.refill()?;
         }
         let n = out.len().min(self.filled - self.pos);
+        if let Some(limit) = &self.limit {
+            let after = self.consumed + n as u64;
+            if after > limit.0.until.load(Ordering::Relaxed) {
+                limit.0.tripped.store(true, Ordering::Relaxed);
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "a value longer than the reader's bound",
+                ));
+            }
+            limit.0.consumed.store(after, Ordering::Relaxed);
+        }
         if n == 1 {
             let b = self.buf[self.pos];
             out[0] = b;
@@ -146,6 +216,32 @@ mod tests {
         let e = serde_json::from_reader::<_, serde_json::Value>(&mut r).unwrap_err();
         let at = r.offset_of(e.line() as u64, e.column() as u64).unwrap();
         assert_eq!(&text[at as usize..at as usize + 1], "x", "{e}");
+    }
+
+    #[test]
+    fn a_limit_stops_reads_past_its_bound_until_cleared() {
+        let text = b"[\"abcdefghij\", 1]";
+        let limit = ReadLimit::default();
+        let mut r = TrackedReader::new(&text[..]).with_limit(limit.clone());
+        let mut one = [0u8; 1];
+        r.read_exact(&mut one).unwrap();
+        limit.start(4);
+        let mut four = [0u8; 4];
+        r.read_exact(&mut four).unwrap();
+        assert_eq!(&four, b"\"abc");
+        let e = r.read(&mut one).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(limit.tripped());
+        limit.clear();
+        let mut rest = Vec::new();
+        r.read_to_end(&mut rest).unwrap();
+        assert_eq!(rest, b"defghij\", 1]");
+        // Through serde: a string past the bound is an I/O error, not a value.
+        let limit = ReadLimit::default();
+        let mut r = TrackedReader::new(&text[..]).with_limit(limit.clone());
+        limit.start(8);
+        let e = serde_json::from_reader::<_, serde_json::Value>(&mut r).unwrap_err();
+        assert!(e.is_io() && limit.tripped(), "{e}");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rocpd_model::tracked::TrackedReader;
+use rocpd_model::tracked::{ReadLimit, TrackedReader};
 use rocpd_model::{Error, Result};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
@@ -33,7 +33,7 @@ use crate::db::{
     Out, PmcRow, ProcessRow,
 };
 use crate::json_node::{Node, Shape};
-use crate::json_scan::{Scan, ScanError};
+use crate::json_scan::{Scan, ScanError, MAX_VALUE, TOO_LARGE};
 use crate::sink::{RowSink, Texts};
 use crate::{skip_or_fail, skip_or_fail_at, CsvKind, ImportOptions, ImportReport};
 
@@ -72,6 +72,8 @@ pub(crate) fn gunzip_prefix(head: &[u8], max: usize) -> Vec<u8> {
 /// parser consumed, and whether it is compressed.
 struct Opened {
     reader: TrackedReader<Box<dyn Read>>,
+    /// The bound serde's reads keep on each value they build ([`bounded`]).
+    limit: ReadLimit,
     gz: bool,
     /// Length of the byte-order mark skipped at the start (0 or 3).
     bom: u64,
@@ -121,8 +123,10 @@ fn open(path: &Path) -> Result<Opened> {
         0
     };
     let chained: Box<dyn Read> = Box::new(std::io::Cursor::new(lead).chain(inner));
+    let limit = ReadLimit::default();
     Ok(Opened {
-        reader: TrackedReader::new(chained),
+        reader: TrackedReader::new(chained).with_limit(limit.clone()),
+        limit,
         gz,
         bom,
     })
@@ -136,8 +140,19 @@ fn read_message(gz: bool, e: &std::io::Error) -> String {
     }
 }
 
+/// One value read by serde's reader (a record, a table entry, a key, the metadata),
+/// bounded to [`MAX_VALUE`] bytes as the scanner bounds each value it keeps: what it
+/// builds costs several times the text, so one giant string must not be read whole.
+fn bounded<T>(limit: &ReadLimit, read: impl FnOnce() -> T) -> T {
+    limit.start(MAX_VALUE as u64);
+    let value = read();
+    limit.clear();
+    value
+}
+
 /// Turns a parser error into an input error at the current byte offset.
-fn parse_error(path: &Path, gz: bool, offset: u64, within: &str, e: &serde_json::Error) -> Error {
+fn parse_error(input: &Opened, path: &Path, within: &str, e: &serde_json::Error) -> Error {
+    let (gz, offset) = (input.gz, input.consumed());
     let of = if gz { " of the decompressed data" } else { "" };
     // For a syntax error, the offending byte is the last one consumed.
     let offset = if e.is_syntax() {
@@ -150,7 +165,9 @@ fn parse_error(path: &Path, gz: bool, offset: u64, within: &str, e: &serde_json:
         e.line(),
         e.column()
     );
-    let msg = if e.is_io() {
+    let msg = if e.is_io() && input.limit.tripped() {
+        TOO_LARGE.to_string()
+    } else if e.is_io() {
         if gz {
             format!("truncated or corrupt gzip data: {e}")
         } else {
@@ -324,15 +341,15 @@ fn prescan_fast<R: Read>(
 }
 
 fn prescan_strict(path: &Path) -> Result<Vec<ProcMeta>> {
-    struct Top;
-    impl<'de> Visitor<'de> for Top {
+    struct Top<'l>(&'l ReadLimit);
+    impl<'de> Visitor<'de> for Top<'_> {
         type Value = Option<Vec<ProcMeta>>;
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
             write!(f, "a JSON object with a {TOOL_KEY:?} array")
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
             let mut found = None;
-            while let Some(key) = map.next_key::<String>()? {
+            while let Some(key) = bounded(self.0, || map.next_key::<String>())? {
                 if key == TOOL_KEY {
                     // The readers take object i of every occurrence: two arrays would be
                     // read as one, processes merged or lost.
@@ -342,7 +359,7 @@ fn prescan_strict(path: &Path) -> Result<Vec<ProcMeta>> {
                              cannot be told apart)"
                         )));
                     }
-                    found = Some(map.next_value_seed(ListSeed)?);
+                    found = Some(map.next_value_seed(ListSeed(self.0))?);
                 } else {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -350,44 +367,44 @@ fn prescan_strict(path: &Path) -> Result<Vec<ProcMeta>> {
             Ok(found)
         }
     }
-    struct ListSeed;
-    impl<'de> DeserializeSeed<'de> for ListSeed {
+    struct ListSeed<'l>(&'l ReadLimit);
+    impl<'de> DeserializeSeed<'de> for ListSeed<'_> {
         type Value = Vec<ProcMeta>;
         fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
             d.deserialize_seq(self)
         }
     }
-    impl<'de> Visitor<'de> for ListSeed {
+    impl<'de> Visitor<'de> for ListSeed<'_> {
         type Value = Vec<ProcMeta>;
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
             write!(f, "an array of per-process objects")
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
             let mut v = Vec::new();
-            while let Some(m) = seq.next_element_seed(MetaSeed)? {
+            while let Some(m) = seq.next_element_seed(MetaSeed(self.0))? {
                 v.push(m);
             }
             Ok(v)
         }
     }
-    struct MetaSeed;
-    impl<'de> DeserializeSeed<'de> for MetaSeed {
+    struct MetaSeed<'l>(&'l ReadLimit);
+    impl<'de> DeserializeSeed<'de> for MetaSeed<'_> {
         type Value = ProcMeta;
         fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
             d.deserialize_map(self)
         }
     }
-    impl<'de> Visitor<'de> for MetaSeed {
+    impl<'de> Visitor<'de> for MetaSeed<'_> {
         type Value = ProcMeta;
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
             write!(f, "a per-process object")
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
             let mut m = ProcMeta::default();
-            while let Some(key) = map.next_key::<String>()? {
+            while let Some(key) = bounded(self.0, || map.next_key::<String>())? {
                 if key == "metadata" {
                     // Only for labels and the guid: the import checks the values.
-                    let v: Value = map.next_value()?;
+                    let v: Value = bounded(self.0, || map.next_value())?;
                     m.pid = opt(&v, "pid").ok().flatten();
                     m.init_time = opt(&v, "init_time").ok().flatten();
                 } else {
@@ -401,7 +418,8 @@ fn prescan_strict(path: &Path) -> Result<Vec<ProcMeta>> {
     let mut input = open(path)?;
     let r = {
         let mut de = serde_json::Deserializer::from_reader(&mut input.reader);
-        de.deserialize_map(Top).and_then(|v| de.end().map(|_| v))
+        de.deserialize_map(Top(&input.limit))
+            .and_then(|v| de.end().map(|_| v))
     };
     match r {
         Ok(Some(v)) => Ok(v),
@@ -410,7 +428,7 @@ fn prescan_strict(path: &Path) -> Result<Vec<ProcMeta>> {
             "top level",
             format!("no {TOOL_KEY:?} key: not a rocprofv3 JSON file"),
         )),
-        Err(e) => Err(parse_error(path, input.gz, input.consumed(), "", &e)),
+        Err(e) => Err(parse_error(&input, path, "", &e)),
     }
 }
 
@@ -787,6 +805,9 @@ struct Json<'o, 'r> {
     spans: Vec<(u64, u64)>,
     /// The real error behind a serde custom error.
     error: Option<Error>,
+    /// The bound of serde's reads of this object (unbounded for the scanner's, which
+    /// keep their own).
+    limit: ReadLimit,
     /// Where the parser is, for error messages.
     section: String,
     index: u64,
@@ -1552,7 +1573,7 @@ impl<'de> Visitor<'de> for TopSeed<'_, '_, '_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<bool, A::Error> {
         let st = self.st;
         let mut found = false;
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = bounded(&st.limit, || map.next_key::<String>())? {
             if key == TOOL_KEY {
                 found |= map.next_value_seed(ProcList {
                     st: &mut *st,
@@ -1630,12 +1651,12 @@ impl<'de> Visitor<'de> for ProcSeed<'_, '_, '_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
         let st = self.st;
         let base = st.section.clone();
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = bounded(&st.limit, || map.next_key::<String>())? {
             st.section = format!("{base}.{key}");
             st.index = 0;
             match key.as_str() {
                 "metadata" => {
-                    let v: Value = map.next_value()?;
+                    let v: Value = bounded(&st.limit, || map.next_value())?;
                     let r = match st.metadata(&v) {
                         Ok(()) => Ok(()),
                         Err(RecError::Fatal(e)) => Err(e),
@@ -1719,12 +1740,13 @@ impl<'de> Visitor<'de> for Strings<'_, '_, '_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
         let st = self.st;
         let base = st.section.clone();
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = bounded(&st.limit, || map.next_key::<String>())? {
             st.section = format!("{base}.{key}");
             st.index = 0;
             match key.as_str() {
                 "buffer_records" => {
-                    st.kinds = Arc::new(map.next_value::<Vec<KindNames>>()?);
+                    let kinds = bounded(&st.limit, || map.next_value::<Vec<KindNames>>())?;
+                    st.kinds = Arc::new(kinds);
                 }
                 "marker_api" if st.wanted.marker_texts => map.next_value_seed(Elements {
                     st: &mut *st,
@@ -1765,7 +1787,7 @@ impl<'de> Visitor<'de> for External<'_, '_, '_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
         let st = self.st;
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = bounded(&st.limit, || map.next_key::<String>())? {
             if key == "external" {
                 map.next_value_seed(Elements {
                     st: &mut *st,
@@ -1799,7 +1821,7 @@ impl<'de> Visitor<'de> for Sections<'_, '_, '_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
         let st = self.st;
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = bounded(&st.limit, || map.next_key::<String>())? {
             st.section = format!("{}.{key}", self.base);
             st.index = 0;
             let section = Section::of_record(&key);
@@ -1851,7 +1873,7 @@ impl<'de> Visitor<'de> for Elements<'_, '_, '_> {
             }
             return Ok(());
         }
-        while let Some(v) = seq.next_element::<Value>()? {
+        while let Some(v) = bounded(&st.limit, || seq.next_element::<Value>())? {
             st.element(self.section, &v).map_err(|e| stash(st, e))?;
             st.index += 1;
         }
@@ -1860,7 +1882,7 @@ impl<'de> Visitor<'de> for Elements<'_, '_, '_> {
     /// A map of id → text (some writers emit string tables as objects).
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
         let st = self.st;
-        while let Some((k, v)) = map.next_entry::<String, Value>()? {
+        while let Some((k, v)) = bounded(&st.limit, || map.next_entry::<String, Value>())? {
             let entry = serde_json::json!({ "key": k, "value": v });
             st.element(self.section, &entry).map_err(|e| stash(st, e))?;
             st.index += 1;
@@ -1895,6 +1917,7 @@ pub(crate) fn read_process(
 ) -> Result<()> {
     let mut input = open(path)?;
     let mut st = Json::new(out, path, opts, report, wanted);
+    st.limit = input.limit.clone();
     let parsed = {
         let mut de = serde_json::Deserializer::from_reader(&mut input.reader);
         de.deserialize_map(TopSeed { st: &mut st, index })
@@ -1911,7 +1934,7 @@ pub(crate) fn read_process(
             } else {
                 format!(", in {}[{}]", st.section, st.index)
             };
-            return Err(parse_error(path, input.gz, input.consumed(), &within, &e));
+            return Err(parse_error(&input, path, &within, &e));
         }
     };
     st.finish(found, index)
@@ -2010,6 +2033,11 @@ fn walk(st: &mut Json<'_, '_>, path: &Path, index: usize, jumps: &[(u64, u64)]) 
                     path,
                     format!("byte offset {}{of}{within}", bom + at),
                     format!("invalid JSON: {m}"),
+                ),
+                ScanError::TooLarge(at) => Error::input(
+                    path,
+                    format!("byte offset {}{of}{within}", bom + at),
+                    TOO_LARGE,
                 ),
             })
         }
@@ -2364,6 +2392,7 @@ impl<'o, 'r> Json<'o, 'r> {
             check_rest: true,
             spans: Vec::new(),
             error: None,
+            limit: ReadLimit::default(),
             section: String::new(),
             index: 0,
             ignored: BTreeMap::new(),

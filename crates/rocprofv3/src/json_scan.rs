@@ -17,8 +17,18 @@ use crate::json_node::Flat;
 /// How much is read from the input at a time.
 const CHUNK: usize = 256 * 1024;
 
-/// A value may not grow past this while kept (a record is a few hundred bytes).
-const MAX_VALUE: usize = 256 << 20;
+/// A value may not grow past this while kept (a record is a few hundred bytes; a kernel
+/// symbol with a long templated name a few tens of KiB; a process's `metadata`, which
+/// holds its command line, at most a few MiB). One kept value costs several times its
+/// size by the time it is a catalog row, so the bound is what keeps a hostile file's
+/// one giant string from costing gigabytes. The import's reads keep the same bound
+/// ([`ValueBound`]), so a file the direct reader refuses is refused either way.
+pub(crate) const MAX_VALUE: usize = 8 << 20;
+
+/// What [`ScanError::TooLarge`] and the import's reads say of a value past [`MAX_VALUE`].
+pub(crate) const TOO_LARGE: &str =
+    "a single value (record, table entry, key or metadata) larger than 8 MiB, the limit \
+     of one value";
 
 /// What an in-place parse of the buffered bytes came to.
 enum Step<T> {
@@ -56,6 +66,8 @@ pub(crate) enum ScanError {
     Io(std::io::Error),
     /// The text is not the JSON the scanner expects, at this byte offset.
     Syntax(u64, String),
+    /// A value that starts at this byte offset is larger than [`MAX_VALUE`].
+    TooLarge(u64),
 }
 
 pub(crate) type ScanResult<T> = std::result::Result<T, ScanError>;
@@ -323,7 +335,7 @@ impl<R: Read> Scan<R> {
     /// Parses the next value where it lies in the buffer, with its strings borrowed from
     /// it, and hands it to `f`. No copy and no separate scan for the value's end: serde
     /// finds it. A value cut off by the buffer's end is parsed again once more of the
-    /// input is in (the buffer grows for a value longer than it, up to 256 MiB).
+    /// input is in (the buffer grows for a value longer than it, up to [`MAX_VALUE`]).
     pub fn with_flat<T>(&mut self, f: impl FnOnce(&Flat<'_>) -> T) -> ScanResult<T> {
         let mut make = Some(move |v: Flat<'_>| f(&v));
         self.in_place(true, |slice, exhausted| {
@@ -335,7 +347,7 @@ impl<R: Read> Scan<R> {
             }
             parse_step(slice, exhausted, &mut make)
         })?
-        .map_or_else(|| self.syntax("a value larger than 256 MiB"), Ok)
+        .map_or_else(|| Err(ScanError::TooLarge(self.offset())), Ok)
     }
 
     /// Checks that the next value is well-formed JSON where it lies in the buffer;
@@ -392,7 +404,7 @@ impl<R: Read> Scan<R> {
         }
         if self.end == self.buf.len() {
             if self.buf.len() >= MAX_VALUE {
-                return self.syntax("a value larger than 256 MiB");
+                return Err(ScanError::TooLarge(self.offset()));
             }
             self.buf.resize(self.buf.len() * 2, 0);
         }
@@ -413,6 +425,7 @@ impl<R: Read> Scan<R> {
         let Some(first) = self.peek()? else {
             return self.syntax("expected a value, found the end");
         };
+        let at = self.offset();
         if matches!(first, b'}' | b']' | b',' | b':') {
             return self.syntax(format!("expected a value, found `{}`", first as char));
         }
@@ -512,7 +525,7 @@ impl<R: Read> Scan<R> {
             }
             if let Some(o) = out.as_deref_mut() {
                 if o.len() + i > MAX_VALUE {
-                    return self.syntax("a value larger than 256 MiB");
+                    return Err(ScanError::TooLarge(at));
                 }
                 o.extend_from_slice(&chunk[..i]);
             }

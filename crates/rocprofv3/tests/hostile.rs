@@ -414,6 +414,55 @@ fn json_integers_out_of_range_are_refused() {
 }
 
 #[test]
+fn a_json_value_may_not_grow_without_bound() {
+    // The import's reads (serde's) keep the direct reader's bound of 8 MiB per value:
+    // a record, a table's entry, the metadata, a key. The place is the record's.
+    let d = tempfile::tempdir().unwrap();
+    let api = |pad: usize| {
+        format!(
+            r#"{{"kind":1,"operation":0,"correlation_id":{{"internal":2,"external":0}},"start_timestamp":3,"end_timestamp":4,"thread_id":5,"pad":"{}"}}"#,
+            "p".repeat(pad)
+        )
+    };
+    let p = write(
+        d.path(),
+        "ok_results.json",
+        json_doc(&api(7 << 20)).as_bytes(),
+    );
+    let imp = import_run(&json_run(&p), &ImportOptions::default()).unwrap();
+    assert_eq!(imp.reader_counts()["region"], 2);
+
+    let p = write(
+        d.path(),
+        "big_results.json",
+        json_doc(&api(9 << 20)).as_bytes(),
+    );
+    for opts in [ImportOptions::default(), skip()] {
+        let msg = err_of(&json_run(&p), &opts);
+        assert!(
+            msg.contains("big_results.json")
+                && msg.contains("buffer_records.hip_api[1]")
+                && msg.contains("larger than 8 MiB"),
+            "{msg}"
+        );
+    }
+    // The metadata, read by the pre-scan as well.
+    let doc = json_doc(&api(1)).replacen(
+        r#""pid":5"#,
+        &format!(r#""pid":5,"command":["{}"]"#, "c".repeat(9 << 20)),
+        1,
+    );
+    let p = write(d.path(), "meta_results.json", doc.as_bytes());
+    let msg = group_runs(std::slice::from_ref(&p))
+        .map(|runs| err_of(&runs[0], &ImportOptions::default()))
+        .unwrap_or_else(|e| e.to_string());
+    assert!(
+        msg.contains("meta_results.json") && msg.contains("larger than 8 MiB"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn json_with_a_byte_order_mark_is_read_also_gzipped() {
     let d = tempfile::tempdir().unwrap();
     let api = r#"{"kind":1,"operation":0,"correlation_id":{"internal":2,"external":0},"start_timestamp":3,"end_timestamp":4,"thread_id":5}"#;
