@@ -142,6 +142,14 @@ pub(crate) const MAX_NESTING: usize = 100_000;
 /// times the bytes it was read from.
 pub(crate) const VALUE_BYTES: usize = 16 << 20;
 
+/// A string (or MessagePack binary) past [`VALUE_BYTES`].
+fn too_long<T>(offset: usize) -> PResult<T> {
+    perr(
+        offset,
+        format!("a string larger than {} MiB", VALUE_BYTES >> 20),
+    )
+}
+
 fn too_deep<T>(offset: usize) -> PResult<T> {
     perr(
         offset,
@@ -317,6 +325,7 @@ impl<R: Read> JsonPull<R> {
     }
 
     fn string(&mut self) -> PResult<String> {
+        let at = self.pos;
         self.expect(b'"')?;
         let mut out: Vec<u8> = Vec::new();
         loop {
@@ -329,6 +338,11 @@ impl<R: Read> JsonPull<R> {
                     return perr(self.pos, "control character in string");
                 }
                 self.pos += 1;
+                // The window holds the string's bytes until they are copied: a giant
+                // string is refused as it is read, not once it is whole.
+                if self.pos - start + out.len() > VALUE_BYTES {
+                    return too_long(at);
+                }
             }
             out.extend_from_slice(self.b.slice(start, self.pos));
             match self.peek()? {
@@ -555,6 +569,10 @@ impl<R: Read> MsgpackPull<R> {
     /// no more than the input).
     fn take(&mut self, n: usize) -> PResult<&[u8]> {
         let start = self.pos;
+        // A length field may say anything: the window would hold that much of the file.
+        if n > VALUE_BYTES {
+            return too_long(start);
+        }
         match start.checked_add(n) {
             Some(end) if self.b.fill_to(end)? => {
                 self.pos = end;
@@ -861,6 +879,26 @@ mod tests {
         assert!(e.message.contains("extension"), "{}", e.message);
         let b = [0x91, 0xc7, 0x01, 0x05, 0x00];
         assert!(all(&mut MsgpackPull::new(&b[..])).is_err());
+    }
+
+    #[test]
+    fn a_string_past_the_value_limit_is_refused_as_it_is_read() {
+        // JSON: the string is refused where it starts; a string at the limit is read.
+        let mut text = b"[\"".to_vec();
+        text.resize(2 + VALUE_BYTES + 1, b's');
+        text.extend(b"\"]");
+        let e = all(&mut JsonPull::new(&text[..])).unwrap_err();
+        assert_eq!(e.offset, 1);
+        assert!(e.message.contains("larger than 16 MiB"), "{}", e.message);
+        let mut text = b"[\"".to_vec();
+        text.resize(2 + VALUE_BYTES, b's');
+        text.extend(b"\"]");
+        assert!(all(&mut JsonPull::new(&text[..])).is_ok());
+        // MessagePack: a str32 whose length says 4 GiB is refused before it is read.
+        let b = [0x91, 0xdb, 0xff, 0xff, 0xff, 0xff, b'a', b'b'];
+        let e = all(&mut MsgpackPull::new(&b[..])).unwrap_err();
+        assert_eq!(e.offset, 6);
+        assert!(e.message.contains("larger than 16 MiB"), "{}", e.message);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! `document` field of the first document's events (known to be needed once a second
 //! document starts), and a `baseTimeNanoseconds` that follows its document's events.
 
-use rocpd_model::tracked::TrackedReader;
+use rocpd_model::tracked::{ReadLimit, TrackedReader};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::io::{BufRead, BufReader};
@@ -17,6 +17,8 @@ use std::path::Path;
 use rocpd_model::{Error, Result};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
+
+use crate::pull::VALUE_BYTES;
 
 /// Where the regions of a chrome trace go: the RocPD writer of an import, or the direct
 /// reader (`crate::direct`), which reads the file twice and applies on its second pass
@@ -166,6 +168,8 @@ struct Trace<'a> {
     doc_events_seen: bool,
     /// Our own error, raised inside a visitor (serde's error only says "stop").
     failed: Option<Error>,
+    /// The reader's bound on one event, key or base time (see [`Trace::bounded`]).
+    limit: ReadLimit,
 }
 
 impl Trace<'_> {
@@ -179,6 +183,16 @@ impl Trace<'_> {
             self.failed = Some(e);
             E::custom("stopped")
         })
+    }
+
+    /// One value read by serde (an event, a key, a base time), bounded to
+    /// [`VALUE_BYTES`]: an event is held whole as a `Value`, which costs several times
+    /// its text, so one giant string must not be read whole.
+    fn bounded<T>(&self, read: impl FnOnce() -> T) -> T {
+        self.limit.start(VALUE_BYTES as u64);
+        let value = read();
+        self.limit.clear();
+        value
     }
 
     fn doc_place(&self) -> String {
@@ -523,14 +537,14 @@ impl<'de> Visitor<'de> for DocSeed<'_, '_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
         let t = self.0;
         let mut had_events = false;
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = t.bounded(|| map.next_key::<String>())? {
             match key.as_str() {
                 "traceEvents" => {
                     map.next_value_seed(EventsSeed(t))?;
                     had_events = true;
                 }
                 "baseTimeNanoseconds" => {
-                    let v: Value = map.next_value()?;
+                    let v: Value = t.bounded(|| map.next_value())?;
                     let r = t.set_base(&v);
                     t.keep(r)?;
                 }
@@ -591,7 +605,7 @@ fn read_events<'de, A: SeqAccess<'de>>(
     mut seq: A,
 ) -> std::result::Result<(), A::Error> {
     let mut ei = 0usize;
-    while let Some(ev) = seq.next_element::<Value>()? {
+    while let Some(ev) = t.bounded(|| seq.next_element::<Value>())? {
         t.doc_events_seen = true;
         let r = t.event(ev, ei);
         t.keep(r)?;
@@ -632,7 +646,8 @@ pub(crate) fn read(path: &Path, file_name: &str, w: &mut dyn RegionOut) -> Resul
         }
     };
     reader.consume(bom);
-    let mut tracked = TrackedReader::new(reader);
+    let limit = ReadLimit::default();
+    let mut tracked = TrackedReader::new(reader).with_limit(limit.clone());
     let mut t = Trace {
         path,
         w,
@@ -653,6 +668,7 @@ pub(crate) fn read(path: &Path, file_name: &str, w: &mut dyn RegionOut) -> Resul
         doc_first_event: 0,
         doc_events_seen: false,
         failed: None,
+        limit: limit.clone(),
     };
     // Several JSON documents may be concatenated (3.5–3.7: one per stream).
     let failure = {
@@ -683,10 +699,18 @@ pub(crate) fn read(path: &Path, file_name: &str, w: &mut dyn RegionOut) -> Resul
                 .offset_of(e.line() as u64, e.column() as u64)
                 .unwrap_or(tracked.consumed())
         };
+        let message = if e.is_io() && limit.tripped() {
+            format!(
+                "an event, key or base time larger than {} MiB, the limit of one value",
+                VALUE_BYTES >> 20
+            )
+        } else {
+            e.to_string()
+        };
         return Err(Error::input(
             path,
             format!("byte {}", off + bom as u64),
-            e.to_string(),
+            message,
         ));
     }
     let docs = t.doc;

@@ -39,6 +39,26 @@ fn error(dir: &Path, name: &str, bytes: &[u8], kind: ProtonKind) -> String {
 }
 
 #[test]
+fn a_chrome_trace_event_larger_than_the_bound_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let t = ProtonKind::ChromeTrace;
+    let doc = |name_bytes: usize| {
+        format!(
+            r#"{{"traceEvents": [{{"name": "{}", "ph": "X", "ts": 1, "dur": 2, "pid": 0, "tid": 0}}]}}"#,
+            "n".repeat(name_bytes)
+        )
+    };
+    // An event of 15 MiB is read, one of 17 MiB refused, with the file and the byte.
+    assert!(try_import(d, "ok.chrome_trace", doc(15 << 20).as_bytes(), t).is_ok());
+    let e = error(d, "big.chrome_trace", doc(17 << 20).as_bytes(), t);
+    assert!(
+        e.contains("byte ") && e.contains("larger than 16 MiB"),
+        "{e}"
+    );
+}
+
+#[test]
 fn chrome_trace_shapes_are_checked() {
     let d = tempfile::tempdir().unwrap();
     let d = d.path();
@@ -230,15 +250,22 @@ fn tree_shapes_are_checked() {
     ));
     try_import(d, "ignored.hatchet", ignored.as_bytes(), t).unwrap();
     // What is kept whole (here the device table) is refused past 16 MiB of input.
-    let big = format!(
-        r#"[{{"frame": {{"name": "ROOT"}}, "children": []}}, {{"HIP": {{"0": {{"arch": "gfx90a", "x": "{}"}}}}}}]"#,
-        "a".repeat(17 << 20)
-    );
-    let e = error(d, "big.hatchet", big.as_bytes(), t);
+    let device = |x: String| {
+        format!(
+            r#"[{{"frame": {{"name": "ROOT"}}, "children": []}}, {{"HIP": {{"0": {{"arch": "gfx90a", "x": {x}}}}}}}]"#
+        )
+    };
+    let kib = format!("\"{}\"", "a".repeat(1024));
+    let many = format!("[{}]", vec![kib; 17 << 10].join(","));
+    let e = error(d, "big.hatchet", device(many).as_bytes(), t);
     assert!(
         e.contains("device metadata (element 1) is larger than 16 MiB"),
         "{e}"
     );
+    // One string past it is refused where it starts, before it is read whole.
+    let one = format!("\"{}\"", "a".repeat(17 << 20));
+    let e = error(d, "one.hatchet", device(one).as_bytes(), t);
+    assert!(e.contains("byte 84: a string larger than 16 MiB"), "{e}");
 }
 
 #[test]
