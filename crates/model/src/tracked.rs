@@ -23,6 +23,10 @@ const LINES_KEPT: usize = 4;
 /// with code that cannot reach the reader while a parser owns it (the parser's visitors):
 /// they mark where a value starts and clear the mark after it, and a read past the bound
 /// fails with `InvalidData`, so that one value of a hostile file cannot grow without end.
+///
+/// The reader looks at the bound, and tells it how far it has read, only when it has
+/// handed out what it had decided to (at most one buffer, 64 KiB): a one-byte read stays
+/// as cheap as without a bound. So the bound holds give or take one buffer.
 #[derive(Clone, Debug)]
 pub struct ReadLimit(Arc<LimitState>);
 
@@ -74,6 +78,9 @@ pub struct TrackedReader<R> {
     buf: Box<[u8]>,
     pos: usize,
     filled: usize,
+    /// Where one-byte reads stop being served inline: `filled`, or less where the
+    /// limit's bound falls inside the buffer.
+    stop: usize,
     /// Bytes consumed before `buf[pos]` in earlier buffers and this one.
     consumed: u64,
     /// (1-based line number, offset of its first byte) of the last lines begun.
@@ -89,6 +96,7 @@ impl<R: Read> TrackedReader<R> {
             buf: vec![0; CHUNK].into_boxed_slice(),
             pos: 0,
             filled: 0,
+            stop: 0,
             consumed: 0,
             line_starts: [(1, 0)].into_iter().collect(),
             limit: None,
@@ -149,27 +157,46 @@ impl<R: Read> TrackedReader<R> {
     }
 }
 
-impl<R: Read> Read for TrackedReader<R> {
-    #[inline]
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+impl<R: Read> TrackedReader<R> {
+    /// Past `stop`: refills the buffer if it is used up, and finds the next stop (the
+    /// buffer's end, or the limit's bound); an error when the bound leaves nothing.
+    #[cold]
+    fn next_stop(&mut self) -> io::Result<()> {
         if self.pos == self.filled {
-            if out.is_empty() {
-                return Ok(0);
-            }
             self.refill()?;
         }
-        let n = out.len().min(self.filled - self.pos);
+        self.stop = self.filled;
         if let Some(limit) = &self.limit {
-            let after = self.consumed + n as u64;
-            if after > limit.0.until.load(Ordering::Relaxed) {
+            limit.0.consumed.store(self.consumed, Ordering::Relaxed);
+            let left = limit
+                .0
+                .until
+                .load(Ordering::Relaxed)
+                .saturating_sub(self.consumed);
+            if left == 0 && self.pos < self.filled {
                 limit.0.tripped.store(true, Ordering::Relaxed);
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     "a value longer than the reader's bound",
                 ));
             }
-            limit.0.consumed.store(after, Ordering::Relaxed);
+            let left = usize::try_from(left).unwrap_or(usize::MAX);
+            self.stop = self.filled.min(self.pos.saturating_add(left));
         }
+        Ok(())
+    }
+}
+
+impl<R: Read> Read for TrackedReader<R> {
+    #[inline]
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.pos == self.stop {
+            if out.is_empty() {
+                return Ok(0);
+            }
+            self.next_stop()?;
+        }
+        let n = out.len().min(self.stop - self.pos);
         if n == 1 {
             let b = self.buf[self.pos];
             out[0] = b;
@@ -219,29 +246,42 @@ mod tests {
     }
 
     #[test]
-    fn a_limit_stops_reads_past_its_bound_until_cleared() {
-        let text = b"[\"abcdefghij\", 1]";
+    fn a_limit_stops_reads_past_its_bound_give_or_take_a_buffer() {
+        let text = vec![b'x'; 5 * CHUNK];
         let limit = ReadLimit::default();
         let mut r = TrackedReader::new(&text[..]).with_limit(limit.clone());
         let mut one = [0u8; 1];
         r.read_exact(&mut one).unwrap();
-        limit.start(4);
-        let mut four = [0u8; 4];
-        r.read_exact(&mut four).unwrap();
-        assert_eq!(&four, b"\"abc");
-        let e = r.read(&mut one).unwrap_err();
+        // Armed after one byte: reads go on to at most one buffer past the bound.
+        limit.start(2 * CHUNK as u64);
+        let mut got = 0;
+        let e = loop {
+            match r.read(&mut one) {
+                Ok(1) => got += 1,
+                Ok(_) => panic!("the end before the bound"),
+                Err(e) => break e,
+            }
+        };
         assert_eq!(e.kind(), io::ErrorKind::InvalidData);
         assert!(limit.tripped());
+        assert!((2 * CHUNK..=3 * CHUNK).contains(&(got + 1)), "{got}");
+        // Cleared: the rest is read.
         limit.clear();
         let mut rest = Vec::new();
         r.read_to_end(&mut rest).unwrap();
-        assert_eq!(rest, b"defghij\", 1]");
+        assert_eq!(got + 1 + rest.len(), text.len());
         // Through serde: a string past the bound is an I/O error, not a value.
+        let mut text = b"[\"".to_vec();
+        text.resize(4 * CHUNK, b's');
+        text.extend(b"\"]");
         let limit = ReadLimit::default();
         let mut r = TrackedReader::new(&text[..]).with_limit(limit.clone());
-        limit.start(8);
+        limit.start(CHUNK as u64);
         let e = serde_json::from_reader::<_, serde_json::Value>(&mut r).unwrap_err();
         assert!(e.is_io() && limit.tripped(), "{e}");
+        // Unarmed, the same text is a value.
+        let mut r = TrackedReader::new(&text[..]).with_limit(ReadLimit::default());
+        assert!(serde_json::from_reader::<_, serde_json::Value>(&mut r).is_ok());
     }
 
     #[test]
