@@ -603,12 +603,8 @@ fn run_query(args: QueryArgs, quiet: bool) -> Result<()> {
     }
     // What the readers left out, as a conversion's report says it: a query's numbers
     // must not hide skipped rows.
-    if !quiet && inputs.skipped_rows() > 0 {
-        out::stderr_line(&format!(
-            "note: {} input rows were skipped as bad (--skip-bad-rows); the query did not see them",
-            inputs.skipped_rows()
-        ));
-        for n in inputs.import_notes() {
+    if !quiet {
+        for n in &result.notes {
             out::stderr_line(&format!("note: {n}"));
         }
     }

@@ -566,6 +566,19 @@ impl Inputs {
         self.skipped_rows
     }
 
+    /// What a result computed from the inputs must say of them (`what`: "the summary",
+    /// "the query"): the import notes, and the rows skipped as bad, which it did not see.
+    pub(crate) fn input_notes(&self, what: &str) -> Vec<String> {
+        let mut notes = self.import_notes();
+        if self.skipped_rows > 0 {
+            notes.push(format!(
+                "{} input rows were skipped as bad (--skip-bad-rows); {what} did not see them",
+                self.skipped_rows
+            ));
+        }
+        notes
+    }
+
     /// The dimension data of every input, sources numbered in input order.
     pub fn catalog(&self) -> &Arc<Catalog> {
         &self.catalog

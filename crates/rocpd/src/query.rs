@@ -81,6 +81,9 @@ pub struct QueryResult {
     pub rows: u64,
     /// The file written, if any (none when the result is empty).
     pub file: Option<PathBuf>,
+    /// What the result does not show of the inputs: rocprofv3 runs imported and why, rows
+    /// skipped as bad (`--skip-bad-rows`), which the query did not see.
+    pub notes: Vec<String>,
 }
 
 /// The longest `--script` read.
@@ -133,7 +136,9 @@ impl Inputs {
     pub fn query(&mut self, query: &Query, out: &mut dyn Write) -> Result<QueryResult> {
         let scratch = self.scratch(query)?;
         let io = |e: std::io::Error| Error::output("(query output)", format!("write failed: {e}"));
-        run(&scratch.sql, query, out, &io)
+        let mut result = run(&scratch.sql, query, out, &io)?;
+        result.notes = self.input_notes("the query");
+        Ok(result)
     }
 
     /// Runs `query` and writes its result to `path` (see [`query_output_path`]), whole or
@@ -152,6 +157,7 @@ impl Inputs {
             file.commit()?;
             result.file = Some(path.to_path_buf());
         }
+        result.notes = self.input_notes("the query");
         Ok(result)
     }
 
@@ -233,6 +239,7 @@ fn run(
         columns: render.columns,
         rows,
         file: None,
+        notes: Vec::new(),
     })
 }
 

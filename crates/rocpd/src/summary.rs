@@ -109,13 +109,7 @@ impl Inputs {
         )?;
         let mut report = report;
         // What a conversion's report says of its inputs, a summary's says too.
-        report.notes.extend(self.import_notes());
-        if self.skipped_rows() > 0 {
-            report.notes.push(format!(
-                "{} input rows were skipped as bad (--skip-bad-rows); the summary did not see them",
-                self.skipped_rows()
-            ));
-        }
+        report.notes.extend(self.input_notes("the summary"));
         let summary = std::mem::take(&mut *handle.lock().unwrap_or_else(|p| p.into_inner()));
         Ok(SummaryRun {
             summary,

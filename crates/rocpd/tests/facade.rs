@@ -760,3 +760,42 @@ fn bad_json_in_a_later_object_is_the_same_error_on_every_thread_count() {
         assert_eq!(errors[0], errors[2]);
     }
 }
+
+#[test]
+fn a_query_result_says_which_input_rows_it_did_not_see() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let header = "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n";
+    let rows = "HIP,hipMalloc,7,7,1,100,150\nHIP,hipFree,7,7,2,notanumber,250\nHIP,hipFree,7,7,3,300,350\n";
+    std::fs::write(run.join("7_hip_api_trace.csv"), format!("{header}{rows}")).unwrap();
+    let options = rocpd::OpenOptions {
+        skip_bad_rows: true,
+        threads: 1,
+    };
+    let mut inputs = Inputs::open(&[run.into_os_string()], &options).unwrap();
+    let query = rocpd::Query {
+        sql: "SELECT COUNT(*) AS n FROM regions".into(),
+        format: rocpd::QueryFormat::Csv,
+        threads: 1,
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    let result = inputs.query(&query, &mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), "n\n2\n");
+    // The skipped line, named, then the count.
+    assert_eq!(result.notes.len(), 2, "{:?}", result.notes);
+    assert!(
+        result.notes[0].contains("7_hip_api_trace.csv: line 3: column start_timestamp"),
+        "{:?}",
+        result.notes
+    );
+    assert_eq!(
+        result.notes[1],
+        "1 input rows were skipped as bad (--skip-bad-rows); the query did not see them"
+    );
+    let path = tmp.path().join("q.csv");
+    let to_file = inputs.query_to_file(&query, &path).unwrap();
+    assert_eq!(to_file.notes, result.notes);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "n\n2\n");
+}
