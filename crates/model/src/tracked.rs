@@ -65,6 +65,15 @@ impl ReadLimit {
         self.0.until.store(u64::MAX, Ordering::Relaxed);
     }
 
+    /// Runs `read` (a parser's read of one value) with the reader bounded to `bytes`
+    /// more, lifting the bound after it.
+    pub fn bounded<T>(&self, bytes: u64, read: impl FnOnce() -> T) -> T {
+        self.start(bytes);
+        let value = read();
+        self.clear();
+        value
+    }
+
     /// Whether a read failed for the bound (so that a parser's I/O error can be told
     /// from one of the input).
     pub fn tripped(&self) -> bool {

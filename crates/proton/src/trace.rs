@@ -189,10 +189,7 @@ impl Trace<'_> {
     /// [`VALUE_BYTES`]: an event is held whole as a `Value`, which costs several times
     /// its text, so one giant string must not be read whole.
     fn bounded<T>(&self, read: impl FnOnce() -> T) -> T {
-        self.limit.start(VALUE_BYTES as u64);
-        let value = read();
-        self.limit.clear();
-        value
+        self.limit.bounded(VALUE_BYTES as u64, read)
     }
 
     fn doc_place(&self) -> String {

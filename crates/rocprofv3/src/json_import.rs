@@ -144,10 +144,7 @@ fn read_message(gz: bool, e: &std::io::Error) -> String {
 /// bounded to [`MAX_VALUE`] bytes as the scanner bounds each value it keeps: what it
 /// builds costs several times the text, so one giant string must not be read whole.
 fn bounded<T>(limit: &ReadLimit, read: impl FnOnce() -> T) -> T {
-    limit.start(MAX_VALUE as u64);
-    let value = read();
-    limit.clear();
-    value
+    limit.bounded(MAX_VALUE as u64, read)
 }
 
 /// Turns a parser error into an input error at the current byte offset.
