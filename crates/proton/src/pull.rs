@@ -142,6 +142,9 @@ pub(crate) const MAX_NESTING: usize = 100_000;
 /// times the bytes it was read from.
 pub(crate) const VALUE_BYTES: usize = 16 << 20;
 
+/// The longest number text read.
+const MAX_NUMBER: usize = 4096;
+
 /// A string (or MessagePack binary) past [`VALUE_BYTES`].
 fn too_long<T>(offset: usize) -> PResult<T> {
     perr(
@@ -283,6 +286,10 @@ impl<R: Read> JsonPull<R> {
     fn ws(&mut self) -> PResult<()> {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.byte(self.pos)? {
             self.pos += 1;
+            // Whitespace is not a token: the window need not hold a long run of it.
+            if self.pos.is_multiple_of(CHUNK) {
+                self.b.release(self.pos);
+            }
         }
         Ok(())
     }
@@ -404,6 +411,14 @@ impl<R: Read> JsonPull<R> {
                 _ => break,
             }
             self.pos += 1;
+            // No number needs more (an f64 is exact to 17 digits); the text would be
+            // held whole, and quoted in the error.
+            if self.pos - start > MAX_NUMBER {
+                return perr(
+                    start,
+                    format!("a number longer than {MAX_NUMBER} characters"),
+                );
+            }
         }
         let text = std::str::from_utf8(self.b.slice(start, self.pos)).unwrap_or("");
         if !float {
@@ -879,6 +894,30 @@ mod tests {
         assert!(e.message.contains("extension"), "{}", e.message);
         let b = [0x91, 0xc7, 0x01, 0x05, 0x00];
         assert!(all(&mut MsgpackPull::new(&b[..])).is_err());
+    }
+
+    #[test]
+    fn long_numbers_are_refused_and_long_whitespace_is_not_held() {
+        let mut text = b"[1".to_vec();
+        text.resize(2 + MAX_NUMBER, b'0');
+        text.push(b']');
+        let e = all(&mut JsonPull::new(&text[..])).unwrap_err();
+        assert_eq!(e.offset, 1);
+        assert!(e.message.contains("longer than 4096"), "{}", e.message);
+        assert!(e.message.len() < 100, "{}", e.message);
+        let mut text = b"[1.".to_vec();
+        text.resize(1 + MAX_NUMBER, b'0');
+        text.push(b']');
+        assert!(all(&mut JsonPull::new(&text[..])).is_ok());
+        // 8 MiB of spaces between two elements: read, the window stays small.
+        let mut text = b"[1,".to_vec();
+        text.resize(text.len() + (8 << 20), b' ');
+        text.extend(b"2]");
+        let mut p = JsonPull::new(&text[..]);
+        assert_eq!(p.next_tok().unwrap(), Tok::BeginArr);
+        assert_eq!(p.next_tok().unwrap(), Tok::Scalar(1.into()));
+        assert_eq!(p.next_tok().unwrap(), Tok::Scalar(2.into()));
+        assert!(p.b.buf.len() <= 4 * CHUNK, "{}", p.b.buf.len());
     }
 
     #[test]

@@ -833,6 +833,10 @@ struct Describe {
     /// Whether a read failed on an error of the input (not a refusal, not a temporary
     /// file): the import would report an error, which [`json_import_error`] looks for.
     input_failed: bool,
+    /// Where a read met a JSON value past the cap of one value (D147), as (file, place):
+    /// that error is the run's, with no read in the import's order, whose serde reads
+    /// keep the cap only give or take one buffer.
+    too_large: Option<(PathBuf, String)>,
     /// The records the import's walk held back for tables after them, kept by
     /// [`json_import_error`]'s read only.
     held: Option<Held>,
@@ -1476,6 +1480,16 @@ impl Describe {
     /// Notes whether the read failed on the input ([`Describe::input_failed`]).
     fn failed(&mut self, read: &Result<()>) -> bool {
         self.input_failed |= matches!(read, Err(Error::Input { .. }));
+        if let Err(Error::Input {
+            file,
+            place,
+            message,
+        }) = read
+        {
+            if message == crate::json_scan::TOO_LARGE && self.too_large.is_none() {
+                self.too_large = Some((file.clone(), place.clone()));
+            }
+        }
         read.is_err() || self.refused.is_some()
     }
 
@@ -1551,6 +1565,7 @@ impl Describe {
             file_kinds: vec![None; files],
             refused: None,
             input_failed: false,
+            too_large: None,
             import_fails_first: false,
             held: None,
             json: false,
@@ -1935,6 +1950,13 @@ fn json_import_error(
     opts: &ImportOptions,
     failed: &Describe,
 ) -> Result<Described> {
+    if let Some((file, place)) = &failed.too_large {
+        return Err(Error::input(
+            file,
+            place.clone(),
+            crate::json_scan::TOO_LARGE,
+        ));
+    }
     if !failed.input_failed {
         return Ok(Err(failed.why_imported().unwrap_or(NOT_THE_INPUT)));
     }

@@ -144,7 +144,10 @@ fn read_message(gz: bool, e: &std::io::Error) -> String {
 /// bounded to [`MAX_VALUE`] bytes as the scanner bounds each value it keeps: what it
 /// builds costs several times the text, so one giant string must not be read whole.
 fn bounded<T>(limit: &ReadLimit, read: impl FnOnce() -> T) -> T {
-    limit.bounded(MAX_VALUE as u64, read)
+    // The reader holds the bound give or take one buffer and counts the separator and
+    // whitespace before the value: two buffers more, so that nothing the scanner takes
+    // is refused here (the scanner's refusal is final, D147).
+    limit.bounded(MAX_VALUE as u64 + (128 << 10), read)
 }
 
 /// Turns a parser error into an input error at the current byte offset.

@@ -317,11 +317,67 @@ impl<R: Read> Scan<R> {
                     }
                 }
             }
+            // A string too long for the buffer is checked as it passes, never held: a
+            // value a read passes over has no cap (D147).
+            Some(b'"') => self.check_string()?,
             _ => {
                 self.parse::<serde::de::IgnoredAny>(&mut raw)?;
             }
         }
         Ok(())
+    }
+
+    /// Consumes a string, checking it as serde_json checks one it passes over: no
+    /// control character, only JSON's escapes.
+    fn check_string(&mut self) -> ScanResult<()> {
+        self.expect(b'"')?;
+        loop {
+            if !self.fill()? {
+                return self.syntax("the document ends inside a string");
+            }
+            let chunk = &self.buf[self.pos..self.end];
+            let Some(k) = chunk
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+            else {
+                self.pos = self.end;
+                continue;
+            };
+            self.pos += k;
+            match self.buf[self.pos] {
+                b'"' => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                b'\\' => {
+                    self.pos += 1;
+                    let hex = match self.take_byte()? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => 0,
+                        b'u' => 4,
+                        _ => return self.syntax("invalid escape"),
+                    };
+                    for _ in 0..hex {
+                        if !self.take_byte()?.is_ascii_hexdigit() {
+                            return self.syntax("invalid escape");
+                        }
+                    }
+                }
+                _ => {
+                    return self
+                        .syntax("control character (\\u0000-\\u001F) found while parsing a string")
+                }
+            }
+        }
+    }
+
+    /// The next byte, consumed.
+    fn take_byte(&mut self) -> ScanResult<u8> {
+        if !self.fill()? {
+            return self.syntax("the document ends inside a string");
+        }
+        let b = self.buf[self.pos];
+        self.pos += 1;
+        Ok(b)
     }
 
     /// A value's bytes, parsed by serde_json.

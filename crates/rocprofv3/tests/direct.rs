@@ -2479,3 +2479,57 @@ fn a_syntax_error_in_a_later_process_object_names_that_object() {
         "{err}"
     );
 }
+
+/// The cap of one JSON value (D147): members nobody reads have none and are read
+/// directly, whatever their size; a record just under the cap is read directly and as
+/// imported beside such a member; one past it is the run's error, placed where the
+/// record starts, found by the direct reader alone, on one thread and two.
+#[test]
+fn json_values_past_the_cap_fail_and_unread_members_have_none() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = generated_doc(tmp.path(), 13);
+    let members = |doc: &mut serde_json::Value, pad: usize| {
+        doc["zz_extra"] = serde_json::json!("z".repeat(9 << 20));
+        doc["rocprofiler-sdk-tool"][0]["zz_member"] = serde_json::json!("y".repeat(9 << 20));
+        hip_api(doc)[3]["padding"] = serde_json::json!("p".repeat(pad));
+    };
+    // A record of about 7.95 MiB beside two unread members of 9 MiB.
+    members(&mut doc, (8 << 20) - (60 << 10));
+    let near = tmp.path().join("near_results.json");
+    std::fs::write(&near, serde_json::to_string(&doc).unwrap()).unwrap();
+    read_directly_as_imported(&near);
+
+    // The record past the cap.
+    members(&mut doc, 9 << 20);
+    let text = serde_json::to_string(&doc).unwrap();
+    let past = tmp.path().join("past_results.json");
+    std::fs::write(&past, &text).unwrap();
+    let run = one_run(&past);
+    // Records are separated by `},{` (nested objects are followed by a key).
+    let at = text[..text.find("\"padding\":\"p").unwrap()]
+        .rfind("},{")
+        .unwrap()
+        + 2;
+    for threads in [1, 2] {
+        let e = DirectRunSource::open_on(&run, &ImportOptions::default(), threads)
+            .err()
+            .expect("an error")
+            .to_string();
+        assert!(
+            e.contains("past_results.json")
+                && e.contains("hip_api[3]")
+                && e.contains("larger than 8 MiB"),
+            "{e}"
+        );
+        assert!(e.contains(&format!("byte offset {at},")), "{e}");
+    }
+    // The import refuses it too (its own place, serde's).
+    let imported =
+        rocpd_rocprofv3::import(&run, &tmp.path().join("x.db"), &ImportOptions::default())
+            .unwrap_err()
+            .to_string();
+    assert!(
+        imported.contains("hip_api[3]") && imported.contains("larger than 8 MiB"),
+        "{imported}"
+    );
+}
