@@ -309,7 +309,12 @@ impl<R: Read> Scan<R> {
             Some(b'{') => {
                 if self.open(b'{', b'}')? {
                     loop {
-                        self.key()?;
+                        // A key is a string: checked as it passes, like the values.
+                        if self.peek()? != Some(b'"') {
+                            return self.syntax("expected a key");
+                        }
+                        self.check_string()?;
+                        self.expect(b':')?;
                         self.check(depth + 1)?;
                         if !self.more(b'}')? {
                             break;
@@ -320,11 +325,69 @@ impl<R: Read> Scan<R> {
             // A string too long for the buffer is checked as it passes, never held: a
             // value a read passes over has no cap (D147).
             Some(b'"') => self.check_string()?,
+            Some(b'-' | b'0'..=b'9') => self.check_number()?,
             _ => {
                 self.parse::<serde::de::IgnoredAny>(&mut raw)?;
             }
         }
         Ok(())
+    }
+
+    /// Consumes a number too long for the buffer, checking it has JSON's form
+    /// (`-`, digits without a leading zero, a fraction, an exponent) as it passes.
+    fn check_number(&mut self) -> ScanResult<()> {
+        if self.peek_byte()? == Some(b'-') {
+            self.pos += 1;
+        }
+        match self.peek_byte()? {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => self.digits()?,
+            _ => return self.syntax("invalid number"),
+        }
+        if self.peek_byte()? == Some(b'.') {
+            self.pos += 1;
+            self.some_digits()?;
+        }
+        if let Some(b'e' | b'E') = self.peek_byte()? {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek_byte()? {
+                self.pos += 1;
+            }
+            self.some_digits()?;
+        }
+        Ok(())
+    }
+
+    /// At least one digit, and the digits after it.
+    fn some_digits(&mut self) -> ScanResult<()> {
+        match self.peek_byte()? {
+            Some(b'0'..=b'9') => self.digits(),
+            _ => self.syntax("invalid number"),
+        }
+    }
+
+    /// Consumes digits.
+    fn digits(&mut self) -> ScanResult<()> {
+        while self.fill()? {
+            let chunk = &self.buf[self.pos..self.end];
+            match chunk.iter().position(|b| !b.is_ascii_digit()) {
+                Some(k) => {
+                    self.pos += k;
+                    return Ok(());
+                }
+                None => self.pos = self.end,
+            }
+        }
+        Ok(())
+    }
+
+    /// The next byte, whitespace included, not consumed; `None` at the end.
+    fn peek_byte(&mut self) -> ScanResult<Option<u8>> {
+        Ok(if self.fill()? {
+            Some(self.buf[self.pos])
+        } else {
+            None
+        })
     }
 
     /// Consumes a string, checking it as serde_json checks one it passes over: no
@@ -726,6 +789,38 @@ mod tests {
                 std::str::from_utf8(text)
             );
         }
+    }
+
+    #[test]
+    fn long_keys_and_numbers_passed_over_are_checked_as_serde_checks_them() {
+        let long = "1".repeat(2 * CHUNK);
+        let check = |text: String| {
+            let serde = serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok();
+            let ours = Scan::new(text.as_bytes()).skip(true).is_ok();
+            assert_eq!(ours, serde, "{}", &text[text.len() - 12..]);
+            ours
+        };
+        for (head, tail, ok) in [
+            ("-", ".5e+3", true),
+            ("", "E7", true),
+            ("", "", true),
+            ("0", "", false),
+            ("-", ".", false),
+            ("", "e", false),
+            ("", "e+", false),
+            ("--", "", false),
+            ("", "x", false),
+        ] {
+            assert_eq!(
+                check(format!("[{{\"n\": {head}{long}{tail}}}]")),
+                ok,
+                "{head} {tail}"
+            );
+        }
+        let key = "k".repeat(2 * CHUNK);
+        assert!(check(format!("{{\"{key}\": 1}}")));
+        assert!(!check(format!("{{\"{key}\" 1}}")));
+        assert!(!check(format!("{{\"{key}\\q\": 1}}")));
     }
 
     #[test]

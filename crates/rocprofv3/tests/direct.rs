@@ -2489,14 +2489,20 @@ fn json_values_past_the_cap_fail_and_unread_members_have_none() {
     let tmp = tempfile::tempdir().unwrap();
     let mut doc = generated_doc(tmp.path(), 13);
     let members = |doc: &mut serde_json::Value, pad: usize| {
-        doc["zz_extra"] = serde_json::json!("z".repeat(9 << 20));
+        doc["zz_extra"] = serde_json::json!({"KEY": "z".repeat(9 << 20), "n": "NUMBER"});
         doc["rocprofiler-sdk-tool"][0]["zz_member"] = serde_json::json!("y".repeat(9 << 20));
         hip_api(doc)[3]["padding"] = serde_json::json!("p".repeat(pad));
     };
     // A record of about 7.95 MiB beside two unread members of 9 MiB.
     members(&mut doc, (8 << 20) - (60 << 10));
+    // A key and a number of 9 MiB in the unread member too.
+    let number = format!("-{}.5e+3", "1".repeat(9 << 20));
+    let text = serde_json::to_string(&doc)
+        .unwrap()
+        .replacen("\"KEY\"", &format!("\"{}\"", "k".repeat(9 << 20)), 1)
+        .replacen("\"NUMBER\"", &number, 1);
     let near = tmp.path().join("near_results.json");
-    std::fs::write(&near, serde_json::to_string(&doc).unwrap()).unwrap();
+    std::fs::write(&near, text).unwrap();
     read_directly_as_imported(&near);
 
     // The record past the cap.
