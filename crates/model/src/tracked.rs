@@ -51,8 +51,9 @@ impl Default for ReadLimit {
 }
 
 impl ReadLimit {
-    /// Lets the reader hand out `bytes` more from here, no more, until [`ReadLimit::clear`].
-    /// A parser may have read a byte ahead (a peek): the bound counts from what it took.
+    /// Lets the reader hand out about `bytes` more, no more, until [`ReadLimit::clear`].
+    /// The bound counts from how far the reader had read at its last buffer's edge (up
+    /// to one buffer before here), and the reader sees it at its next edge.
     pub fn start(&self, bytes: u64) {
         let from = self.0.consumed.load(Ordering::Relaxed);
         self.0

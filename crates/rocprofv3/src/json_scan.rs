@@ -21,8 +21,9 @@ const CHUNK: usize = 256 * 1024;
 /// symbol with a long templated name a few tens of KiB; a process's `metadata`, which
 /// holds its command line, at most a few MiB). One kept value costs several times its
 /// size by the time it is a catalog row, so the bound is what keeps a hostile file's
-/// one giant string from costing gigabytes. The import's reads keep the same bound
-/// ([`ValueBound`]), so a file the direct reader refuses is refused either way.
+/// one giant string from costing gigabytes. The import's serde reads keep the same bound
+/// (`json_import::bounded`, through a `ReadLimit`), with a little slack, so that nothing
+/// this scanner takes is refused there.
 pub(crate) const MAX_VALUE: usize = 8 << 20;
 
 /// What [`ScanError::TooLarge`] and the import's reads say of a value past [`MAX_VALUE`].
