@@ -38,7 +38,8 @@
 //! taken one (D110, D112, D113) when they scatter as no paged map keeps them (D131); more
 //! than 67M ids of one kind (the id sets' bound, which every paged map and
 //! [`MAX_COUNTED`] follow, D128); correlation ids that scatter (fewer than 16 kernels or
-//! copies per 512 ids, and pages past 1.5 times the input's size, D120); counter values in a run of more than 65,535
+//! copies per 512 ids, and pages written out past 1.5 times the input's size, D120, D149);
+//! counter values in a run of more than 65,535
 //! agents, processes or event categories (D122). (A taken id with no larger one left is
 //! the import's error at that row, and the describing pass reports it the same, D126.)
 //! JSON objects also when two kernel
@@ -4070,6 +4071,37 @@ impl RowSink for Rows<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A CSV run's maps are allowed the bytes of the files the import reads, not those of
+    /// PC sampling or statistics files beside them (D120).
+    #[test]
+    fn the_input_rule_counts_only_imported_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let docs = Path::new("../../fixtures/rocprofv3-csv-docs");
+        let mut imported = 0;
+        for (name, from) in [
+            ("1_kernel_trace.csv", "kernel_trace.csv"),
+            ("1_hip_api_trace.csv", "hip_runtime_trace.csv"),
+            ("1_pc_sampling_host_trap.csv", "pc_sampling_host_trap.csv"),
+            ("1_kernel_stats.csv", "hip_api_stats.csv"),
+        ] {
+            let text = std::fs::read(docs.join(from)).unwrap();
+            if !name.contains("sampling") && !name.contains("stats") {
+                imported += text.len() as u64;
+            }
+            std::fs::write(tmp.path().join(name), text).unwrap();
+        }
+        let mut runs = crate::group_runs(&[tmp.path().to_path_buf()]).unwrap();
+        assert_eq!(runs.len(), 1);
+        let plan = csv_import::plan(&runs.remove(0));
+        assert_eq!(plan.files.len(), 4, "{:?}", plan.files);
+        let d = Describe::for_csv(&plan);
+        assert_eq!(d.d.groups.input_allowance(), imported + imported / 2);
+        assert_eq!(d.d.fills.input_allowance(), imported / 2);
+        let json = tmp.path().join("x_results.json");
+        std::fs::write(&json, vec![b' '; 3000]).unwrap();
+        assert_eq!(Describe::for_json(&json).d.groups.input_allowance(), 4500);
+    }
 
     /// A marker's message read in place is what the whole `Value` gave, for every shape
     /// of extdata.
