@@ -198,6 +198,8 @@ pub struct ParquetSink {
     /// with no run committed and no other run staging there, it takes the dataset's
     /// skeleton (descriptor, empty directories) away again.
     made_dir: bool,
+    /// The same for a forced exit, which does not unwind (registered when `made_dir`).
+    skeleton: Option<rocpd_pipeline::cleanup::RegisteredCleaner>,
 }
 
 struct State {
@@ -217,6 +219,7 @@ impl ParquetSink {
             run: String::new(),
             root: PathBuf::new(),
             made_dir: false,
+            skeleton: None,
             tmp: None,
             staging: PathBuf::new(),
             published: Vec::new(),
@@ -262,6 +265,12 @@ impl ParquetSink {
         self.run = dataset::new_run_id();
         if self.opts.append {
             self.made_dir = self.dir.symlink_metadata().is_err();
+            if self.made_dir {
+                self.skeleton = Some(rocpd_pipeline::cleanup::RegisteredCleaner::new(
+                    &self.dir,
+                    dataset::remove_unused_skeleton,
+                ));
+            }
             std::fs::create_dir_all(&self.dir)
                 .map_err(|e| Error::output(&self.dir, format!("cannot create directory: {e}")))?;
             self.root = self.dir.clone();

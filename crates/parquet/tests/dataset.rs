@@ -694,6 +694,44 @@ fn a_dropped_sink_leaves_nothing() {
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
+/// A forced exit (the CLI's second signal, or its grace period passed) does not unwind:
+/// it removes the registered temporaries and runs the registered cleaners. A first
+/// append that made the dataset's directory takes its skeleton away with it; an append
+/// to a dataset with a committed run leaves that run.
+#[test]
+fn a_forced_exit_during_a_first_append_leaves_no_skeleton() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("lake").join("a_results.parquet");
+    let append = ParquetOptions {
+        append: true,
+        ..ParquetOptions::default()
+    };
+    let mut sink = ParquetSink::new(&out, append.clone());
+    begin_and_write_a_few_chunks(&mut sink, &inputs()[0]);
+    assert!(out.join("_dataset.json").is_file());
+    rocpd_pipeline::cleanup::remove_registered_under(tmp.path());
+    // The process would exit here: nothing of the sink unwinds.
+    std::mem::forget(sink);
+    assert!(
+        !out.exists(),
+        "left {:?}",
+        std::fs::read_dir(&out).map(|d| d.count())
+    );
+    assert!(tmp.path().join("lake").is_dir());
+
+    let mut first: Box<dyn Sink> = Box::new(ParquetSink::new(&out, append.clone()));
+    let db = Database::open(&inputs()[0]).unwrap();
+    first.begin(&Arc::new(db.catalog(0).unwrap())).unwrap();
+    first.finish().unwrap();
+    let mut second = ParquetSink::new(&out, append);
+    begin_and_write_a_few_chunks(&mut second, &inputs()[1]);
+    rocpd_pipeline::cleanup::remove_registered_under(tmp.path());
+    std::mem::forget(second);
+    assert!(out.join("_dataset.json").is_file());
+    assert_eq!(std::fs::read_dir(out.join("_runs")).unwrap().count(), 1);
+    assert_eq!(std::fs::read_dir(out.join("_staging")).unwrap().count(), 0);
+}
+
 #[test]
 fn a_failed_finish_leaves_nothing_of_its_own() {
     let tmp = tempfile::tempdir().unwrap();

@@ -119,6 +119,40 @@ impl Drop for Registered {
     }
 }
 
+/// The cleaners the live [`RegisteredCleaner`] values stand for, by a number of their own.
+type Cleaner = (PathBuf, fn(&Path));
+static CLEANERS: Mutex<std::collections::BTreeMap<u64, Cleaner>> =
+    Mutex::new(std::collections::BTreeMap::new());
+static NEXT_CLEANER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// An output whose unfinished state is more than its registered temporaries (a dataset
+/// this run created to append to: its descriptor and empty directories), with the
+/// function that takes that state away, known to the process-wide list while this value
+/// lives. A forced exit calls `clean(path)` after removing the temporaries; the owner's
+/// own unwinding does the same on drop, so the function must be safe to call on an
+/// output that was committed after all (it leaves anything a run committed).
+#[derive(Debug)]
+pub struct RegisteredCleaner(u64);
+
+impl RegisteredCleaner {
+    /// Registers `clean` for `path`.
+    pub fn new(path: &Path, clean: fn(&Path)) -> Self {
+        let n = NEXT_CLEANER.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut m) = CLEANERS.lock() {
+            m.insert(n, (path.to_path_buf(), clean));
+        }
+        RegisteredCleaner(n)
+    }
+}
+
+impl Drop for RegisteredCleaner {
+    fn drop(&mut self) {
+        if let Ok(mut m) = CLEANERS.lock() {
+            m.remove(&self.0);
+        }
+    }
+}
+
 /// The directories the live [`crate::NewDirs`] values stand for, by a number of their
 /// own: a forced exit removes them, when empty, after the temporaries inside them.
 static NEW_DIRS: Mutex<std::collections::BTreeMap<u64, Vec<PathBuf>>> =
@@ -165,6 +199,12 @@ pub fn remove_registered() {
     remove_registered_where(|_| true);
 }
 
+/// [`remove_registered`] limited to the paths under `dir`: for a caller that runs
+/// conversions side by side in one process (tests) and must not remove the others' files.
+pub fn remove_registered_under(dir: &Path) {
+    remove_registered_where(|p| p.starts_with(dir));
+}
+
 /// [`remove_registered`] limited to the paths `chosen` picks: the tests run in one process
 /// and must not remove each other's files.
 fn remove_registered_where(chosen: impl Fn(&Path) -> bool) {
@@ -184,6 +224,15 @@ fn remove_registered_where(chosen: impl Fn(&Path) -> bool) {
             }
             Err(_) => {}
         }
+    }
+    // Then what the outputs' cleaners take away, now that their temporaries are gone (a
+    // new dataset's skeleton is removed only when no run is staging in it).
+    let cleaners: Vec<Cleaner> = CLEANERS
+        .lock()
+        .map(|m| m.values().rev().cloned().collect())
+        .unwrap_or_default();
+    for (path, clean) in cleaners.iter().filter(|(p, _)| chosen(p)) {
+        clean(path);
     }
     // Then the directories made for outputs, now without their temporaries; only empty
     // ones go, the newest run's first.
@@ -217,6 +266,29 @@ mod tests {
         std::fs::create_dir_all(base.join("kept")).unwrap();
         drop(crate::NewDirs::of(&base.join("gone/../kept")));
         assert!(base.join("kept").is_dir());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_forced_cleanup_runs_the_live_cleaners_after_the_temporaries() {
+        let base = std::env::temp_dir().join(format!("rocpd-cleaner-test-{}", std::process::id()));
+        let tmp = base.join("staging");
+        std::fs::create_dir_all(&tmp).unwrap();
+        std::fs::write(base.join("skeleton"), b"x").unwrap();
+        let r = Registered::new(&tmp);
+        // Removes the skeleton only once the temporary is gone, as a dataset's does.
+        fn clean(dir: &Path) {
+            if !dir.join("staging").exists() {
+                let _ = std::fs::remove_file(dir.join("skeleton"));
+            }
+        }
+        let cleaner = RegisteredCleaner::new(&base, clean);
+        let dropped = RegisteredCleaner::new(&base.join("other"), |_| panic!("dropped"));
+        drop(dropped);
+        remove_registered_under(&base);
+        assert!(!tmp.exists());
+        assert!(!base.join("skeleton").exists());
+        drop((r, cleaner));
         std::fs::remove_dir_all(&base).unwrap();
     }
 
