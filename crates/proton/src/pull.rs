@@ -351,7 +351,14 @@ impl<R: Read> JsonPull<R> {
                     return too_long(at);
                 }
             }
-            out.extend_from_slice(self.b.slice(start, self.pos));
+            // A run between a quote or backslash and the next is valid UTF-8 on its own
+            // in a valid string (no multi-byte character holds an ASCII byte), so the
+            // first bad byte is placed exactly.
+            let run = self.b.slice(start, self.pos);
+            if let Err(e) = std::str::from_utf8(run) {
+                return perr(start + e.valid_up_to(), "string is not valid UTF-8");
+            }
+            out.extend_from_slice(run);
             match self.peek()? {
                 b'"' => {
                     self.pos += 1;
@@ -395,10 +402,8 @@ impl<R: Read> JsonPull<R> {
                 }
             }
         }
-        match String::from_utf8(out) {
-            Ok(s) => Ok(s),
-            Err(e) => Ok(String::from_utf8_lossy(e.as_bytes()).into_owned()),
-        }
+        // Every raw run was checked as it was copied and escapes add whole characters.
+        String::from_utf8(out).or_else(|_| perr(at, "string is not valid UTF-8"))
     }
 
     fn number(&mut self) -> PResult<Value> {
@@ -612,8 +617,12 @@ impl<R: Read> MsgpackPull<R> {
     }
 
     fn str_of(&mut self, n: usize) -> PResult<Value> {
+        let at = self.pos;
         let s = self.take(n)?;
-        Ok(Value::String(String::from_utf8_lossy(s).into_owned()))
+        match std::str::from_utf8(s) {
+            Ok(s) => Ok(Value::String(s.to_owned())),
+            Err(e) => perr(at + e.valid_up_to(), "string is not valid UTF-8"),
+        }
     }
 
     fn item(&mut self) -> PResult<MItem> {
@@ -758,6 +767,39 @@ mod tests {
         assert_eq!(e.offset, 3);
         let e = all(&mut JsonPull::new(&b"[1] x"[..])).unwrap_err();
         assert_eq!(e.offset, 4);
+    }
+
+    /// Bytes that are not UTF-8 in a string are refused where they lie, in both formats
+    /// (they were replaced by U+FFFD without a word); escapes and valid multi-byte
+    /// characters around them do not move the place.
+    #[test]
+    fn strings_that_are_not_utf8_are_refused_at_the_bad_byte() {
+        let mut text = b"[\"a\\n\xc3\xa9".to_vec();
+        text.extend_from_slice(b"\xff\"]");
+        let e = all(&mut JsonPull::new(&text[..])).unwrap_err();
+        assert_eq!(
+            (e.offset, e.message.as_str()),
+            (7, "string is not valid UTF-8")
+        );
+        // A multi-byte character cut by an escape.
+        let e = all(&mut JsonPull::new(&b"[\"x\xc3\\u0041\"]"[..])).unwrap_err();
+        assert_eq!(e.offset, 3);
+        // Split across reads, the place is the same.
+        let e = all(&mut JsonPull::new(Trickle(&text, 3))).unwrap_err();
+        assert_eq!(e.offset, 7);
+        // MessagePack: ["ab\xfe"] as fixarray, fixstr.
+        let b = [0x91, 0xa3, b'a', b'b', 0xfe];
+        let e = all(&mut MsgpackPull::new(&b[..])).unwrap_err();
+        assert_eq!(
+            (e.offset, e.message.as_str()),
+            (4, "string is not valid UTF-8")
+        );
+        // A valid one still reads.
+        let b = [0x91, 0xa2, 0xc3, 0xa9];
+        assert_eq!(
+            all(&mut MsgpackPull::new(&b[..])).unwrap(),
+            serde_json::json!(["é"])
+        );
     }
 
     #[test]

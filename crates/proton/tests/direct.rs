@@ -229,6 +229,45 @@ fn a_bad_tree_is_refused_when_opened_with_the_importers_message() {
     }
 }
 
+/// A frame name whose bytes are not UTF-8 is refused, as JSON and as MessagePack, at its
+/// byte, by the direct reader and the import alike (it was replaced by U+FFFD silently).
+#[test]
+fn a_name_that_is_not_utf8_is_refused_at_its_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut json = br#"[{"frame":{"name":"a"#.to_vec();
+    json.extend_from_slice(b"\xff\"},\"metrics\":{},\"children\":[]},{}]");
+    let mut msgpack = vec![0x92, 0x83, 0xa5];
+    msgpack.extend_from_slice(b"frame");
+    msgpack.extend_from_slice(&[0x81, 0xa4]);
+    msgpack.extend_from_slice(b"name");
+    msgpack.extend_from_slice(&[0xa2, b'a', 0xff, 0xa7]);
+    msgpack.extend_from_slice(b"metrics");
+    msgpack.extend_from_slice(&[0x80, 0xa8]);
+    msgpack.extend_from_slice(b"children");
+    msgpack.extend_from_slice(&[0x90, 0x80]);
+    for (name, bytes, at, kind) in [
+        ("j.hatchet", json, 20, ProtonKind::Tree),
+        ("m.hatchet_msgpack", msgpack, 16, ProtonKind::TreeMsgpack),
+    ] {
+        let file = tmp.path().join(name);
+        std::fs::write(&file, &bytes).unwrap();
+        assert_eq!(bytes[at], 0xff);
+        assert_eq!(rocpd_proton::sniff_file(&file).unwrap(), Some(kind));
+        let direct = ProtonSource::open(&file, kind).err().unwrap().to_string();
+        let imported = rocpd_proton::import(&file, kind, &tmp.path().join("x.db"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert_eq!(direct, imported);
+        assert!(
+            direct.contains(name)
+                && direct.contains(&format!("byte {at}"))
+                && direct.contains("not valid UTF-8"),
+            "{direct}"
+        );
+    }
+}
+
 #[test]
 fn late_bases_documents_names_and_disorder_read_as_imported_even_when_spilled() {
     let tmp = tempfile::tempdir().unwrap();
