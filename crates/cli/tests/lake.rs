@@ -193,6 +193,71 @@ fn a_failed_split_append_commits_nothing_and_removes_no_dataset() {
     }
 }
 
+/// A process split appending to datasets in several passes (`--max-open 1`) commits every
+/// part with the last pass: when a later pass fails, no dataset has the run, as in one
+/// pass (D152). Each of the two datasets is made foreign in turn, so one of the cases
+/// fails in the pass after the other dataset's.
+#[test]
+fn a_split_append_in_several_passes_commits_nothing_when_a_later_pass_fails() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ranks = generate(&tmp.path().join("gen"), 24, 2, 10);
+    let (r0, r1) = (ranks[0].to_str().unwrap(), ranks[1].to_str().unwrap());
+    let split = |lake: &std::path::Path, open: &str| {
+        let d = lake.to_str().unwrap().to_string();
+        rocpd(&[
+            "convert",
+            "-q",
+            "-i",
+            r0,
+            r1,
+            "-f",
+            "parquet",
+            "--split-by",
+            "process",
+            "--append",
+            "--max-open",
+            open,
+            "-o",
+            "s",
+            "-d",
+            &d,
+        ])
+    };
+    // Both passes commit when both succeed.
+    let whole = tmp.path().join("whole");
+    let o = split(&whole, "1");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut names: Vec<_> = std::fs::read_dir(&whole)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".parquet"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    for n in &names {
+        assert_eq!(runs_of(&whole.join(n)), 1, "{n:?}");
+    }
+    for (k, foreign) in names.iter().enumerate() {
+        let lake = tmp.path().join(format!("lake{k}"));
+        std::fs::create_dir_all(lake.join(foreign)).unwrap();
+        std::fs::write(lake.join(foreign).join("notes.txt"), b"mine").unwrap();
+        let o = split(&lake, "1");
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert_eq!(
+            std::fs::read(lake.join(foreign).join("notes.txt")).unwrap(),
+            b"mine"
+        );
+        let other = lake.join(&names[1 - k]);
+        assert_eq!(
+            runs_of(&other),
+            0,
+            "{}: committed by a failed run",
+            other.display()
+        );
+        assert!(!other.exists(), "{}: skeleton left", other.display());
+    }
+}
+
 /// When one output of a run fails as it finishes, the outputs finished before it go too.
 #[test]
 fn a_failed_output_takes_the_finished_ones_with_it() {

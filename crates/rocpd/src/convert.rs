@@ -12,7 +12,7 @@ use rocpd_otf2::{Otf2Options, Otf2Sink};
 use rocpd_parquet::{ParquetOptions, ParquetSink};
 use rocpd_perfetto::{PerfettoOptions, PerfettoSink, SizePlanner};
 use rocpd_pipeline::{OutputFile, PathGuard, Progress, RunReport, Sink};
-use rocpd_stages::{KeyFilter, SplitKey, SplitMode, SplitSink};
+use rocpd_stages::{DeferredCommits, KeyFilter, SplitKey, SplitMode, SplitSink};
 
 use crate::window::{Selection, Span};
 use crate::Inputs;
@@ -416,10 +416,12 @@ fn split_sinks(
     mode: SplitMode,
     only: Option<KeyFilter>,
     unpredicted: Option<Unpredicted>,
+    deferred: Option<(&[DeferredCommits], bool)>,
 ) -> Vec<Box<dyn Sink>> {
     c.formats
         .iter()
-        .map(|&fmt| {
+        .enumerate()
+        .map(|(i, &fmt)| {
             let sp = SinkPlan::of(c, direct_sources.clone());
             // A prototype tells what the format reads; it writes nothing until begun.
             let proto = sp.sink(fmt, None);
@@ -441,8 +443,12 @@ fn split_sinks(
                 }
                 Ok(sp.sink(fmt, Some(&key.label)))
             };
+            let mut inner = SplitSink::new(mode.clone(), Box::new(factory), only.clone());
+            if let Some((waiting, last)) = deferred {
+                inner = inner.with_deferred_commits(waiting[i].for_pass(last));
+            }
             Box::new(Router {
-                inner: SplitSink::new(mode.clone(), Box::new(factory), only.clone()),
+                inner,
                 projection,
                 ordered,
             }) as Box<dyn Sink>
@@ -629,7 +635,7 @@ impl Inputs {
                 let cuts = time_cuts(lo, hi, split)?;
                 let mode = SplitMode::Time { cuts };
                 claim_keys(guard, &SplitSink::keys(&mode, &catalog))?;
-                let sinks = split_sinks(c, &direct, mode, None, None);
+                let sinks = split_sinks(c, &direct, mode, None, None, None);
                 self.run_window(&c.selection, window, sinks, c.threads, on_progress)?
             }
             Split::Size(cap) => {
@@ -650,7 +656,7 @@ impl Inputs {
                 let cuts = std::mem::take(&mut *cuts.lock().unwrap_or_else(|p| p.into_inner()));
                 let mode = SplitMode::Time { cuts };
                 claim_keys(guard, &SplitSink::keys(&mode, &catalog))?;
-                let sinks = split_sinks(c, &direct, mode, None, None);
+                let sinks = split_sinks(c, &direct, mode, None, None, None);
                 self.run_window(&c.selection, window, sinks, c.threads, on_progress)?
             }
             Split::Keyed(mode) => {
@@ -662,6 +668,10 @@ impl Inputs {
                     known: known.clone(),
                 };
                 let mut total: Option<RunReport> = None;
+                // Parts appended to shared datasets commit with the last pass (D152).
+                let waiting: Vec<DeferredCommits> =
+                    c.formats.iter().map(|_| DeferredCommits::new()).collect();
+                let passes = keys.chunks(c.max_open.max(1)).count();
                 for (i, group) in keys.chunks(c.max_open.max(1)).enumerate() {
                     let only = KeyFilter {
                         group: group.iter().cloned().collect(),
@@ -674,6 +684,7 @@ impl Inputs {
                         mode.clone(),
                         Some(only),
                         Some(unpredicted.clone()),
+                        Some((&waiting, i + 1 == passes)),
                     );
                     let pass = self.run_window(&c.selection, window, sinks, c.threads, on_progress);
                     let r = match pass {

@@ -19,5 +19,5 @@ pub mod window;
 
 pub use filter::{Filter, FilterRule};
 pub use select::Select;
-pub use split::{KeyFilter, SplitKey, SplitMode, SplitSink};
+pub use split::{DeferredCommits, KeyFilter, SplitKey, SplitMode, SplitSink};
 pub use window::Window;

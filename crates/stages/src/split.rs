@@ -71,6 +71,38 @@ impl KeyFilter {
     }
 }
 
+/// The parts of a keyed split's earlier passes that commit into shared datasets, sealed
+/// and waiting: a split in several passes (more keys than `--max-open`) commits them with
+/// the last pass's, so that a pass that fails leaves every dataset as it was, as a split
+/// in one pass does. Dropped, they commit nothing. One per output format, shared by that
+/// format's split of every pass.
+#[derive(Clone, Default)]
+pub struct DeferredCommits {
+    parts: std::rc::Rc<std::cell::RefCell<Vec<Child>>>,
+    /// Whether the split holding this commits (the last pass) or only adds to it.
+    last: bool,
+}
+
+impl DeferredCommits {
+    /// Waiting parts for the splits of several passes.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The same parts, for the split of a pass: the last pass's commits them all.
+    pub fn for_pass(&self, last: bool) -> Self {
+        DeferredCommits {
+            parts: self.parts.clone(),
+            last,
+        }
+    }
+
+    /// Parts waiting now.
+    pub fn waiting(&self) -> usize {
+        self.parts.borrow().len()
+    }
+}
+
 /// Makes the child sink of a key.
 pub type SinkFactory = Box<dyn FnMut(&SplitKey) -> Result<Box<dyn Sink>> + Send>;
 
@@ -117,6 +149,8 @@ pub struct SplitSink {
     /// Children done with their rows that commit into a shared dataset: sealed, and
     /// committed only when the split finishes (see [`Sink::seal`]).
     sealed: Vec<Child>,
+    /// For a pass of a keyed split in several: where sealed parts wait for the last.
+    deferred: Option<DeferredCommits>,
     done: Vec<OutputReport>,
     completed: bool,
 }
@@ -162,9 +196,17 @@ impl SplitSink {
             spans: Vec::new(),
             open: BTreeMap::new(),
             sealed: Vec::new(),
+            deferred: None,
             done: Vec::new(),
             completed: false,
         }
+    }
+
+    /// Makes this split one pass of several: its parts that commit into shared datasets
+    /// wait in `deferred` unless it is the last pass's, which commits them all.
+    pub fn with_deferred_commits(mut self, deferred: DeferredCommits) -> Self {
+        self.deferred = Some(deferred);
+        self
     }
 
     /// The labels of every key `mode` can produce over `catalog`, in output order (for
@@ -434,6 +476,10 @@ impl Sink for SplitSink {
             .values()
             .chain(&self.sealed)
             .any(|c| c.sink.commits_shared())
+            || self
+                .deferred
+                .as_ref()
+                .is_some_and(|d| d.last && d.waiting() > 0)
     }
 
     fn begin(&mut self, catalog: &Arc<Catalog>) -> Result<()> {
@@ -584,6 +630,18 @@ impl Sink for SplitSink {
             self.finish_child(&k)?;
         }
         let mut sealed = std::mem::take(&mut self.sealed);
+        if let Some(d) = &self.deferred {
+            let mut waiting = d.parts.borrow_mut();
+            if !d.last {
+                waiting.append(&mut sealed);
+                drop(waiting);
+                let mut done = std::mem::take(&mut self.done);
+                self.completed = true;
+                done.sort_by(|a, b| a.key.cmp(&b.key));
+                return Ok(done);
+            }
+            sealed.append(&mut waiting);
+        }
         sealed.sort_by(|a, b| a.key.cmp(&b.key));
         // Every part checked before any commits, then all committed at once: a forced
         // exit (a second Ctrl-C) waits for the last, not only for the part under way.
