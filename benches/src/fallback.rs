@@ -1,5 +1,5 @@
 //! `--fallback-only`: rocprofv3 runs the direct readers used to leave to the import
-//! (D119-D121, D125, D127, D140, D142), read directly beside the way they were read before: imported into a RocPD
+//! (D119-D121, D125, D127, D140, D142, D149), read directly beside the way they were read before: imported into a RocPD
 //! database by `rocpd_rocprofv3::import` (this binary's hidden `--import-run` mode), which
 //! `rocpd convert` then reads. Both give the same Perfetto file, which is checked.
 //!
@@ -14,6 +14,9 @@
 //! * **kernels**: the decode trace's kernel file alone, 3,000 times over with every third
 //!   kernel: about six kernels a page of flow groups, whose pages, counted raw, passed
 //!   1.5 times the input before D142.
+//! * **small**: the same kernel file 20 times over with every third kernel (0.3 MB): its
+//!   flow groups' pages, a few kernels each, fit in memory, but counted against 1.5 times
+//!   so small an input they were refused before D149.
 //! * **markers**: the generated 0.1M JSON object with marker calls added, one `strings`
 //!   text each but few distinct, more than the 2^19 texts kept before D121.
 //! * **distinct**: the same with every text distinct, more than the 2^19 distinct texts
@@ -251,6 +254,7 @@ pub fn write_inputs(dir: &Path, markers_base: &Path, scale: i64) -> Result<()> {
     write_decode(&dir.join("decode"), 400 / scale, 3, true)?;
     write_decode(&dir.join("spread"), 3000 / scale, 1, true)?;
     write_decode(&dir.join("kernels"), 3000 / scale, 3, false)?;
+    write_decode(&dir.join("small"), 20, 3, false)?;
     let markers = dir.join("markers").join("markers_results.json");
     write_markers(markers_base, &markers, 700_000 / scale, 1000)?;
     let distinct = dir.join("distinct").join("distinct_results.json");
@@ -273,7 +277,8 @@ pub fn section(
     let markers = dir.join("markers").join("markers_results.json");
     let distinct = dir.join("distinct").join("distinct_results.json");
     let threads = dir.join("threads");
-    if !dir.join("kernels-done").exists() {
+    let small = dir.join("small");
+    if !dir.join("inputs-done-d149").exists() {
         let _ = std::fs::remove_dir_all(&dir);
         crate::prepare_in_child(&[
             "fallback".as_ref(),
@@ -281,9 +286,9 @@ pub fn section(
             markers_base.as_os_str(),
             scale.to_string().as_ref(),
         ])?;
-        std::fs::write(dir.join("kernels-done"), "")?;
+        std::fs::write(dir.join("inputs-done-d149"), "")?;
     }
-    println!("\nRuns imported before D119-D121, D125, D127, D140 and D142, read directly against their import (-f pftrace):");
+    println!("\nRuns imported before D119-D121, D125, D127, D140, D142 and D149, read directly against their import (-f pftrace):");
     let mut table = String::new();
     writeln!(
         table,
@@ -304,6 +309,7 @@ pub fn section(
         ("decode", &decode),
         ("spread", &spread),
         ("kernels", &kernels),
+        ("small", &small),
         ("markers", &markers),
         ("distinct", &distinct),
         ("threads", &threads),
