@@ -248,6 +248,14 @@ pub(crate) fn prepare_append(dir: &Path, want: &Descriptor, staging: &Path) -> R
             if meta.exists() {
                 let v = read_json(&meta)?;
                 let version = v.get("schema_version").and_then(version_text);
+                if version.as_deref() == Some(SCHEMA_VERSION) {
+                    return Err(Error::output(
+                        dir,
+                        format!(
+                            "is a rocpd Parquet dataset without its {DESCRIPTOR} (removed?); refusing to append to it"
+                        ),
+                    ));
+                }
                 return Err(Error::output(
                     dir,
                     format!(

@@ -313,6 +313,12 @@ impl ParquetSink {
         dataset::prepare_append(&self.root, &desc, &self.staging)?;
         std::fs::create_dir_all(&self.staging)
             .map_err(|e| Error::output(&self.staging, format!("cannot create directory: {e}")))?;
+        if self.opts.append {
+            // The first run of a new dataset that failed may have taken its descriptor
+            // between the check and the staging directory (D145, D150): check again now
+            // that this run is staging; the commit checks once more (D153).
+            dataset::prepare_append(&self.root, &desc, &self.staging)?;
+        }
         dataset::refuse_known_sources(&self.root, &source_guids(catalog))?;
         Ok(())
     }
@@ -694,6 +700,13 @@ impl Sink for ParquetSink {
         let rels: Vec<&str> = run_files.iter().map(|f| f.rel.as_str()).collect();
         let dims: Vec<&str> = dim_schemas.iter().map(|(n, _)| *n).collect();
         self.check_places(&rels, &dims)?;
+        if self.opts.append {
+            // No run commits into a dataset without its descriptor: one taken by a first
+            // run's cleanup after this run's own check is put back (this run is staging,
+            // so no cleanup takes it again), and one another run made meanwhile must
+            // match this run's options (D153).
+            dataset::prepare_append(&self.root, &self.descriptor(), &self.staging)?;
+        }
         std::fs::create_dir_all(&runs_dir)
             .map_err(|e| Error::output(&runs_dir, format!("cannot create directory: {e}")))?;
         let draft = self.staging.join(format!("{}.json", self.run));

@@ -732,6 +732,55 @@ fn a_forced_exit_during_a_first_append_leaves_no_skeleton() {
     assert_eq!(std::fs::read_dir(out.join("_staging")).unwrap().count(), 0);
 }
 
+/// A descriptor taken away while a run stages (a first run's cleanup racing this run's
+/// check, D150) is put back at the commit, so no run is committed into a dataset without
+/// one; a descriptor another run made meanwhile with other options refuses the commit;
+/// and a dataset left without one says so (D153).
+#[test]
+fn a_run_never_commits_into_a_dataset_without_its_descriptor() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r_results.parquet");
+    let append = ParquetOptions {
+        append: true,
+        ..ParquetOptions::default()
+    };
+    let begun = |input: &Path| {
+        let mut sink: Box<dyn Sink> = Box::new(ParquetSink::new(&out, append.clone()));
+        let db = Database::open(input).unwrap();
+        sink.begin(&Arc::new(db.catalog(0).unwrap())).unwrap();
+        sink
+    };
+    // A first run creates the dataset, a second begins beside it, and the first fails:
+    // its cleanup, racing the second's check, took the descriptor (done here by hand).
+    let first = begun(&inputs()[0]);
+    let desc = out.join("_dataset.json");
+    let text = std::fs::read(&desc).unwrap();
+    let second = begun(&inputs()[1]);
+    drop(first);
+    std::fs::remove_file(&desc).unwrap();
+    // The second run puts it back as it commits.
+    second.finish().unwrap();
+    assert_eq!(std::fs::read(&desc).unwrap(), text);
+    assert_eq!(std::fs::read_dir(out.join("_runs")).unwrap().count(), 1);
+    // Replaced by one of other options while the third stages: refused.
+    let third = begun(&inputs()[2]);
+    let mut other: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    other["partition_by"] = serde_json::json!(["node"]);
+    std::fs::write(&desc, serde_json::to_vec(&other).unwrap()).unwrap();
+    let err = third.finish().unwrap_err().to_string();
+    assert!(err.contains("partition"), "{err}");
+    assert_eq!(std::fs::read_dir(out.join("_runs")).unwrap().count(), 1);
+    // Gone for good: the next run says what is missing.
+    std::fs::remove_file(&desc).unwrap();
+    let mut fourth = ParquetSink::new(&out, append.clone());
+    let db = Database::open(&inputs()[3]).unwrap();
+    let err = fourth
+        .begin(&Arc::new(db.catalog(0).unwrap()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("without its _dataset.json"), "{err}");
+}
+
 #[test]
 fn a_failed_finish_leaves_nothing_of_its_own() {
     let tmp = tempfile::tempdir().unwrap();

@@ -354,9 +354,14 @@ impl<R: Read> JsonPull<R> {
             // A run between a quote or backslash and the next is valid UTF-8 on its own
             // in a valid string (no multi-byte character holds an ASCII byte), so the
             // first bad byte is placed exactly.
+            let at_end = self.b.byte(self.pos)?.is_none();
             let run = self.b.slice(start, self.pos);
-            if let Err(e) = std::str::from_utf8(run) {
-                return perr(start + e.valid_up_to(), "string is not valid UTF-8");
+            match std::str::from_utf8(run) {
+                // A character cut by the end of the file: the file is truncated, which
+                // the quote looked for next reports.
+                Err(e) if e.error_len().is_none() && at_end => {}
+                Err(e) => return perr(start + e.valid_up_to(), "string is not valid UTF-8"),
+                Ok(_) => {}
             }
             out.extend_from_slice(run);
             match self.peek()? {
@@ -636,9 +641,12 @@ impl<R: Read> MsgpackPull<R> {
             0xc0 => Value::Null,
             0xc2 => Value::Bool(false),
             0xc3 => Value::Bool(true),
+            // Binary data, which Proton never writes as text: read as a string with its
+            // bytes that are not UTF-8 replaced, as before D151, so that a file whose
+            // binary value is never used still reads.
             0xc4..=0xc6 => {
                 let n = self.len(1 << (c - 0xc4))?;
-                self.str_of(n)?
+                Value::String(String::from_utf8_lossy(self.take(n)?).into_owned())
             }
             // Proton writes no extension types; read as null, a time given as one
             // would silently become no time.
@@ -800,6 +808,15 @@ mod tests {
             all(&mut MsgpackPull::new(&b[..])).unwrap(),
             serde_json::json!(["é"])
         );
+        // Binary data is not text: read with its bad bytes replaced, as before.
+        let b = [0x91, 0xc4, 0x02, b'a', 0xff];
+        assert_eq!(
+            all(&mut MsgpackPull::new(&b[..])).unwrap(),
+            serde_json::json!(["a\u{fffd}"])
+        );
+        // A file cut inside a character is truncated, not badly encoded.
+        let e = all(&mut JsonPull::new(&b"[\"ab\xc3"[..])).unwrap_err();
+        assert!(e.message.contains("truncated"), "{}", e.message);
     }
 
     #[test]
