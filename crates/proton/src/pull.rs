@@ -354,16 +354,16 @@ impl<R: Read> JsonPull<R> {
             // A run between a quote or backslash and the next is valid UTF-8 on its own
             // in a valid string (no multi-byte character holds an ASCII byte), so the
             // first bad byte is placed exactly.
-            let at_end = self.b.byte(self.pos)?.is_none();
             let run = self.b.slice(start, self.pos);
-            match std::str::from_utf8(run) {
-                // A character cut by the end of the file: the file is truncated, which
-                // the quote looked for next reports.
-                Err(e) if e.error_len().is_none() && at_end => {}
-                Err(e) => return perr(start + e.valid_up_to(), "string is not valid UTF-8"),
-                Ok(_) => {}
-            }
+            let bad = std::str::from_utf8(run).err();
             out.extend_from_slice(run);
+            if let Some(e) = bad {
+                // Unless a character is cut by the end of the file: the file is truncated,
+                // which the quote looked for next reports.
+                if e.error_len().is_some() || self.b.byte(self.pos)?.is_some() {
+                    return perr(start + e.valid_up_to(), "string is not valid UTF-8");
+                }
+            }
             match self.peek()? {
                 b'"' => {
                     self.pos += 1;

@@ -671,7 +671,7 @@ impl Inputs {
                 // Parts appended to shared datasets commit with the last pass (D152).
                 let waiting: Vec<DeferredCommits> =
                     c.formats.iter().map(|_| DeferredCommits::new()).collect();
-                let passes = keys.chunks(c.max_open.max(1)).count();
+                let passes = keys.len().div_ceil(c.max_open.max(1));
                 for (i, group) in keys.chunks(c.max_open.max(1)).enumerate() {
                     let only = KeyFilter {
                         group: group.iter().cloned().collect(),

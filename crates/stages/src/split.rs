@@ -630,17 +630,15 @@ impl Sink for SplitSink {
             self.finish_child(&k)?;
         }
         let mut sealed = std::mem::take(&mut self.sealed);
+        // A pass before the last leaves its parts waiting (and so commits none below);
+        // the last takes every pass's.
         if let Some(d) = &self.deferred {
             let mut waiting = d.parts.borrow_mut();
-            if !d.last {
+            if d.last {
+                sealed.append(&mut waiting);
+            } else {
                 waiting.append(&mut sealed);
-                drop(waiting);
-                let mut done = std::mem::take(&mut self.done);
-                self.completed = true;
-                done.sort_by(|a, b| a.key.cmp(&b.key));
-                return Ok(done);
             }
-            sealed.append(&mut waiting);
         }
         sealed.sort_by(|a, b| a.key.cmp(&b.key));
         // Every part checked before any commits, then all committed at once: a forced
