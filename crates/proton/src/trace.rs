@@ -166,6 +166,9 @@ struct Trace<'a> {
     /// The first event id of the current document, and whether its events were read.
     doc_first_event: i64,
     doc_events_seen: bool,
+    /// The index of the event being read in its `traceEvents` array, while one is: a
+    /// syntax error serde reports names it beside the byte.
+    at_event: Option<usize>,
     /// Our own error, raised inside a visitor (serde's error only says "stop").
     failed: Option<Error>,
     /// The reader's bound on one event, key or base time (see [`Trace::bounded`]).
@@ -602,12 +605,15 @@ fn read_events<'de, A: SeqAccess<'de>>(
     mut seq: A,
 ) -> std::result::Result<(), A::Error> {
     let mut ei = 0usize;
+    t.at_event = Some(ei);
     while let Some(ev) = t.bounded(|| seq.next_element::<Value>())? {
         t.doc_events_seen = true;
         let r = t.event(ev, ei);
         t.keep(r)?;
         ei += 1;
+        t.at_event = Some(ei);
     }
+    t.at_event = None;
     Ok(())
 }
 
@@ -664,6 +670,7 @@ pub(crate) fn read(path: &Path, file_name: &str, w: &mut dyn RegionOut) -> Resul
         base: 0,
         doc_first_event: 0,
         doc_events_seen: false,
+        at_event: None,
         failed: None,
         limit: limit.clone(),
     };
@@ -704,11 +711,12 @@ pub(crate) fn read(path: &Path, file_name: &str, w: &mut dyn RegionOut) -> Resul
         } else {
             e.to_string()
         };
-        return Err(Error::input(
-            path,
-            format!("byte {}", off + bom as u64),
-            message,
-        ));
+        let byte = off + bom as u64;
+        let place = match t.at_event {
+            Some(ei) => format!("byte {byte}, document {}, event {ei}", t.doc),
+            None => format!("byte {byte}"),
+        };
+        return Err(Error::input(path, place, message));
     }
     let docs = t.doc;
     if docs == 0 {

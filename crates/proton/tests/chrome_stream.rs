@@ -104,11 +104,33 @@ fn a_syntax_error_names_the_byte_it_is_at() {
     let text = r#"{"traceEvents": [{"ph": "X", "ts": 1,]}"#;
     let at = text.find(",]").unwrap() + 1;
     let e = import_text(d.path(), "bad.chrome_trace", text).unwrap_err();
-    assert!(e.contains(&format!("byte {at}")), "{at}: {e}");
+    assert!(
+        e.contains(&format!("byte {at}, document 0, event 0:")),
+        "{at}: {e}"
+    );
     // Cut short: the offset is the end of the file.
     let cut = &text[..20];
     let e = import_text(d.path(), "cut.chrome_trace", cut).unwrap_err();
-    assert!(e.contains(&format!("byte {}", cut.len())), "{e}");
+    assert!(
+        e.contains(&format!("byte {}, document 0, event 0:", cut.len())),
+        "{e}"
+    );
+    // In a later event of a later document, that event is named; past the events, only
+    // the byte.
+    let ev = r#"{"ph": "X", "ts": 1, "dur": 1, "pid": 1, "tid": 1, "name": "k"}"#;
+    let text = format!(
+        "{{\"traceEvents\": [{ev}]}}\n{{\"traceEvents\": [{ev}, {ev}, {{\"ph\": \"X\" \"ts\": 2}}]}}"
+    );
+    let at = text.find(r#" "ts": 2"#).unwrap() + 1;
+    let e = import_text(d.path(), "later.chrome_trace", &text).unwrap_err();
+    assert!(
+        e.contains(&format!("byte {at}, document 1, event 2:")),
+        "{at}: {e}"
+    );
+    let text = format!(r#"{{"traceEvents": [{ev}], "other": [1,]}}"#);
+    let at = text.find(",]").unwrap() + 1;
+    let e = import_text(d.path(), "after.chrome_trace", &text).unwrap_err();
+    assert!(e.contains(&format!("byte {at}:")), "{at}: {e}");
 }
 
 #[test]

@@ -523,10 +523,14 @@ impl<R: Read> Scan<R> {
             self.pos = 0;
         }
         if self.end == self.buf.len() {
-            if self.buf.len() >= MAX_VALUE {
+            // The buffer holds the whole pending value: past the cap only when it holds
+            // more than the cap. One byte over the cap is room for the byte after a value
+            // of exactly the cap, which a parse needs to see it end.
+            if self.buf.len() > MAX_VALUE {
                 return Err(ScanError::TooLarge(self.offset()));
             }
-            self.buf.resize(self.buf.len() * 2, 0);
+            let grown = self.buf.len().saturating_mul(2).min(MAX_VALUE + 1);
+            self.buf.resize(grown, 0);
         }
         let mut more = false;
         while self.end < self.buf.len() {
@@ -841,6 +845,42 @@ mod tests {
         let mut s = Scan::new(&b"{\"a\" 1}"[..]);
         s.open(b'{', b'}').unwrap();
         assert!(matches!(s.key(), Err(ScanError::Syntax(5, _))));
+    }
+
+    /// The cap is on the value: a string of exactly [`MAX_VALUE`] bytes (its quotes
+    /// counted) is read, in place and by serde, followed by more of the input; one byte
+    /// more is refused, at the value's start.
+    #[test]
+    fn a_value_of_exactly_the_cap_is_read_and_one_byte_more_refused() {
+        let doc = |value_bytes: usize| format!("[\"{}\", 1]", "v".repeat(value_bytes - 2));
+        let exact = doc(MAX_VALUE);
+        let mut s = Scan::new(exact.as_bytes());
+        assert!(s.open(b'[', b']').unwrap());
+        let len = s
+            .with_flat(|v| match v {
+                Flat::Str(t) => t.len(),
+                _ => 0,
+            })
+            .unwrap();
+        assert_eq!(len, MAX_VALUE - 2);
+        assert!(s.more(b']').unwrap());
+        let mut raw = Vec::new();
+        assert_eq!(s.parse::<i64>(&mut raw).unwrap(), 1);
+        let mut s = Scan::new(exact.as_bytes());
+        s.open(b'[', b']').unwrap();
+        let text: String = s.parse(&mut raw).unwrap();
+        assert_eq!(text.len(), MAX_VALUE - 2);
+
+        let over = doc(MAX_VALUE + 1);
+        let mut s = Scan::new(over.as_bytes());
+        s.open(b'[', b']').unwrap();
+        assert!(matches!(s.with_flat(|_| ()), Err(ScanError::TooLarge(1))));
+        let mut s = Scan::new(over.as_bytes());
+        s.open(b'[', b']').unwrap();
+        assert!(matches!(
+            s.parse::<String>(&mut raw),
+            Err(ScanError::TooLarge(1))
+        ));
     }
 
     /// Skipping in blocks ends every container where serde_json ends it, with strings
