@@ -164,7 +164,8 @@ struct ConvertArgs {
     max_open: usize,
     /// Decode threads (default: the machine's available parallelism). 1 decodes and writes
     /// on one thread; N decodes the inputs on N threads, the writers on one more, and
-    /// imports N rocprofv3 or Proton inputs at once. The output is the same for every N.
+    /// describes (or imports) N rocprofv3 or Proton inputs at once. The output is the
+    /// same for every N.
     #[arg(long)]
     threads: Option<usize>,
     /// Also write the run report (events in/out per table and output) as JSON.
@@ -234,8 +235,9 @@ struct SummaryArgs {
     #[arg(long)]
     domain_summary: bool,
     /// API calls and markers to summarise, one view per category (HIP, HSA, RCCL,
-    /// ROCDECODE, ROCJPEG, MARKER, ...; matched as prefixes of the category, ignoring
-    /// case); NONE for none. Default: one view per category word found.
+    /// ROCDECODE, ROCJPEG, MARKER, ...; a category is taken when it is CAT or starts with
+    /// CAT_, ignoring case, so HIP takes HIP_RUNTIME_API_EXT; a CAT matching nothing gives
+    /// no view); NONE for none. Default: one view per category word found.
     #[arg(long, num_args = 1.., value_name = "CAT")]
     region_categories: Vec<String>,
     /// Output formats; console prints to stdout, the others write files.

@@ -1,4 +1,6 @@
-//! Importer of Triton Proton profiles into RocPD schema-v3 SQLite databases.
+//! Reader of Triton Proton profiles: read directly as a `Source` ([`ProtonSource`], what
+//! `rocpd` uses), or imported into a RocPD schema-v3 SQLite database ([`import`], used by
+//! the tests and the fuzzer to compare both readings).
 //!
 //! * `.hatchet` (JSON) and `.hatchet_msgpack` trees, including `.part_N` phase files: an
 //!   aggregated calling-context tree without timestamps, written as a **synthetic-time**
@@ -7,11 +9,12 @@
 //! * `.chrome_trace` (trace mode): real timeline events; complete (`ph: "X"`) events become
 //!   regions on their pid/tid.
 //!
-//! Every kind is also read directly, with no database ([`ProtonSource`]): a
+//! Read directly, with no database ([`ProtonSource`]), a
 //! [`ChromeTraceSource`] reads the file twice (once to describe it, once to stream its
 //! events through an external sort); a [`TreeSource`] lays the tree out twice the same way.
 //!
-//! Each input file becomes its own database (its own guid, process and source). The
+//! Each input file becomes its own source (its own guid and process; its own database
+//! when imported). The
 //! mapping is specified in `formats/proton/README.md`. Parsing is done by small pull
 //! parsers (JSON and MessagePack) without recursion, so trees of any depth work, and every
 //! parse error names the file and the byte offset.

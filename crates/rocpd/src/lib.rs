@@ -5,8 +5,9 @@
 //! layers over it; everything they do, a Rust program can do with these calls:
 //!
 //! * [`Inputs::open`]: files, globs or directories, detected by content (RocPD
-//!   databases; rocprofv3 CSV and JSON and Triton Proton files, imported on the fly),
-//!   with a process given twice refused.
+//!   databases read in place; rocprofv3 CSV and JSON and Triton Proton files read
+//!   directly, a rocprofv3 run the direct reader cannot take imported on the fly), with
+//!   a process given twice refused.
 //! * [`Inputs::info`], [`Inputs::catalog`], [`Inputs::span`]: what they hold.
 //! * [`Inputs::chunks`] and [`Inputs::events`]: their events in time order, as owned
 //!   iterators (chunks of all tables, or one table as an Arrow `RecordBatchReader`).

@@ -1,14 +1,15 @@
 //! [`Inputs`]: the opened inputs of a run, whatever their format, and the runs over them.
 //!
 //! Opening detects each file by content. RocPD databases are read as they are; Proton
-//! files (chrome traces and trees) and rocprofv3 CSV runs that need no database are read
-//! directly ([`rocpd_proton::ProtonSource`], [`rocpd_rocprofv3::DirectRunSource`]); other
-//! rocprofv3 runs (JSON files, CSV runs the direct reader leaves to the import) are
-//! imported into RocPD databases in a private temporary directory (never beside the input)
-//! that lives as long as the `Inputs`, and so is every direct input when an output copies
-//! rows out of databases (`-f rocpd`, `merge`, `query`). The catalogs of all inputs are
-//! read once, numbering sources in input order, and a process given twice is refused
-//! before anything else happens.
+//! files (chrome traces and trees) and rocprofv3 runs (CSV runs and JSON process
+//! objects) are read directly ([`rocpd_proton::ProtonSource`],
+//! [`rocpd_rocprofv3::DirectRunSource`]); a rocprofv3 run the direct reader leaves to
+//! the import (`DirectRunSource::open_or_why` says why) is imported into a RocPD database
+//! in a private temporary directory (never beside the input) that lives as long as the
+//! `Inputs`. Outputs that copy rows into a database (`-f rocpd`, `merge`) write the rows
+//! of direct sources through the RocPD sink; `query` writes its own temporary merged
+//! database. The catalogs of all inputs are read once, numbering sources in input order,
+//! and a process given twice is refused before anything else happens.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -49,8 +50,9 @@ pub const SORT_BUDGET: usize = 32 << 20;
 pub struct OpenOptions {
     /// Skip rocprofv3 rows that cannot be read (counted in the report) instead of failing.
     pub skip_bad_rows: bool,
-    /// Threads importing rocprofv3 and Proton inputs, one input (run) each at a time;
-    /// 0 for the machine's available parallelism. The imported data does not depend on it.
+    /// Threads describing (or importing) rocprofv3 and Proton inputs, one input (run)
+    /// each at a time; 0 for the machine's available parallelism. What is read does not
+    /// depend on it.
     pub threads: usize,
 }
 

@@ -127,12 +127,14 @@ def _reader(stream: Any) -> pa.RecordBatchReader:
 class Inputs:
     """Opened inputs: files, globs or directories, detected by content.
 
-    rocprofv3 CSV/JSON and Proton inputs are imported into a private temporary
-    directory that lives as long as this object (or until :meth:`close`); nothing is
-    ever written beside an input. A process given twice is refused. One call at a time
-    per object: a second thread's call while one runs raises ``RuntimeError``.
-    ``threads`` imports that many such inputs at once (default: the machine's cores); the
-    imported data does not depend on it.
+    RocPD databases are read in place; rocprofv3 CSV runs and JSON files and Proton
+    files are read directly. Only a rocprofv3 run the direct reader cannot take is
+    imported into a private temporary directory that lives as long as this object (or
+    until :meth:`close`); the import notes name it. Nothing is ever written beside an
+    input. A process given twice is refused. One call at a time per object: a second
+    thread's call while one runs raises ``RuntimeError``. ``threads`` describes (or
+    imports) that many rocprofv3 or Proton inputs at once (default: the machine's
+    cores); what is read does not depend on it.
     """
 
     def __init__(
@@ -169,7 +171,7 @@ class Inputs:
     def catalog(self, name: str) -> pa.Table:
         """A dimension table (one of :data:`CATALOG_TABLES`: ``processes``, ``threads``,
         ``agents``, ``kernel_symbols``, ...) with the columns of the Parquet dataset's
-        ``<name>.parquet``."""
+        ``<name>/`` table (its ``part-*.parquet`` files)."""
         return _reader(self._handle.catalog(name)).read_all()
 
     def events(
