@@ -24,6 +24,7 @@ mod decode;
 mod driver;
 mod guard;
 mod input;
+mod long_text;
 mod lz4_chunks;
 mod merge;
 mod output;

@@ -39,6 +39,7 @@ use rocpd_model::{col, Error, Result, Table, BATCH_BYTES};
 
 use crate::chunk::start_end as keys;
 use crate::cleanup::{self, Registered};
+use crate::long_text::LongTexts;
 use crate::lz4_chunks::{ChunkReader, ChunkWriter};
 use crate::BatchStream;
 
@@ -297,6 +298,8 @@ pub struct RunSorter {
     open: Option<OpenRun>,
     dir: Option<SpillDir>,
     stats: SortStats,
+    /// Text values too long to carry through the sort, kept once (D155).
+    texts: LongTexts,
 }
 
 impl RunSorter {
@@ -304,7 +307,6 @@ impl RunSorter {
     pub fn new(table: Table, options: SortOptions) -> Self {
         RunSorter {
             table,
-            options,
             pool: Vec::new(),
             pool_bytes: 0,
             pool_in_order: true,
@@ -312,6 +314,8 @@ impl RunSorter {
             open: None,
             dir: None,
             stats: SortStats::default(),
+            texts: LongTexts::new(options.spill_dir.as_deref()),
+            options,
         }
     }
 
@@ -332,7 +336,7 @@ impl RunSorter {
             return Ok(());
         }
         let table = self.table;
-        let batch = sort_batch(table, batch)?;
+        let batch = sort_batch(table, self.texts.encode(batch)?)?;
         self.stats.rows += n as u64;
         if let Some(prev) = self.pool.last() {
             self.pool_in_order &=
@@ -475,6 +479,8 @@ impl RunSorter {
             table: self.table,
             merge: Merge::new(self.table, runs, self.options.batch_rows)?,
             stats: self.stats,
+            texts: std::mem::replace(&mut self.texts, LongTexts::new(None)),
+            rest: None,
             _dir: self.dir.take(),
         })
     }
@@ -485,6 +491,9 @@ pub struct SortedRuns {
     table: Table,
     merge: Merge,
     stats: SortStats,
+    texts: LongTexts,
+    /// Rows of a merged batch not yet given, when its long texts made it too large.
+    rest: Option<RecordBatch>,
     // Dropped after `merge`, whose readers hold files inside it.
     _dir: Option<SpillDir>,
 }
@@ -511,7 +520,16 @@ impl BatchStream for SortedRuns {
     }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        self.merge.next()
+        let next = match self.rest.take() {
+            Some(rest) => Some(rest),
+            None => self.merge.next()?,
+        };
+        let Some(batch) = next else {
+            return Ok(None);
+        };
+        let (head, rest) = self.texts.decode(batch)?;
+        self.rest = rest;
+        Ok(Some(head))
     }
 }
 
@@ -825,6 +843,67 @@ mod tests {
                 .collect();
             assert_eq!(got, want, "memory {memory}");
         }
+    }
+
+    /// Long names (a kernel's name of megabytes on every dispatch) go through the sort
+    /// once each, not once per row: the runs stay small and the rows come out whole, in
+    /// order, in batches whose texts stay near the batch bytes (D155).
+    #[test]
+    fn long_texts_are_sorted_by_reference_and_come_out_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut seed = 7u64;
+        // Three distinct names of 1 MiB of letters LZ4 cannot shrink.
+        let names: Vec<String> = (0..3)
+            .map(|_| {
+                (0..1 << 20)
+                    .map(|_| (b'a' + (lcg(&mut seed) % 26) as u8) as char)
+                    .collect()
+            })
+            .collect();
+        let name_col = Table::Region.column_index("name");
+        let rows: Vec<(i64, i64, i64)> = (0..300)
+            .map(|i| {
+                let s = lcg(&mut seed) % 1000;
+                (s, s + 5, i)
+            })
+            .collect();
+        let with_names = |chunk: &[(i64, i64, i64)]| {
+            let b = batch(chunk);
+            let mut columns = b.columns().to_vec();
+            let named: Vec<&str> = chunk
+                .iter()
+                .map(|&(_, _, id)| names[id as usize % 3].as_str())
+                .collect();
+            columns[name_col] = std::sync::Arc::new(arrow_array::StringArray::from(named));
+            RecordBatch::try_new(b.schema(), columns).unwrap()
+        };
+        // A budget of one such row held in memory: every push spills a run of its own.
+        let mut sorter = RunSorter::new(Table::Region, options(1 << 20, tmp.path()));
+        for c in rows.chunks(10) {
+            sorter.push(with_names(c)).unwrap();
+        }
+        let mut s = sorter.finish().unwrap();
+        assert!(
+            s.stats().spilled_bytes < 4 << 20,
+            "the names went through the runs: {:?}",
+            s.stats()
+        );
+        let mut want: Vec<(i64, i64, i64)> = rows.clone();
+        want.sort_by_key(|r| (r.0, Reverse(r.1), r.2));
+        let mut got = Vec::new();
+        while let Some(b) = s.next_batch().unwrap() {
+            let texts = b.column(name_col).as_string::<i32>();
+            let bytes: usize = texts.iter().flatten().map(str::len).sum();
+            assert!(bytes <= BATCH_BYTES, "{bytes} bytes of names in one batch");
+            let (st, en) = keys(&b);
+            let ids = b.column(col::ID).as_primitive::<Int64Type>();
+            for i in 0..b.num_rows() {
+                let id = ids.value(i);
+                assert_eq!(texts.value(i), names[id as usize % 3], "row {id}");
+                got.push((st[i], en[i], id));
+            }
+        }
+        assert_eq!(got, want);
     }
 
     #[test]
