@@ -2,6 +2,8 @@
 
 use anyhow::Result;
 
+use rocpd::printable;
+
 use crate::out::{stdout, stdout_line};
 
 /// Prints processes, agents, time span and row counts per table.
@@ -25,9 +27,9 @@ pub fn run(args: &[std::ffi::OsString], as_json: bool) -> Result<()> {
             text,
             "  process {:>8} on {:<16} {} ({})",
             p.pid,
-            p.hostname,
-            p.command.as_deref().unwrap_or("?"),
-            p.file
+            printable(&p.hostname),
+            printable(p.command.as_deref().unwrap_or("?")),
+            printable(&p.file)
         );
     }
     let mut seen = std::collections::HashSet::new();
@@ -37,12 +39,14 @@ pub fn run(args: &[std::ffi::OsString], as_json: bool) -> Result<()> {
                 text,
                 "  agent   {:>8} on {:<16} {} {}",
                 a.id,
-                a.hostname,
-                a.agent_type,
-                a.product_name
-                    .as_deref()
-                    .or(a.name.as_deref())
-                    .unwrap_or("")
+                printable(&a.hostname),
+                printable(&a.agent_type),
+                printable(
+                    a.product_name
+                        .as_deref()
+                        .or(a.name.as_deref())
+                        .unwrap_or("")
+                )
             );
         }
     }

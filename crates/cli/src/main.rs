@@ -387,7 +387,7 @@ fn open_inputs(
     };
     let inputs = rocpd::Inputs::open(args, &options)?;
     for w in inputs.warnings() {
-        out::stderr_line(&format!("rocpd: warning: {w}"));
+        out::stderr_line(&format!("rocpd: warning: {}", rocpd::printable(w)));
     }
     Ok(inputs)
 }
@@ -777,7 +777,9 @@ fn main() -> ExitCode {
                     ExitCode::from(u8::try_from(128 + sig).unwrap_or(130))
                 }
                 None => {
-                    out::stderr_line(&format!("rocpd: error: {e:#}"));
+                    // The message names input files and may quote their content.
+                    let message = format!("{e:#}");
+                    out::stderr_line(&format!("rocpd: error: {}", rocpd::printable(&message)));
                     ExitCode::from(1)
                 }
             }

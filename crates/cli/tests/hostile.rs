@@ -1846,3 +1846,63 @@ fn a_json_value_larger_than_the_bound_is_refused_with_its_place() {
     let o = rocpd(&["info", "-i", huge.to_str().unwrap()]);
     refused(&o, "larger than 8 MiB");
 }
+
+/// Names from the inputs are printed so that they cannot drive the terminal or forge a
+/// line: `info` escapes control characters and bidirectional overrides in commands,
+/// hostnames and file names, and so do warnings about files a walk skipped.
+#[test]
+fn info_and_warnings_print_control_characters_escaped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dbs = generate(tmp.path(), 51, 1, 2);
+    let c = rusqlite::Connection::open(&dbs[0]).unwrap();
+    let table: String = c
+        .query_row(
+            "SELECT name FROM sqlite_master WHERE name LIKE 'rocpd_info_process_%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    c.execute(
+        &format!("UPDATE \"{table}\" SET command = ?1"),
+        ["evil\u{1b}]0;TITLE\u{7}\u{1b}[2J\n  process 1 on fake forged\r\u{202e}x"],
+    )
+    .unwrap();
+    drop(c);
+    let o = rocpd(&["info", "-i", dbs[0].to_str().unwrap()]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        !out.contains(['\u{1b}', '\u{7}', '\r', '\u{202e}']),
+        "{out:?}"
+    );
+    assert!(
+        out.contains(
+            "evil\\u{1b}]0;TITLE\\u{7}\\u{1b}[2J\\n  process 1 on fake forged\\r\\u{202e}x"
+        ),
+        "{out}"
+    );
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.trim_start().starts_with("process"))
+            .count(),
+        1,
+        "{out}"
+    );
+    // A skipped file's name in a warning, and an error naming a file.
+    let dir = tmp.path().join("walk");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(&dbs[0], dir.join("ok.db")).unwrap();
+    std::fs::write(dir.join("bad\u{1b}[31m_results.db"), b"").unwrap();
+    let o = rocpd(&["info", "-i", dir.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("bad\\u{1b}[31m_results.db"), "{err}");
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+    let o = rocpd(&[
+        "info",
+        "-i",
+        dir.join("bad\u{1b}[31m_results.db").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(1));
+    assert!(!stderr(&o).contains('\u{1b}'), "{:?}", stderr(&o));
+}

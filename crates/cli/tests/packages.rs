@@ -195,3 +195,31 @@ fn bad_indexes_and_entries_naming_nothing_are_refused_with_file_and_place() {
         }
     }
 }
+
+/// A package index is an input like the files it lists: no output may replace it (a
+/// `--report` named as the index was written over it).
+#[test]
+fn no_output_replaces_a_package_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("p.rpdb");
+    let dbs = databases(&pkg, 43);
+    let listed: Vec<String> = dbs.iter().map(|p| file_name(p)).collect();
+    let index = pkg.join("index.yaml");
+    let text = amd_index(&listed);
+    std::fs::write(&index, &text).unwrap();
+    let (i, p) = (index.to_str().unwrap(), pkg.to_str().unwrap());
+    let out = tmp.path().join("out");
+    let o = out.to_str().unwrap();
+    for args in [
+        vec!["convert", "-i", p, "-f", "pftrace", "-d", o, "--report", i],
+        vec!["convert", "-i", i, "-f", "csv", "-d", o, "--report", i],
+        vec!["merge", "-i", i, "-d", o, "--report", i],
+    ] {
+        let r = rocpd(&args);
+        assert_eq!(r.status.code(), Some(1), "{args:?}: {}", stderr(&r));
+        assert!(stderr(&r).contains("index.yaml"), "{}", stderr(&r));
+        assert_eq!(std::fs::read_to_string(&index).unwrap(), text, "{args:?}");
+    }
+    // The package still opens.
+    assert_eq!(files_read(&[&pkg]).len(), dbs.len());
+}

@@ -518,7 +518,7 @@ impl Inputs {
         // Dropped on any error below: the directories this run made for its outputs go
         // again when they are left empty.
         let new_dirs = rocpd_pipeline::NewDirs::of(&c.dir);
-        let mut guard = PathGuard::new(self.files());
+        let mut guard = PathGuard::new(&self.read_files());
         let report_file = c
             .report
             .as_deref()

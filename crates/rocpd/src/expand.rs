@@ -18,6 +18,8 @@ pub struct Expanded {
     pub files: Vec<PathBuf>,
     /// One line per file left out, naming it and saying why.
     pub warnings: Vec<String>,
+    /// The package indexes read (`index.yaml`): inputs too, which no output may replace.
+    pub indexes: Vec<PathBuf>,
 }
 
 /// Whether an argument or an index entry is a pattern rather than a path.
@@ -25,10 +27,101 @@ pub(crate) fn has_glob(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
 
-/// The paths `pattern` matches, sorted (unreadable directory entries are skipped).
-fn matches(pattern: &str) -> std::result::Result<Vec<PathBuf>, glob::PatternError> {
-    let mut found: Vec<PathBuf> = glob::glob(pattern)?.filter_map(|r| r.ok()).collect();
+/// The paths `pattern` matches, sorted; a directory that cannot be read is named in
+/// `warnings` (a match left out without a word was a rank lost silently).
+///
+/// A pattern with `**` is matched on a walk of the directory before its first wildcard
+/// that reads each directory once: the glob crate follows links back to a directory it is
+/// in, and two `a -> .` links made its walk endless (2^40 paths before the system's
+/// link limit), with memory growing.
+fn matches(
+    pattern: &str,
+    warnings: &mut Vec<String>,
+) -> std::result::Result<Vec<PathBuf>, glob::PatternError> {
+    let mut found = if pattern.contains("**") {
+        deep_matches(pattern, warnings)?
+    } else {
+        let mut found = Vec::new();
+        for r in glob::glob(pattern)? {
+            match r {
+                Ok(p) => found.push(p),
+                Err(e) => warnings.push(format!(
+                    "{}: skipped: cannot read directory ({}), so {pattern:?} may match more",
+                    e.path().display(),
+                    e.error()
+                )),
+            }
+        }
+        found
+    };
     found.sort();
+    Ok(found)
+}
+
+/// [`matches`] for a pattern with `**`: every path below the pattern's literal leading
+/// directories, each directory read once, matched as the glob crate matches (`*` within a
+/// component, `**` across any number of them, dot files included).
+fn deep_matches(
+    pattern: &str,
+    warnings: &mut Vec<String>,
+) -> std::result::Result<Vec<PathBuf>, glob::PatternError> {
+    let compiled = glob::Pattern::new(pattern)?;
+    let options = glob::MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: false,
+    };
+    let mut base = PathBuf::new();
+    for c in Path::new(pattern).components() {
+        if has_glob(&c.as_os_str().to_string_lossy()) {
+            break;
+        }
+        base.push(c);
+    }
+    // As in the glob crate, a pattern ending in `**` matches directories only.
+    let dirs_only = pattern.ends_with("**");
+    let mut found = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut todo = vec![base];
+    while let Some(dir) = todo.pop() {
+        let read_at = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir.as_path()
+        };
+        let Ok(real) = std::fs::canonicalize(read_at) else {
+            continue;
+        };
+        if !seen.insert(real) {
+            continue;
+        }
+        let entries = match std::fs::read_dir(read_at) {
+            Ok(e) => e,
+            Err(e) => {
+                warnings.push(format!(
+                    "{}: skipped: cannot read directory ({e}), so {pattern:?} may match more",
+                    read_at.display()
+                ));
+                continue;
+            }
+        };
+        let mut names: Vec<OsString> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name())
+            .collect();
+        names.sort();
+        // Depth first, in name order: pushed in reverse.
+        for name in names.into_iter().rev() {
+            let p = dir.join(&name);
+            let is_dir = p.is_dir();
+            if (is_dir || !dirs_only) && compiled.matches_path_with(&p, options) {
+                found.push(p.clone());
+            }
+            if is_dir {
+                todo.push(p);
+            }
+        }
+    }
     Ok(found)
 }
 
@@ -166,10 +259,11 @@ fn add(p: &Path, out: &mut Expanded) -> Result<()> {
 /// further indexes.
 fn add_index(index: &Path, out: &mut Expanded) -> Result<()> {
     let ix = package::read_index(index)?;
+    out.indexes.push(index.to_path_buf());
     out.warnings.extend(ix.warning);
     for e in &ix.entries {
         let found: Vec<PathBuf> = match &e.pattern {
-            Some(pattern) => matches(pattern).map_err(|g| {
+            Some(pattern) => matches(pattern, &mut out.warnings).map_err(|g| {
                 Error::input(
                     index,
                     format!("line {}", e.line),
@@ -230,7 +324,8 @@ pub fn expand<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Expanded> {
         } else if p.exists() {
             add(p, &mut out)?;
         } else if arg.to_str().is_some() && has_glob(a) {
-            let matched = matches(a).map_err(|e| Error::Usage(format!("{a}: bad pattern: {e}")))?;
+            let matched = matches(a, &mut out.warnings)
+                .map_err(|e| Error::Usage(format!("{a}: bad pattern: {e}")))?;
             if matched.is_empty() {
                 return Err(Error::Usage(format!("{a}: no file matches this pattern")));
             }
@@ -245,4 +340,83 @@ pub fn expand<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Expanded> {
     out.files
         .retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(p: &Path) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, b"x").unwrap();
+    }
+
+    fn glob_crate(pattern: &str) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = glob::glob(pattern).unwrap().map(|r| r.unwrap()).collect();
+        v.sort();
+        v
+    }
+
+    /// Without links, a `**` pattern matches what the glob crate matches: every depth,
+    /// `*` within one component, dot files and directories included.
+    #[test]
+    fn a_deep_pattern_matches_as_the_glob_crate_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().join("d");
+        for f in [
+            "a.db",
+            "x/b.db",
+            "x/y/c.db",
+            "x/y/c.txt",
+            ".h/e.db",
+            "x.db/f.db",
+            "z/.g.db",
+        ] {
+            touch(&d.join(f));
+        }
+        let base = d.to_str().unwrap();
+        for p in [
+            "**/*.db",
+            "**/c.*",
+            "**",
+            "x/**/*.db",
+            "**/y/*",
+            "*/**/*.db",
+        ] {
+            let pattern = format!("{base}/{p}");
+            let mut warnings = Vec::new();
+            assert_eq!(
+                matches(&pattern, &mut warnings).unwrap(),
+                glob_crate(&pattern),
+                "{p}"
+            );
+            assert!(warnings.is_empty(), "{warnings:?}");
+        }
+        assert!(matches(&format!("{base}/[**"), &mut Vec::new()).is_err());
+    }
+
+    /// Links back to a directory being walked (`a -> .`) end the walk: each directory is
+    /// read once, and the files are all found.
+    #[cfg(unix)]
+    #[test]
+    fn a_deep_pattern_through_links_to_its_own_directories_ends() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().join("d");
+        touch(&d.join("one.db"));
+        touch(&d.join("sub/two.db"));
+        std::os::unix::fs::symlink(".", d.join("a")).unwrap();
+        std::os::unix::fs::symlink("..", d.join("sub/b")).unwrap();
+        let mut warnings = Vec::new();
+        let found = matches(&format!("{}/**/*.db", d.display()), &mut warnings).unwrap();
+        let real: std::collections::BTreeSet<PathBuf> = found
+            .iter()
+            .map(|p| std::fs::canonicalize(p).unwrap())
+            .collect();
+        let want: std::collections::BTreeSet<PathBuf> = ["one.db", "sub/two.db"]
+            .iter()
+            .map(|f| std::fs::canonicalize(d.join(f)).unwrap())
+            .collect();
+        assert_eq!(real, want);
+        assert!(found.len() <= 4, "{found:?}");
+    }
 }

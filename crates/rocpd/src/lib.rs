@@ -47,6 +47,41 @@ mod summary;
 mod window;
 mod yaml;
 
+/// Whether `c` changes how a terminal shows what follows it: a control character (an
+/// escape sequence's start, a line break, a carriage return) or a Unicode line or
+/// paragraph separator or bidirectional override, which can make one text read as
+/// another.
+fn unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` as it is safe to print on a terminal: names from the inputs (a process's command
+/// line, a hostname, a file name) may hold escape sequences or line breaks, which would
+/// retitle or clear the terminal or forge output lines. Such characters are written as
+/// escapes (`\n`, `\r`, `\t`, `\u{1b}`); everything else is kept.
+///
+/// ```
+/// assert_eq!(rocpd::printable("a\u{1b}]0;x\u{7}b\n"), "a\\u{1b}]0;x\\u{7}b\\n");
+/// assert_eq!(rocpd::printable("plain é"), "plain é");
+/// ```
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(unprintable) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if unprintable(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 pub use convert::{output_path, Conversion, Format, Split, SplitBy};
 pub use events::{Chunks, EventOptions, TableReader};
 pub use expand::{expand, unrecognised, Expanded};

@@ -173,6 +173,8 @@ struct ImportDir {
 pub struct Inputs {
     files: Vec<PathBuf>,
     warnings: Vec<String>,
+    /// Files read to find the inputs (package indexes), which no output may replace.
+    read_also: Vec<PathBuf>,
     inputs: Vec<Input>,
     catalog: Arc<Catalog>,
     span: Option<Span>,
@@ -203,6 +205,7 @@ impl Inputs {
         let expanded = expand(args)?;
         let mut inputs = Inputs::open_files(&expanded.files, options)?;
         inputs.warnings = expanded.warnings;
+        inputs.read_also = expanded.indexes;
         Ok(inputs)
     }
 
@@ -214,6 +217,7 @@ impl Inputs {
         let mut inputs = Inputs {
             files: files.to_vec(),
             warnings: Vec::new(),
+            read_also: Vec::new(),
             inputs: Vec::new(),
             catalog: Arc::default(),
             span: None,
@@ -532,6 +536,14 @@ impl Inputs {
     /// The files as given (after expansion): what outputs must never replace.
     pub fn files(&self) -> &[PathBuf] {
         &self.files
+    }
+
+    /// Every file read to open the inputs: the input files and the package indexes that
+    /// listed them. No output may replace any of them.
+    pub fn read_files(&self) -> Vec<PathBuf> {
+        let mut all = self.files.clone();
+        all.extend(self.read_also.iter().cloned());
+        all
     }
 
     /// Files left out of directory walks, each with why.

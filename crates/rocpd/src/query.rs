@@ -145,7 +145,7 @@ impl Inputs {
     /// not at all; no file is written when the result is empty. `path` may not be an
     /// input or the script.
     pub fn query_to_file(&mut self, query: &Query, path: &Path) -> Result<QueryResult> {
-        let mut protected = self.files().to_vec();
+        let mut protected = self.read_files();
         protected.extend(query.script.iter().cloned());
         PathGuard::new(&protected).claim_file(path)?;
         let scratch = self.scratch(query)?;
@@ -473,20 +473,7 @@ fn clip(s: String) -> String {
 }
 
 fn escape_controls(s: &str) -> String {
-    if !s.chars().any(char::is_control) {
-        return s.to_string();
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::printable(s).into_owned()
 }
 
 fn width(s: &str) -> usize {

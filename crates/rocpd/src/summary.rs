@@ -143,7 +143,7 @@ impl Inputs {
             }
         }
         rocpd_model::naming::check_output_name(name)?;
-        let mut guard = PathGuard::new(self.files());
+        let mut guard = PathGuard::new(&self.read_files());
         let mut console = String::new();
         let mut pending: Vec<(PathBuf, String)> = Vec::new();
         let views = &run.summary.views;

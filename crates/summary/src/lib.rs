@@ -227,7 +227,7 @@ impl RegionCategories {
             RegionCategories::Auto => {
                 // The category's first word (HIP_RUNTIME_API_EXT → HIP).
                 let first = up.split('_').next().unwrap_or("");
-                vec![if first.is_empty() { "NONE" } else { first }.to_string()]
+                vec![region_view(if first.is_empty() { "NONE" } else { first })]
             }
             RegionCategories::Only(cats) => {
                 let matches = |c: &String| {
@@ -240,7 +240,10 @@ impl RegionCategories {
                         Vec::new()
                     }
                 } else {
-                    cats.iter().filter(|c| matches(c)).cloned().collect()
+                    cats.iter()
+                        .filter(|c| matches(c))
+                        .map(|c| region_view(c))
+                        .collect()
                 }
             }
         }
@@ -248,6 +251,27 @@ impl RegionCategories {
 }
 
 const MARKERS: &str = "MARKERS";
+
+/// The views that are not a category's: API calls whose category is named like one
+/// (`KERNELS_API`) must not be counted in it.
+const FIXED_VIEWS: [&str; 6] = [
+    "KERNELS",
+    "MEMORY_COPIES",
+    "MEMORY_ALLOCATIONS",
+    "SCRATCH_MEMORY",
+    DOMAIN,
+    MARKERS,
+];
+
+/// The view of API calls and samples whose category gives `name`: the name itself, or
+/// `<name>_API` when a view that is not a category's has it.
+fn region_view(name: &str) -> String {
+    if FIXED_VIEWS.contains(&name) {
+        format!("{name}_API")
+    } else {
+        name.to_string()
+    }
+}
 
 /// A process when summarising per rank: (source index, node id, pid); -1 for a null id.
 type Rank = (u32, i64, i64);
@@ -755,6 +779,25 @@ mod tests {
         assert_eq!(R::Auto.views_of("", false), vec!["NONE".to_string()]);
         assert!(R::Nothing.views_of("HIP_API", false).is_empty());
         assert!(R::Nothing.views_of("MARKER_CORE_API", true).is_empty());
+        // A category named like a view that is not a category's has a view of its own.
+        for (category, view) in [
+            ("KERNELS_API", "KERNELS_API"),
+            ("kernels", "KERNELS_API"),
+            ("DOMAIN_X", "DOMAIN_API"),
+            ("MARKERS_EXT", "MARKERS_API"),
+            ("MEMORY_COPIES", "MEMORY"),
+        ] {
+            assert_eq!(R::Auto.views_of(category, false), vec![view.to_string()]);
+        }
+        let fixed = R::from_args(&["KERNELS", "SCRATCH_MEMORY"]).unwrap();
+        assert_eq!(
+            fixed.views_of("KERNELS_API", false),
+            vec!["KERNELS_API".to_string()]
+        );
+        assert_eq!(
+            fixed.views_of("SCRATCH_MEMORY", false),
+            vec!["SCRATCH_MEMORY_API".to_string()]
+        );
     }
 
     #[test]
