@@ -1855,13 +1855,7 @@ fn info_and_warnings_print_control_characters_escaped() {
     let tmp = tempfile::tempdir().unwrap();
     let dbs = generate(tmp.path(), 51, 1, 2);
     let c = rusqlite::Connection::open(&dbs[0]).unwrap();
-    let table: String = c
-        .query_row(
-            "SELECT name FROM sqlite_master WHERE name LIKE 'rocpd_info_process_%'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let table = table_of(&c, "rocpd_info_process");
     c.execute(
         &format!("UPDATE \"{table}\" SET command = ?1"),
         ["evil\u{1b}]0;TITLE\u{7}\u{1b}[2J\n  process 1 on fake forged\r\u{202e}x"],

@@ -202,14 +202,10 @@ fn every_kind_of_write_is_refused_and_nothing_is_written() {
     let new_db = tmp.path().join("new.db");
     let attach = format!("ATTACH '{}' AS n", new_db.display());
     // The tables themselves (the rocpd_<name> union views cannot be written anyway).
-    let region: String = rusqlite::Connection::open(&ins[0])
-        .unwrap()
-        .query_row(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rocpd_region_%'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let region = table_of(
+        &rusqlite::Connection::open(&ins[0]).unwrap(),
+        "rocpd_region",
+    );
     let insert = format!("INSERT INTO \"{region}\" SELECT * FROM \"{region}\"");
     let update = format!("UPDATE \"{region}\" SET start = 0");
     let delete = format!("DELETE FROM \"{region}\"");

@@ -110,13 +110,7 @@ fn an_unknown_schema_version_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let db = one_db(&tmp.path().join("in"));
     let c = rusqlite::Connection::open(&db).unwrap();
-    let meta: String = c
-        .query_row(
-            "SELECT name FROM sqlite_master WHERE name LIKE 'rocpd_metadata_%'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let meta = table_of(&c, "rocpd_metadata");
     c.execute(
         &format!("UPDATE \"{meta}\" SET value = '4' WHERE tag = 'schema_version'"),
         [],

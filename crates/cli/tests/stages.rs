@@ -348,13 +348,7 @@ fn marker_windows_use_the_marker_and_refuse_unknown_or_ambiguous_ones() {
     // A message that occurs once: the first training step's checkpoint marker, if unique,
     // else any unique one.
     let c = rusqlite::Connection::open(&ins[0]).unwrap();
-    let ev: String = c
-        .query_row(
-            "SELECT name FROM sqlite_master WHERE name LIKE 'rocpd_event_%'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let ev = table_of(&c, "rocpd_event");
     let unique: Option<String> = c
         .query_row(
             &format!("SELECT json_extract(extdata, '$.message') m FROM \"{ev}\" WHERE m IS NOT NULL GROUP BY m HAVING COUNT(*) = 1 LIMIT 1"),

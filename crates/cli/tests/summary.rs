@@ -696,13 +696,7 @@ fn view_files_stay_inside_the_directory_and_formats_repeat_harmlessly() {
     let db = generate(&tmp.path().join("gen"), 5, 1, 4).remove(0);
     {
         let c = rusqlite::Connection::open(&db).unwrap();
-        let s: String = c
-            .query_row(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rocpd_string_%'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
+        let s = table_of(&c, "rocpd_string");
         let n = c
             .execute(
                 &format!(

@@ -526,3 +526,13 @@ pub fn info_rows(inputs: &[PathBuf]) -> BTreeMap<String, u64> {
         .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
         .collect()
 }
+
+/// The name of the table `<base>_<uuid>` of the one table set in `c`'s database.
+pub fn table_of(c: &rusqlite::Connection, base: &str) -> String {
+    c.query_row(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ?1 ESCAPE '\\'",
+        [format!("{}\\_%", base.replace('_', "\\_"))],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
