@@ -223,3 +223,52 @@ fn no_output_replaces_a_package_index() {
     // The package still opens.
     assert_eq!(files_read(&[&pkg]).len(), dbs.len());
 }
+
+/// A wildcard entry in a package whose directory's path is not UTF-8 is refused with why
+/// (it said "no file matches" of a file that was there); named entries still read.
+#[cfg(unix)]
+#[test]
+fn a_wildcard_entry_in_a_directory_not_named_in_utf8_says_why() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join(std::ffi::OsStr::from_bytes(b"p\xff.rpdb"));
+    let dbs = databases(&pkg, 45);
+    let index = pkg.join("index.yaml");
+    std::fs::write(&index, "rocprofiler-sdk:\n  rocpd:\n    files: ['*.db']\n").unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"))
+        .args(["info", "-i"])
+        .arg(&index)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("line 3"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not; list the files by name"),
+        "{}",
+        stderr(&o)
+    );
+    let listed: Vec<String> = dbs.iter().map(|p| file_name(p)).collect();
+    std::fs::write(&index, amd_index(&listed)).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"))
+        .args(["info", "-i"])
+        .arg(&index)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// An input named directly that is a link to nothing says so, not "no such file".
+#[cfg(unix)]
+#[test]
+fn a_dead_link_named_as_input_says_what_it_is() {
+    let tmp = tempfile::tempdir().unwrap();
+    let link = tmp.path().join("gone.db");
+    std::os::unix::fs::symlink(tmp.path().join("nowhere.db"), &link).unwrap();
+    let o = rocpd(&["info", "-i", link.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("gone.db: a link that leads to no file (dead, or a loop)"),
+        "{}",
+        stderr(&o)
+    );
+}

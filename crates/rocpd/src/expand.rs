@@ -194,7 +194,16 @@ fn walk_once(
         if p.is_dir() {
             walk_once(&p, out, seen)?;
         } else if p.is_file() {
-            match unrecognised(&p)? {
+            let looked = match unrecognised(&p) {
+                Ok(looked) => looked,
+                // A file that cannot be opened: named like a rank's output, it is named in
+                // a warning; any other (a colleague's notes) does not stop the walk.
+                Err(e) => match unreadable_kind(&p) {
+                    Some(_) => Some(Some(format!("cannot be read ({e})"))),
+                    None => Some(None),
+                },
+            };
+            match looked {
                 None => out.files.push(p),
                 // A rank's output that cannot be read must not vanish without a word.
                 Some(Some(why)) => out
@@ -261,7 +270,13 @@ fn add_index(index: &Path, out: &mut Expanded) -> Result<()> {
     let ix = package::read_index(index)?;
     out.indexes.push(index.to_path_buf());
     out.warnings.extend(ix.warning);
+    // An entry given again adds nothing (its files are read once): expanding it again
+    // cost a walk or a directory read each, a million times in a crafted index.
+    let mut done = std::collections::HashSet::new();
     for e in &ix.entries {
+        if !done.insert((e.path.clone(), e.pattern.clone())) {
+            continue;
+        }
         let found: Vec<PathBuf> = match &e.pattern {
             Some(pattern) => matches(pattern, &mut out.warnings).map_err(|g| {
                 Error::input(
@@ -300,6 +315,19 @@ fn add_index(index: &Path, out: &mut Expanded) -> Result<()> {
     Ok(())
 }
 
+/// Why `p`, which does not exist as far as `Path::exists` can tell, cannot be read.
+fn missing_reason(p: &Path) -> String {
+    match std::fs::metadata(p) {
+        Err(_) if p.symlink_metadata().is_ok() => {
+            "a link that leads to no file (dead, or a loop)".into()
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            format!("cannot be read: {e}")
+        }
+        _ => "no such file or directory".into(),
+    }
+}
+
 /// Expands input arguments. Files named explicitly are kept whatever their content (the
 /// reader explains what is wrong with them); directories contribute the files whose
 /// content is recognised; a `.rpdb` package folder or an `index.yaml`/`.yml` given as
@@ -333,7 +361,7 @@ pub fn expand<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Expanded> {
                 add(&m, &mut out)?;
             }
         } else {
-            return Err(Error::Usage(format!("{a}: no such file or directory")));
+            return Err(Error::Usage(format!("{a}: {}", missing_reason(p))));
         }
     }
     let mut seen = std::collections::HashSet::new();

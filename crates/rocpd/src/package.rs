@@ -186,25 +186,37 @@ pub(crate) fn read_index(file: &Path) -> Result<Index> {
             } else {
                 base.join(given)
             };
-            let pattern = crate::expand::has_glob(&text).then(|| {
-                if given.is_absolute() {
-                    text.clone()
-                } else {
-                    let mut b = glob::Pattern::escape(&base.to_string_lossy());
+            let pattern = match (crate::expand::has_glob(&text), base.to_str()) {
+                (false, _) => None,
+                (true, _) if given.is_absolute() => Some(text.clone()),
+                (true, Some(b)) => {
+                    let mut b = glob::Pattern::escape(b);
                     if !b.ends_with(std::path::MAIN_SEPARATOR) {
                         b.push(std::path::MAIN_SEPARATOR);
                     }
-                    b + &text
+                    Some(b + &text)
                 }
-            });
-            Entry {
+                // Patterns are text: a directory named otherwise would match nothing.
+                (true, None) => {
+                    return Err(Error::input(
+                        file,
+                        format!("line {line}"),
+                        format!(
+                            "files entry {text:?}: a pattern needs the package's directory \
+                             path to be UTF-8, and {} is not; list the files by name",
+                            base.display()
+                        ),
+                    ))
+                }
+            };
+            Ok(Entry {
                 text,
                 line,
                 path,
                 pattern,
-            }
+            })
         })
-        .collect();
+        .collect::<Result<_>>()?;
     Ok(Index { entries, warning })
 }
 
