@@ -468,7 +468,7 @@ fn run_convert(args: ConvertArgs, quiet: bool) -> Result<()> {
     })?;
     bar.finish_and_clear();
     if !quiet {
-        out::stderr_line(&report.render());
+        out::stderr_lines(&report.render());
     }
     Ok(())
 }
@@ -513,7 +513,7 @@ fn run_merge(args: MergeArgs, quiet: bool) -> Result<()> {
     )?;
     let report = inputs.convert(&conversion, &mut |_| {})?;
     if !quiet {
-        out::stderr_line(&report.render());
+        out::stderr_lines(&report.render());
     }
     Ok(())
 }
@@ -558,7 +558,7 @@ fn run_summary(args: SummaryArgs, quiet: bool) -> Result<()> {
         }
         let outputs = run.report.outputs.iter().flat_map(|o| o.notes.iter());
         for n in run.report.notes.iter().chain(outputs) {
-            out::stderr_line(&format!("note: {n}"));
+            out::stderr_lines(&format!("note: {n}"));
         }
     }
     out::stdout(&console)
@@ -607,7 +607,7 @@ fn run_query(args: QueryArgs, quiet: bool) -> Result<()> {
     // must not hide skipped rows.
     if !quiet {
         for n in &result.notes {
-            out::stderr_line(&format!("note: {n}"));
+            out::stderr_lines(&format!("note: {n}"));
         }
     }
     Ok(())

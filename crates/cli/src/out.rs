@@ -35,6 +35,15 @@ pub fn stderr_line(text: &str) {
     let _ = writeln!(err, "{text}");
 }
 
+/// Lines that quote the inputs (a run report, notes naming files), each written with the
+/// characters that would drive a terminal escaped ([`rocpd::printable`]).
+pub fn stderr_lines(text: &str) {
+    let mut err = std::io::stderr().lock();
+    for line in text.lines() {
+        let _ = writeln!(err, "{}", rocpd::printable(line));
+    }
+}
+
 /// Standard output as a buffered writer that notes when its reader has gone (a closed
 /// pipe), so the command can end quietly instead of reporting an error.
 pub struct Stdout {

@@ -63,27 +63,60 @@ pub(crate) struct Limits {
 
 /// The bytes the rows of `batch` occupy (its slice of each buffer, not the buffer), and
 /// the bytes of the buffers it keeps alive. A dictionary column counts its keys' slice
-/// and its whole dictionary: the name columns are dictionaries built per batch (their
-/// distinct names), which a slice of the batch keeps whole. Counted by keys only, one
-/// name of megabytes on every row let thousands of batches wait, each with its own copy
-/// of it (24 GB for a 7 MiB kernel name on 5,450 dispatches; D156).
+/// and as much of its dictionary as its rows can use (all of it when it has as many rows
+/// as the dictionary has values, else that share): the name columns are
+/// dictionaries built per batch (their distinct names), which every slice of the batch
+/// keeps whole. Counted by keys alone, one name of megabytes on every row let thousands
+/// of one-row batches wait, each with its own copy of it (24 GB for a 7 MiB kernel name
+/// on 5,450 dispatches); counted whole in every slice, the partitions of one batch
+/// counted it once each and wrote row groups of three rows (D156).
 fn batch_bytes(batch: &RecordBatch) -> (usize, usize) {
     use arrow_array::Array;
     let mut rows = 0usize;
     let mut held = 0usize;
     for c in batch.columns() {
-        let (c, values): (&dyn Array, usize) = match c.as_any_dictionary_opt() {
-            Some(d) => (d.keys(), d.values().get_array_memory_size()),
-            None => (c.as_ref(), 0),
+        let (c, values, share): (&dyn Array, usize, usize) = match c.as_any_dictionary_opt() {
+            Some(d) => {
+                let values = d.values().get_array_memory_size();
+                let used = d.keys().len().min(d.values().len());
+                (
+                    d.keys(),
+                    values,
+                    values.saturating_mul(used) / d.values().len().max(1),
+                )
+            }
+            None => (c.as_ref(), 0, 0),
         };
         rows = rows
             .saturating_add(c.to_data().get_slice_memory_size().unwrap_or(0))
-            .saturating_add(values);
+            .saturating_add(share);
         held = held
             .saturating_add(c.get_array_memory_size())
             .saturating_add(values);
     }
     (rows, held)
+}
+
+/// `a` with a dictionary of only the values its keys use, when it is a dictionary of
+/// strings (a slice of a batch keeps the batch's whole dictionary otherwise).
+fn own_dictionary(a: &arrow_array::ArrayRef) -> arrow_array::ArrayRef {
+    use arrow_array::builder::StringDictionaryBuilder;
+    use arrow_array::types::Int32Type;
+    use arrow_array::Array;
+    let Some(d) = a.as_dictionary_opt::<Int32Type>() else {
+        return a.clone();
+    };
+    let Some(values) = d.values().as_string_opt::<i32>() else {
+        return a.clone();
+    };
+    let mut b = StringDictionaryBuilder::<Int32Type>::with_capacity(d.len(), 16, 1024);
+    for k in d.keys().iter() {
+        match k.and_then(|k| usize::try_from(k).ok()) {
+            Some(k) if k < values.len() && values.is_valid(k) => b.append_value(values.value(k)),
+            _ => b.append_null(),
+        }
+    }
+    std::sync::Arc::new(b.finish())
 }
 
 /// `batch` in buffers of its own when it is a small slice of larger ones (a chunk's
@@ -95,7 +128,10 @@ fn compact(batch: RecordBatch) -> Result<(RecordBatch, usize)> {
         return Ok((batch, rows));
     }
     let all = arrow_array::UInt32Array::from_iter_values(0..batch.num_rows() as u32);
-    let own = arrow_select::take::take_record_batch(&batch, &all)?;
+    let taken = arrow_select::take::take_record_batch(&batch, &all)?;
+    let columns = taken.columns().iter().map(own_dictionary).collect();
+    let own = RecordBatch::try_new(taken.schema(), columns)?;
+    let (rows, _) = batch_bytes(&own);
     Ok((own, rows))
 }
 
@@ -425,7 +461,8 @@ mod tests {
         assert!(rows < 1000, "{rows} bytes for 10 rows");
         assert!(held > 1_000_000, "the slice keeps the big buffers: {held}");
         let (own, counted) = compact(slice.clone()).unwrap();
-        assert_eq!(counted, rows);
+        assert_eq!(counted, batch_bytes(&own).0);
+        assert!(counted <= rows, "{counted} > {rows}");
         assert_eq!(own, slice, "same rows");
         assert!(batch_bytes(&own).1 < 64 << 10, "{:?}", batch_bytes(&own));
         // A batch that is (most of) its buffers is kept as it is.
@@ -450,7 +487,34 @@ mod tests {
         let (rows, held) = batch_bytes(&batch);
         assert!(rows >= 7 << 20, "{rows}");
         assert!(held >= rows);
-        // A slice keeps the whole dictionary, and counts it.
-        assert!(batch_bytes(&batch.slice(1, 1)).0 >= 7 << 20);
+        // One batch of a 7 MiB name on every row, the name once.
+        let one = RecordBatch::try_from_iter([(
+            "name",
+            Arc::new({
+                let mut b = StringDictionaryBuilder::<Int32Type>::new();
+                b.append_value(&long);
+                b.finish()
+            }) as arrow_array::ArrayRef,
+        )])
+        .unwrap();
+        assert!(batch_bytes(&one).0 >= 7 << 20);
+        // Slices of a batch share its dictionary: each counts its share, and once
+        // compacted owns a dictionary of its own names only.
+        let mut b = StringDictionaryBuilder::<Int32Type>::new();
+        for i in 0..4096 {
+            b.append_value(format!("{i:>2048}"));
+        }
+        let wide =
+            RecordBatch::try_from_iter([("name", Arc::new(b.finish()) as arrow_array::ArrayRef)])
+                .unwrap();
+        let whole = batch_bytes(&wide).0;
+        let parts: usize = (0..4096)
+            .step_by(4)
+            .map(|i| compact(wide.slice(i, 4)).unwrap().1)
+            .sum();
+        assert!(parts <= whole + (whole / 4), "{parts} against {whole}");
+        let (small, counted) = compact(wide.slice(8, 4)).unwrap();
+        assert!(counted < 64 << 10, "{counted}");
+        assert_eq!(small.column(0).as_any_dictionary().values().len(), 4);
     }
 }

@@ -8,12 +8,13 @@
 //!
 //! Before a batch is sorted, each such value is written once to an anonymous temporary
 //! file (equal texts once: a later equal text is found by its length and ends and
-//! compared whole) and replaced in the batch by a reference: a NUL byte and the text's
-//! place, 33 bytes. Any value that itself starts with a NUL byte is stored the same way,
-//! so in a sorted batch a value starting with NUL is always a reference. On the way out
-//! the references are replaced by their texts again, in batches cut so that the texts
-//! they carry stay near [`BATCH_BYTES`]. The texts most recently used are kept in memory
-//! up to [`CACHE_BYTES`], so a name carried by every row is read from the file once.
+//! compared whole) and replaced in the batch by a reference: NUL, `R` and the text's
+//! place, 34 bytes. A shorter value that itself starts with NUL is kept in the row behind
+//! NUL and `E`, so in a sorted batch every value starting with NUL is one of the two and
+//! no input text can pass for a reference. On the way out the references are replaced
+//! by their texts again, in batches cut so that the texts they carry stay near
+//! [`BATCH_BYTES`]. The texts most recently used are kept in memory up to
+//! [`CACHE_BYTES`], so a name carried by every row is read from the file once.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -35,8 +36,11 @@ pub(crate) const LONG_TEXT: usize = 64 << 10;
 /// Bytes of texts kept in memory (the most recently stored or read).
 pub(crate) const CACHE_BYTES: usize = 16 << 20;
 
-/// Bytes of a reference: NUL, the offset and the length as 16 hex digits each.
-const REF_BYTES: usize = 33;
+/// Bytes of a reference: NUL, `R`, the offset and the length as 16 hex digits each.
+const REF_BYTES: usize = 34;
+
+/// Bytes counted for each text in memory beside the text: its entries in the cache.
+const CACHED_OVERHEAD: usize = 64;
 
 /// Stored texts with the same length and ends compared whole, at most: a crafted input
 /// of many texts alike at both ends costs this many comparisons each, then is stored
@@ -46,9 +50,20 @@ const MAX_CANDIDATES: usize = 4;
 /// Bytes at each end of a text that its lookup key hashes.
 const KEY_ENDS: usize = 4096;
 
-/// Whether `value` is kept outside the rows.
-fn stored(value: &[u8]) -> bool {
-    value.len() >= LONG_TEXT || value.first() == Some(&0)
+/// What a value starting with NUL holds in a sorted batch.
+enum Coded {
+    /// A text in the file: (offset, length).
+    Stored(u64, u64),
+    /// An input value that started with NUL, behind NUL and `E`.
+    Escaped,
+}
+
+fn coded(value: &[u8]) -> Option<Coded> {
+    match value {
+        [0, b'E', ..] => Some(Coded::Escaped),
+        [0, b'R', ..] => parse_reference(value).map(|(o, l)| Coded::Stored(o, l)),
+        _ => None,
+    }
 }
 
 /// Whether any value of `strings` is kept outside the rows, from the offsets alone (a
@@ -70,16 +85,16 @@ fn key_of(text: &[u8]) -> (u64, u64) {
 }
 
 fn reference(offset: u64, len: u64) -> String {
-    format!("\0{offset:016x}{len:016x}")
+    format!("\0R{offset:016x}{len:016x}")
 }
 
 /// The (offset, length) of a reference, `None` for any other value.
 fn parse_reference(value: &[u8]) -> Option<(u64, u64)> {
-    if value.len() != REF_BYTES || value[0] != 0 {
+    if value.len() != REF_BYTES || !value.starts_with(b"\0R") {
         return None;
     }
     let hex = |b: &[u8]| u64::from_str_radix(std::str::from_utf8(b).ok()?, 16).ok();
-    Some((hex(&value[1..17])?, hex(&value[17..33])?))
+    Some((hex(&value[2..18])?, hex(&value[18..34])?))
 }
 
 /// The long texts of one sorter, in an anonymous file created on first use.
@@ -89,9 +104,12 @@ pub(crate) struct LongTexts {
     written: u64,
     /// Stored texts by lookup key: their offsets.
     index: FastMap<(u64, u64), Vec<u64>>,
-    /// Texts in memory by offset, most recent last, and their bytes.
-    cache: VecDeque<(u64, Arc<[u8]>)>,
+    /// Texts in memory by offset, the order they came in, and their bytes.
+    cache: FastMap<u64, Arc<[u8]>>,
+    order: VecDeque<u64>,
     cache_bytes: usize,
+    /// Whether any value was changed on the way in (stored or escaped).
+    changed: bool,
 }
 
 impl LongTexts {
@@ -102,14 +120,11 @@ impl LongTexts {
             file: None,
             written: 0,
             index: FastMap::default(),
-            cache: VecDeque::new(),
+            cache: FastMap::default(),
+            order: VecDeque::new(),
             cache_bytes: 0,
+            changed: false,
         }
-    }
-
-    /// Whether any text was stored (else nothing in a sorted batch is a reference).
-    fn is_empty(&self) -> bool {
-        self.written == 0
     }
 
     fn fail(&self, e: std::io::Error) -> Error {
@@ -120,37 +135,42 @@ impl LongTexts {
         )
     }
 
-    fn file(&mut self) -> Result<&mut File> {
+    /// The file, created on first use.
+    fn file(&mut self) -> std::io::Result<&mut File> {
         if self.file.is_none() {
-            let made = match &self.dir {
-                Some(d) => tempfile::tempfile_in(d),
-                None => tempfile::tempfile(),
-            };
-            self.file = Some(made.map_err(|e| self.fail(e))?);
+            self.file = Some(match &self.dir {
+                Some(d) => tempfile::tempfile_in(d)?,
+                None => tempfile::tempfile()?,
+            });
         }
         self.file
             .as_mut()
-            .ok_or_else(|| Error::Usage("internal: no file for long texts".into()))
+            .ok_or_else(|| std::io::Error::other("no file for long texts"))
     }
 
     fn remember(&mut self, offset: u64, text: Arc<[u8]>) {
-        if text.len() > CACHE_BYTES {
+        let cost = text.len() + CACHED_OVERHEAD;
+        if cost > CACHE_BYTES {
             return;
         }
-        self.cache_bytes += text.len();
-        self.cache.push_back((offset, text));
+        if self.cache.insert(offset, text).is_none() {
+            self.cache_bytes += cost;
+            self.order.push_back(offset);
+        }
         while self.cache_bytes > CACHE_BYTES {
-            match self.cache.pop_front() {
-                Some((_, t)) => self.cache_bytes -= t.len(),
-                None => break,
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(t) = self.cache.remove(&old) {
+                self.cache_bytes -= t.len() + CACHED_OVERHEAD;
             }
         }
     }
 
     /// The text at `offset` of `len` bytes, from memory or the file.
     fn text(&mut self, offset: u64, len: u64) -> Result<Arc<[u8]>> {
-        if let Some(i) = self.cache.iter().rposition(|(o, _)| *o == offset) {
-            return Ok(self.cache[i].1.clone());
+        if let Some(t) = self.cache.get(&offset) {
+            return Ok(t.clone());
         }
         let end = offset.checked_add(len).filter(|e| *e <= self.written);
         let n = usize::try_from(len).ok().filter(|_| end.is_some());
@@ -161,13 +181,10 @@ impl LongTexts {
         };
         let mut buf = vec![0u8; n];
         let read = self.file().and_then(|f| {
-            f.seek(SeekFrom::Start(offset))
-                .and_then(|_| f.read_exact(&mut buf))
-                .map_err(|e| Error::Usage(format!("{e}")))
+            f.seek(SeekFrom::Start(offset))?;
+            f.read_exact(&mut buf)
         });
-        if let Err(e) = read {
-            return Err(self.fail(std::io::Error::other(e.to_string())));
-        }
+        read.map_err(|e| self.fail(e))?;
         let text: Arc<[u8]> = buf.into();
         self.remember(offset, text.clone());
         Ok(text)
@@ -192,13 +209,10 @@ impl LongTexts {
             .checked_add(len)
             .ok_or_else(|| Error::Usage("internal: long texts past 2^64 bytes".into()))?;
         let wrote = self.file().and_then(|f| {
-            f.seek(SeekFrom::Start(offset))
-                .and_then(|_| f.write_all(text))
-                .map_err(|e| Error::Usage(format!("{e}")))
+            f.seek(SeekFrom::Start(offset))?;
+            f.write_all(text)
         });
-        if let Err(e) = wrote {
-            return Err(self.fail(std::io::Error::other(e.to_string())));
-        }
+        wrote.map_err(|e| self.fail(e))?;
         self.written = end;
         self.index.entry(key).or_default().push(offset);
         self.remember(offset, Arc::from(text));
@@ -216,10 +230,12 @@ impl LongTexts {
             if !any_stored(strings) {
                 continue;
             }
+            self.changed = true;
             let mut b = StringBuilder::with_capacity(strings.len(), strings.len() * REF_BYTES);
             for v in strings.iter() {
                 match v {
-                    Some(v) if stored(v.as_bytes()) => b.append_value(self.store(v.as_bytes())?),
+                    Some(v) if v.len() >= LONG_TEXT => b.append_value(self.store(v.as_bytes())?),
+                    Some(v) if v.starts_with('\0') => b.append_value(format!("\0E{v}")),
                     other => b.append_option(other),
                 }
             }
@@ -237,7 +253,7 @@ impl LongTexts {
         &mut self,
         batch: RecordBatch,
     ) -> Result<(RecordBatch, Option<RecordBatch>)> {
-        if self.is_empty() {
+        if !self.changed {
             return Ok((batch, None));
         }
         let text_columns: Vec<usize> = (0..batch.num_columns())
@@ -252,10 +268,14 @@ impl LongTexts {
             for &i in &text_columns {
                 let strings = batch.column(i).as_string::<i32>();
                 if strings.is_valid(r) {
-                    if let Some((_, len)) = parse_reference(strings.value(r).as_bytes()) {
-                        any = true;
-                        row_bytes =
-                            row_bytes.saturating_add(usize::try_from(len).unwrap_or(usize::MAX));
+                    match coded(strings.value(r).as_bytes()) {
+                        Some(Coded::Stored(_, len)) => {
+                            any = true;
+                            row_bytes = row_bytes
+                                .saturating_add(usize::try_from(len).unwrap_or(usize::MAX));
+                        }
+                        Some(Coded::Escaped) => any = true,
+                        None => {}
                     }
                 }
             }
@@ -273,23 +293,26 @@ impl LongTexts {
         let mut columns = head.columns().to_vec();
         for &i in &text_columns {
             let strings: &StringArray = head.column(i).as_string::<i32>();
-            if !strings
-                .iter()
-                .flatten()
-                .any(|v| parse_reference(v.as_bytes()).is_some())
-            {
+            if !strings.iter().flatten().any(|v| v.starts_with('\0')) {
                 continue;
             }
             let mut b = StringBuilder::with_capacity(strings.len(), bytes.min(BATCH_BYTES * 2));
             for v in strings.iter() {
-                match v.map(|v| (v, parse_reference(v.as_bytes()))) {
-                    Some((_, Some((offset, len)))) => {
+                match v.map(|v| (v, coded(v.as_bytes()))) {
+                    Some((_, Some(Coded::Stored(offset, len)))) => {
                         let text = self.text(offset, len)?;
                         // Stored texts came from UTF-8 strings, whole.
                         let text = std::str::from_utf8(&text).map_err(|_| {
                             Error::Usage("internal: a long text is not UTF-8".into())
                         })?;
                         b.append_value(text);
+                    }
+                    // What follows NUL and `E` is the rest of a UTF-8 string.
+                    Some((v, Some(Coded::Escaped))) => b.append_value(&v[2..]),
+                    Some((v, None)) if v.starts_with('\0') => {
+                        return Err(Error::Usage(
+                            "internal: a sorted text starts with NUL but is no reference".into(),
+                        ))
                     }
                     Some((v, None)) => b.append_value(v),
                     None => b.append_null(),
@@ -348,8 +371,9 @@ mod tests {
         assert_eq!(e[0], e[3], "equal texts share one place");
         assert_ne!(e[0], e[4], "texts alike at both ends are told apart");
         assert_eq!(e[1].as_deref(), Some("short"));
-        // Stored once each: two long texts, a NUL and the look-alike reference.
-        assert_eq!(store.written as usize, 2 * LONG_TEXT + 1 + REF_BYTES);
+        // Stored once each: the two long texts; the NUL-led ones stay in the rows.
+        assert_eq!(store.written as usize, 2 * LONG_TEXT);
+        assert_eq!(e[5].as_deref(), Some("\0E\0"));
         let (decoded, rest) = store.decode(encoded).unwrap();
         assert!(rest.is_none());
         let want: Vec<Option<String>> = values.iter().map(|v| v.map(str::to_string)).collect();
@@ -360,6 +384,19 @@ mod tests {
         assert_eq!(empty.encode(plain.clone()).unwrap(), plain);
         assert_eq!(empty.decode(plain.clone()).unwrap().0, plain);
         assert!(empty.file.is_none(), "no file without a long text");
+        // Many distinct short NUL-led values: none stored, nothing kept in memory.
+        let many: Vec<String> = (0..10_000).map(|i| format!("\0{i}")).collect();
+        let values: Vec<Option<&str>> = many.iter().map(|s| Some(s.as_str())).collect();
+        let mut store = LongTexts::new(Some(dir.path()));
+        let encoded = store.encode(batch(&values)).unwrap();
+        let (back, rest) = store.decode(encoded).unwrap();
+        assert!(rest.is_none());
+        let want: Vec<Option<String>> = many.iter().cloned().map(Some).collect();
+        assert_eq!(texts(&back), want);
+        assert_eq!(
+            (store.written, store.index.len(), store.cache.len()),
+            (0, 0, 0)
+        );
     }
 
     #[test]

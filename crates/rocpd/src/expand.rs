@@ -58,67 +58,100 @@ fn matches(
     Ok(found)
 }
 
-/// [`matches`] for a pattern with `**`: every path below the pattern's literal leading
-/// directories, each directory read once, matched as the glob crate matches (`*` within a
-/// component, `**` across any number of them, dot files included).
+/// Times one directory is walked through different paths (links) below a `**`, at most:
+/// links that are not loops but lead to the same directories from many places would
+/// otherwise multiply the walk.
+const MAX_VISITS: usize = 8;
+
+/// [`matches`] for a pattern with `**`. The part before the first `**` is expanded by the
+/// glob crate (it has no `**`, so that walk is bounded by the pattern); below each
+/// directory it gives, the rest is matched on a walk that never enters a directory it is
+/// already inside (a link back to it), with the glob crate's rules: `*` within one
+/// component, `**` across any number of them (none included), dot files included, and a
+/// pattern ending in `**` or `/` matching directories only.
 fn deep_matches(
     pattern: &str,
     warnings: &mut Vec<String>,
 ) -> std::result::Result<Vec<PathBuf>, glob::PatternError> {
-    let compiled = glob::Pattern::new(pattern)?;
+    glob::Pattern::new(pattern)?;
+    let sep = std::path::MAIN_SEPARATOR;
+    let at = pattern
+        .match_indices("**")
+        .map(|(i, _)| i)
+        .find(|&i| i == 0 || pattern[..i].ends_with(['/', sep]))
+        .unwrap_or(0);
+    let (head, tail) = pattern.split_at(at);
+    let dirs_only = tail.ends_with("**") || tail.ends_with(['/', sep]);
+    let tail = glob::Pattern::new(tail.trim_end_matches(['/', sep]))?;
     let options = glob::MatchOptions {
         case_sensitive: true,
         require_literal_separator: true,
         require_literal_leading_dot: false,
     };
-    let mut base = PathBuf::new();
-    for c in Path::new(pattern).components() {
-        if has_glob(&c.as_os_str().to_string_lossy()) {
-            break;
-        }
-        base.push(c);
-    }
-    // As in the glob crate, a pattern ending in `**` matches directories only.
-    let dirs_only = pattern.ends_with("**");
+    let bases: Vec<PathBuf> = if head.is_empty() {
+        vec![PathBuf::new()]
+    } else if has_glob(head) {
+        matches(head.trim_end_matches(['/', sep]), warnings)?
+            .into_iter()
+            .filter(|p| p.is_dir())
+            .collect()
+    } else {
+        vec![PathBuf::from(head)]
+    };
     let mut found = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    let mut todo = vec![base];
-    while let Some(dir) = todo.pop() {
-        let read_at = if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir.as_path()
-        };
-        let Ok(real) = std::fs::canonicalize(read_at) else {
-            continue;
-        };
-        if !seen.insert(real) {
-            continue;
-        }
-        let entries = match std::fs::read_dir(read_at) {
-            Ok(e) => e,
-            Err(e) => {
-                warnings.push(format!(
-                    "{}: skipped: cannot read directory ({e}), so {pattern:?} may match more",
-                    read_at.display()
-                ));
+    let mut visits: std::collections::HashMap<PathBuf, usize> = Default::default();
+    for base in bases {
+        // (the path below `base`, the real directories it lies in)
+        let mut todo: Vec<(PathBuf, Vec<PathBuf>)> = vec![(PathBuf::new(), Vec::new())];
+        while let Some((rel, mut inside)) = todo.pop() {
+            let dir = base.join(&rel);
+            let read_at = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir.as_path()
+            };
+            let Ok(real) = std::fs::canonicalize(read_at) else {
+                continue;
+            };
+            if inside.contains(&real) {
                 continue;
             }
-        };
-        let mut names: Vec<OsString> = entries
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name())
-            .collect();
-        names.sort();
-        // Depth first, in name order: pushed in reverse.
-        for name in names.into_iter().rev() {
-            let p = dir.join(&name);
-            let is_dir = p.is_dir();
-            if (is_dir || !dirs_only) && compiled.matches_path_with(&p, options) {
-                found.push(p.clone());
+            let n = visits.entry(real.clone()).or_default();
+            *n += 1;
+            if *n > MAX_VISITS {
+                if *n == MAX_VISITS + 1 {
+                    warnings.push(format!(
+                        "{}: skipped: reached through links more than {MAX_VISITS} times by {pattern:?}",
+                        read_at.display()
+                    ));
+                }
+                continue;
             }
-            if is_dir {
-                todo.push(p);
+            inside.push(real);
+            let entries = match std::fs::read_dir(read_at) {
+                Ok(e) => e,
+                Err(e) => {
+                    warnings.push(format!(
+                        "{}: skipped: cannot read directory ({e}), so {pattern:?} may match more",
+                        read_at.display()
+                    ));
+                    continue;
+                }
+            };
+            let names: Vec<OsString> = entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name())
+                .collect();
+            for name in names {
+                let below = rel.join(&name);
+                let path = base.join(&below);
+                let is_dir = path.is_dir();
+                if (is_dir || !dirs_only) && tail.matches_path_with(&below, options) {
+                    found.push(path);
+                }
+                if is_dir {
+                    todo.push((below, inside.clone()));
+                }
             }
         }
     }
@@ -446,5 +479,26 @@ mod tests {
             .collect();
         assert_eq!(real, want);
         assert!(found.len() <= 4, "{found:?}");
+    }
+
+    /// A link to a directory beside it (`current -> run_5`, no loop) is walked as well as
+    /// the directory itself, as the glob crate does: the pattern may match one spelling
+    /// only.
+    #[cfg(unix)]
+    #[test]
+    fn a_deep_pattern_walks_a_directory_and_a_link_to_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().join("runs");
+        touch(&d.join("run_4/a.db"));
+        touch(&d.join("run_5/b.db"));
+        std::os::unix::fs::symlink("run_5", d.join("current")).unwrap();
+        let pattern = format!("{}/**/run_*/*.db", d.display());
+        let mut warnings = Vec::new();
+        assert_eq!(
+            matches(&pattern, &mut warnings).unwrap(),
+            glob_crate(&pattern)
+        );
+        assert_eq!(matches(&pattern, &mut warnings).unwrap().len(), 2);
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 }

@@ -240,10 +240,15 @@ impl RegionCategories {
                         Vec::new()
                     }
                 } else {
-                    cats.iter()
-                        .filter(|c| matches(c))
-                        .map(|c| region_view(c))
-                        .collect()
+                    // Two categories given may name one view (`KERNELS` and
+                    // `KERNELS_API`): a call counts in it once.
+                    let mut views: Vec<String> = Vec::new();
+                    for v in cats.iter().filter(|c| matches(c)).map(|c| region_view(c)) {
+                        if !views.contains(&v) {
+                            views.push(v);
+                        }
+                    }
+                    views
                 }
             }
         }
@@ -797,6 +802,12 @@ mod tests {
         assert_eq!(
             fixed.views_of("SCRATCH_MEMORY", false),
             vec!["SCRATCH_MEMORY_API".to_string()]
+        );
+        let both = R::from_args(&["KERNELS", "KERNELS_API"]).unwrap();
+        assert_eq!(
+            both.views_of("KERNELS_API", false),
+            vec!["KERNELS_API".to_string()],
+            "counted once"
         );
     }
 
