@@ -63,8 +63,7 @@ pub(crate) struct Limits {
 
 /// The bytes the rows of `batch` occupy (its slice of each buffer, not the buffer), and
 /// the bytes of the buffers it keeps alive. A dictionary column counts its keys' slice
-/// and as much of its dictionary as its rows can use (all of it when it has as many rows
-/// as the dictionary has values, else that share): the name columns are
+/// and the values of its dictionary its rows use: the name columns are
 /// dictionaries built per batch (their distinct names), which every slice of the batch
 /// keeps whole. Counted by keys alone, one name of megabytes on every row let thousands
 /// of one-row batches wait, each with its own copy of it (24 GB for a 7 MiB kernel name
@@ -78,12 +77,11 @@ fn batch_bytes(batch: &RecordBatch) -> (usize, usize) {
         let (c, values, share): (&dyn Array, usize, usize) = match c.as_any_dictionary_opt() {
             Some(d) => {
                 let values = d.values().get_array_memory_size();
-                let used = d.keys().len().min(d.values().len());
-                (
-                    d.keys(),
-                    values,
-                    values.saturating_mul(used) / d.values().len().max(1),
-                )
+                let used = c
+                    .as_dictionary_opt::<arrow_array::types::Int32Type>()
+                    .and_then(used_text_bytes)
+                    .unwrap_or(values);
+                (d.keys(), values, used)
             }
             None => (c.as_ref(), 0, 0),
         };
@@ -95,6 +93,28 @@ fn batch_bytes(batch: &RecordBatch) -> (usize, usize) {
             .saturating_add(values);
     }
     (rows, held)
+}
+
+/// The bytes of the dictionary values `d`'s keys use (each once), when they are text.
+fn used_text_bytes(
+    d: &arrow_array::DictionaryArray<arrow_array::types::Int32Type>,
+) -> Option<usize> {
+    use arrow_array::Array;
+    let values = d.values().as_string_opt::<i32>()?;
+    let mut seen = vec![false; values.len()];
+    let mut bytes = 0usize;
+    for k in d.keys().iter().flatten() {
+        let Some(k) = usize::try_from(k).ok().filter(|k| *k < values.len()) else {
+            continue;
+        };
+        if !seen[k] {
+            seen[k] = true;
+            // The text and its offset.
+            let len = usize::try_from(values.value_length(k)).unwrap_or(0);
+            bytes = bytes.saturating_add(len + 4);
+        }
+    }
+    Some(bytes)
 }
 
 /// `a` with a dictionary of only the values its keys use, when it is a dictionary of
@@ -516,5 +536,22 @@ mod tests {
         let (small, counted) = compact(wide.slice(8, 4)).unwrap();
         assert!(counted < 64 << 10, "{counted}");
         assert_eq!(small.column(0).as_any_dictionary().values().len(), 4);
+        // A partition taken out of a batch (every 64th row of 300 names repeating): it
+        // counts the names it uses, not the batch's dictionary.
+        let mut b = StringDictionaryBuilder::<Int32Type>::new();
+        for i in 0..8192 {
+            b.append_value(format!("{:>2048}", i % 300));
+        }
+        let names =
+            RecordBatch::try_from_iter([("name", Arc::new(b.finish()) as arrow_array::ArrayRef)])
+                .unwrap();
+        let rows = arrow_array::UInt32Array::from_iter_values((0..8192).step_by(64));
+        let part = arrow_select::take::take_record_batch(&names, &rows).unwrap();
+        let (rows, held) = batch_bytes(&part);
+        assert!(rows < 128 * 2100, "{rows}: more than the part's 128 names");
+        assert!(held > 300 * 2048, "{held}: the batch's dictionary is kept");
+        let (own, counted) = compact(part).unwrap();
+        assert!(counted <= rows);
+        assert!(own.column(0).as_any_dictionary().values().len() <= 128);
     }
 }
