@@ -30,10 +30,9 @@ pub(crate) fn has_glob(s: &str) -> bool {
 /// The paths `pattern` matches, sorted; a directory that cannot be read is named in
 /// `warnings` (a match left out without a word was a rank lost silently).
 ///
-/// A pattern with `**` is matched on a walk of the directory before its first wildcard
-/// that reads each directory once: the glob crate follows links back to a directory it is
-/// in, and two `a -> .` links made its walk endless (2^40 paths before the system's
-/// link limit), with memory growing.
+/// A pattern with `**` goes through [`deep_matches`]: the glob crate follows links back
+/// to a directory it is in, and two `a -> .` links made its walk endless (2^40 paths
+/// before the system's link limit), with memory growing.
 fn matches(
     pattern: &str,
     warnings: &mut Vec<String>,
