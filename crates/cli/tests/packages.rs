@@ -234,12 +234,16 @@ fn a_wildcard_entry_in_a_directory_not_named_in_utf8_says_why() {
     let pkg = tmp.path().join(std::ffi::OsStr::from_bytes(b"p\xff.rpdb"));
     let dbs = databases(&pkg, 45);
     let index = pkg.join("index.yaml");
+    // The index's path is not UTF-8: passed as it is.
+    let info = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"))
+            .args(["info", "-i"])
+            .arg(&index)
+            .output()
+            .unwrap()
+    };
     std::fs::write(&index, "rocprofiler-sdk:\n  rocpd:\n    files: ['*.db']\n").unwrap();
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"))
-        .args(["info", "-i"])
-        .arg(&index)
-        .output()
-        .unwrap();
+    let o = info();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("line 3"), "{}", stderr(&o));
     assert!(
@@ -249,11 +253,7 @@ fn a_wildcard_entry_in_a_directory_not_named_in_utf8_says_why() {
     );
     let listed: Vec<String> = dbs.iter().map(|p| file_name(p)).collect();
     std::fs::write(&index, amd_index(&listed)).unwrap();
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocpd"))
-        .args(["info", "-i"])
-        .arg(&index)
-        .output()
-        .unwrap();
+    let o = info();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 

@@ -118,17 +118,14 @@ fn used_text_bytes(
 }
 
 /// `a` with a dictionary of only the values its keys use, when it is a dictionary of
-/// strings (a slice of a batch keeps the batch's whole dictionary otherwise).
-fn own_dictionary(a: &arrow_array::ArrayRef) -> arrow_array::ArrayRef {
+/// strings (a slice of a batch keeps the batch's whole dictionary otherwise); `None` for
+/// any other array.
+fn own_dictionary(a: &arrow_array::ArrayRef) -> Option<arrow_array::ArrayRef> {
     use arrow_array::builder::StringDictionaryBuilder;
     use arrow_array::types::Int32Type;
     use arrow_array::Array;
-    let Some(d) = a.as_dictionary_opt::<Int32Type>() else {
-        return a.clone();
-    };
-    let Some(values) = d.values().as_string_opt::<i32>() else {
-        return a.clone();
-    };
+    let d = a.as_dictionary_opt::<Int32Type>()?;
+    let values = d.values().as_string_opt::<i32>()?;
     let mut b = StringDictionaryBuilder::<Int32Type>::with_capacity(d.len(), 16, 1024);
     for k in d.keys().iter() {
         match k.and_then(|k| usize::try_from(k).ok()) {
@@ -136,7 +133,7 @@ fn own_dictionary(a: &arrow_array::ArrayRef) -> arrow_array::ArrayRef {
             _ => b.append_null(),
         }
     }
-    std::sync::Arc::new(b.finish())
+    Some(std::sync::Arc::new(b.finish()))
 }
 
 /// `batch` in buffers of its own when it is a small slice of larger ones (a chunk's
@@ -147,10 +144,17 @@ fn compact(batch: RecordBatch) -> Result<(RecordBatch, usize)> {
     if held <= 2 * rows + (64 << 10) {
         return Ok((batch, rows));
     }
+    // Dictionaries of strings are rebuilt from the slice's keys; the rest copied.
     let all = arrow_array::UInt32Array::from_iter_values(0..batch.num_rows() as u32);
-    let taken = arrow_select::take::take_record_batch(&batch, &all)?;
-    let columns = taken.columns().iter().map(own_dictionary).collect();
-    let own = RecordBatch::try_new(taken.schema(), columns)?;
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|c| match own_dictionary(c) {
+            Some(own) => Ok(own),
+            None => arrow_select::take::take(c, &all, None),
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let own = RecordBatch::try_new(batch.schema(), columns)?;
     let (rows, _) = batch_bytes(&own);
     Ok((own, rows))
 }

@@ -66,9 +66,9 @@ fn coded(value: &[u8]) -> Option<Coded> {
     }
 }
 
-/// Whether any value of `strings` is kept outside the rows, from the offsets alone (a
-/// null slot with bytes may say yes; the rebuild then keeps it null).
-fn any_stored(strings: &StringArray) -> bool {
+/// Whether any value of `strings` is changed on the way in (stored or escaped), from
+/// the offsets alone (a null slot with bytes may say yes; the rebuild keeps it null).
+fn any_changed(strings: &StringArray) -> bool {
     let data = strings.value_data();
     strings.value_offsets().windows(2).any(|w| {
         let (a, b) = (w[0].max(0) as usize, w[1].max(0) as usize);
@@ -227,7 +227,7 @@ impl LongTexts {
                 continue;
             }
             let strings = column.as_string::<i32>();
-            if !any_stored(strings) {
+            if !any_changed(strings) {
                 continue;
             }
             self.changed = true;
@@ -263,7 +263,7 @@ impl LongTexts {
         let mut rows = batch.num_rows();
         let mut bytes = 0usize;
         let mut any = false;
-        'rows: for r in 0..batch.num_rows() {
+        for r in 0..batch.num_rows() {
             let mut row_bytes = 0usize;
             for &i in &text_columns {
                 let strings = batch.column(i).as_string::<i32>();
@@ -281,7 +281,7 @@ impl LongTexts {
             }
             if r > 0 && bytes.saturating_add(row_bytes) > BATCH_BYTES {
                 rows = r;
-                break 'rows;
+                break;
             }
             bytes = bytes.saturating_add(row_bytes);
         }

@@ -379,7 +379,11 @@ impl<'w> Render<'w> {
                 w[k] = w[k].max(width(cell));
             }
         }
-        let head: Vec<String> = self.columns.iter().map(|c| escape_controls(c)).collect();
+        let head: Vec<String> = self
+            .columns
+            .iter()
+            .map(|c| crate::printable(c).into_owned())
+            .collect();
         // Headers line up with their column's values.
         self.console_line(&head, &w)?;
         let rule: Vec<String> = w.iter().map(|&n| "-".repeat(n)).collect();
@@ -458,7 +462,7 @@ fn text(v: &SqlValue<'_>) -> String {
 fn shown(v: &SqlValue<'_>) -> String {
     match v {
         SqlValue::Null => "NULL".into(),
-        v => escape_controls(&text(v)),
+        v => crate::printable(&text(v)).into_owned(),
     }
 }
 
@@ -470,10 +474,6 @@ fn clip(s: String) -> String {
     let mut t: String = s.chars().take(CONSOLE_CELL - 1).collect();
     t.push('…');
     t
-}
-
-fn escape_controls(s: &str) -> String {
-    crate::printable(s).into_owned()
 }
 
 fn width(s: &str) -> usize {
