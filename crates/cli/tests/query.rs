@@ -217,6 +217,10 @@ fn every_kind_of_write_is_refused_and_nothing_is_written() {
         (attach.as_str(), "ATTACH"),
         ("PRAGMA user_version = 3", "PRAGMA user_version = 3"),
         ("PRAGMA query_only = 0", "PRAGMA query_only = 0"),
+        (
+            "SELECT load_extension('/no/such/extension')",
+            "not authorized: SQLite extensions are not loaded",
+        ),
     ] {
         let e = failed(&query(&ins, tmp.path(), &["--query", sql]));
         assert!(e.contains(what) && e.contains("read-only"), "{sql}: {e}");
@@ -464,6 +468,39 @@ fn a_closed_pipe_ends_the_query_quietly_and_a_full_stdout_is_an_error() {
         let e = failed(&o);
         assert!(e.starts_with("rocpd: error: stdout: "), "{e}");
     }
+}
+
+#[test]
+fn a_query_failing_on_a_later_row_writes_nothing_to_stdout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ins = generate(&tmp.path().join("in"), 88, 1, 2);
+    // SQLite finds the overflow only at the last row; every row before it has been
+    // rendered by then (about 9 MB of CSV: past what is held in memory).
+    let rows = |last: &str| {
+        format!(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 600000) \
+             SELECT x, abs(CASE WHEN x < 600000 THEN x ELSE {last} END) AS y FROM c"
+        )
+    };
+    let failing = rows("-9223372036854775808");
+    for format in ["csv", "console", "json", "md"] {
+        let o = query(&ins, tmp.path(), &["--query", &failing, "--format", format]);
+        let e = failed(&o);
+        assert!(e.contains("integer overflow"), "{format}: {e}");
+        assert!(o.stdout.is_empty(), "{format}: {} bytes", o.stdout.len());
+    }
+    // The same rows without the overflow are given whole, in order.
+    let text = ok(&query(
+        &ins,
+        tmp.path(),
+        &["--query", &rows("-1"), "--format", "csv"],
+    ));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 600_001);
+    assert_eq!(
+        (lines[0], lines[1], lines[600_000]),
+        ("x,y", "1,1", "600000,1")
+    );
 }
 
 #[test]

@@ -6,7 +6,13 @@
 //! the ordinary stream, stages and merged-RocPD sink when a filter or a window is given,
 //! so the window means exactly what it means for every other output. That database is
 //! then opened read-only (`rocpd_db::ReadOnlySql`): a script runs first (it may create
-//! TEMP views), then the query, whose rows are rendered one at a time as they come.
+//! TEMP views), then the query, whose rows are rendered one at a time as SQLite gives them.
+//!
+//! A result is given whole or not at all: a query can fail on a later row (an integer
+//! overflow, malformed JSON in `json_extract`), and what a pipe was given cannot be taken
+//! back. Rows for a writer are therefore held ([`Spool`]: in memory, then in an anonymous
+//! file in the query's temporary directory) until the query has run to its end; rows for a
+//! file go to a partial file renamed at the end.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -104,12 +110,13 @@ pub fn query_output_path(dir: &Path, name: &str, format: QueryFormat) -> Result<
 /// The temporary merged database a query reads, removed when dropped.
 struct Scratch {
     sql: ReadOnlySql,
-    _dir: tempfile::TempDir,
+    /// Holds the merged database, and the result while it is held.
+    dir: tempfile::TempDir,
     _registered: Registered,
 }
 
 impl Inputs {
-    /// Runs `query` and writes its result to `out`, row by row; returns the columns and
+    /// Runs `query` and writes its result to `out`; returns the columns and
     /// the number of rows. Nothing is written when the result is empty.
     ///
     /// ```
@@ -133,10 +140,22 @@ impl Inputs {
     /// assert!(text.starts_with("n,calls\n") && text.ends_with(&format!(",{kernels}\n")));
     /// # Ok(()) }
     /// ```
+    ///
+    /// `out` is given the whole result or nothing: the rows are held until the query has
+    /// run to its end (in memory up to a few MiB, then in a temporary file), so a query
+    /// that fails on a later row leaves `out` untouched.
     pub fn query(&mut self, query: &Query, out: &mut dyn Write) -> Result<QueryResult> {
         let scratch = self.scratch(query)?;
+        let mut spool = Spool::new(scratch.dir.path());
+        let held = |e: std::io::Error| {
+            Error::output(
+                scratch.dir.path(),
+                format!("cannot hold the query's result in a temporary file: {e}"),
+            )
+        };
+        let mut result = run(&scratch.sql, query, &mut spool, &held)?;
         let io = |e: std::io::Error| Error::output("(query output)", format!("write failed: {e}"));
-        let mut result = run(&scratch.sql, query, out, &io)?;
+        spool.copy_to(out, &held, &io)?;
         result.notes = self.input_notes("the query");
         Ok(result)
     }
@@ -219,9 +238,83 @@ impl Inputs {
         }
         Ok(Scratch {
             sql,
-            _dir: dir,
+            dir,
             _registered: registered,
         })
+    }
+}
+
+/// Bytes of a result held in memory before the rest goes to a file.
+const SPOOL_MEMORY: usize = 4 << 20;
+
+/// A query's rendered result, held until the query has succeeded: in memory up to
+/// [`SPOOL_MEMORY`], then in an anonymous file (removed by the system when closed) in the
+/// query's private temporary directory, so memory does not grow with the result.
+struct Spool<'d> {
+    dir: &'d Path,
+    memory: Vec<u8>,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl<'d> Spool<'d> {
+    fn new(dir: &'d Path) -> Self {
+        Spool {
+            dir,
+            memory: Vec::new(),
+            file: None,
+        }
+    }
+
+    /// Gives `out` everything held, then flushes it. `held` maps an error reading the
+    /// held result back, `io` an error writing `out`.
+    fn copy_to(
+        self,
+        out: &mut dyn Write,
+        held: &dyn Fn(std::io::Error) -> Error,
+        io: &dyn Fn(std::io::Error) -> Error,
+    ) -> Result<()> {
+        use std::io::{Read, Seek};
+        if let Some(file) = self.file {
+            let mut file = file.into_inner().map_err(|e| held(e.into_error()))?;
+            file.rewind().map_err(held)?;
+            let mut buf = vec![0u8; 256 << 10];
+            loop {
+                let n = match file.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(held(e)),
+                };
+                out.write_all(&buf[..n]).map_err(io)?;
+            }
+        } else {
+            out.write_all(&self.memory).map_err(io)?;
+        }
+        out.flush().map_err(io)
+    }
+}
+
+impl Write for Spool<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.file.is_none() && self.memory.len() + bytes.len() > SPOOL_MEMORY {
+            let mut file =
+                std::io::BufWriter::with_capacity(256 << 10, tempfile::tempfile_in(self.dir)?);
+            file.write_all(&self.memory)?;
+            self.memory = Vec::new();
+            self.file = Some(file);
+        }
+        match &mut self.file {
+            Some(file) => file.write(bytes),
+            None => {
+                self.memory.extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+        }
+    }
+
+    /// Holding is not giving: a flush of the rows waits for [`Spool::copy_to`].
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
