@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+mod append_file;
 mod chunk;
 pub mod cleanup;
 mod decode;
@@ -34,6 +35,7 @@ mod report;
 mod sort;
 mod source;
 
+pub use append_file::AppendFile;
 pub use chunk::{Chunk, TimeOrder};
 pub use decode::{decode_parallel, Numbered, QueueLimits};
 pub use driver::{run, Message, Progress, RunOptions, Sink, Stage};

@@ -17,10 +17,8 @@
 //! [`CACHE_BYTES`], so a name carried by every row is read from the file once.
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::hash::Hasher;
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::builder::StringBuilder;
@@ -29,6 +27,8 @@ use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow_schema::DataType;
 use rocpd_model::hash::{FastHasher, FastMap};
 use rocpd_model::{Error, Result, BATCH_BYTES};
+
+use crate::append_file::AppendFile;
 
 /// Values of this many bytes or more are kept once, outside the sorted rows.
 pub(crate) const LONG_TEXT: usize = 64 << 10;
@@ -99,9 +99,7 @@ fn parse_reference(value: &[u8]) -> Option<(u64, u64)> {
 
 /// The long texts of one sorter, in an anonymous file created on first use.
 pub(crate) struct LongTexts {
-    dir: Option<PathBuf>,
-    file: Option<File>,
-    written: u64,
+    file: AppendFile,
     /// Stored texts by lookup key: their offsets.
     index: FastMap<(u64, u64), Vec<u64>>,
     /// Texts in memory by offset, the order they came in, and their bytes.
@@ -116,36 +114,13 @@ impl LongTexts {
     /// A store whose file goes to `dir` (`None`: the system's temporary directory).
     pub(crate) fn new(dir: Option<&Path>) -> Self {
         LongTexts {
-            dir: dir.map(Path::to_path_buf),
-            file: None,
-            written: 0,
+            file: AppendFile::new(dir, "long texts of a sort"),
             index: FastMap::default(),
             cache: FastMap::default(),
             order: VecDeque::new(),
             cache_bytes: 0,
             changed: false,
         }
-    }
-
-    fn fail(&self, e: std::io::Error) -> Error {
-        let dir = self.dir.clone().unwrap_or_else(std::env::temp_dir);
-        Error::output(
-            dir,
-            format!("cannot keep long texts of a sort in a temporary file: {e}"),
-        )
-    }
-
-    /// The file, created on first use.
-    fn file(&mut self) -> std::io::Result<&mut File> {
-        if self.file.is_none() {
-            self.file = Some(match &self.dir {
-                Some(d) => tempfile::tempfile_in(d)?,
-                None => tempfile::tempfile()?,
-            });
-        }
-        self.file
-            .as_mut()
-            .ok_or_else(|| std::io::Error::other("no file for long texts"))
     }
 
     fn remember(&mut self, offset: u64, text: Arc<[u8]>) {
@@ -172,20 +147,7 @@ impl LongTexts {
         if let Some(t) = self.cache.get(&offset) {
             return Ok(t.clone());
         }
-        let end = offset.checked_add(len).filter(|e| *e <= self.written);
-        let n = usize::try_from(len).ok().filter(|_| end.is_some());
-        let Some(n) = n else {
-            return Err(Error::Usage(
-                "internal: a long text reference past its file".into(),
-            ));
-        };
-        let mut buf = vec![0u8; n];
-        let read = self.file().and_then(|f| {
-            f.seek(SeekFrom::Start(offset))?;
-            f.read_exact(&mut buf)
-        });
-        read.map_err(|e| self.fail(e))?;
-        let text: Arc<[u8]> = buf.into();
+        let text: Arc<[u8]> = self.file.read(offset, len)?.into();
         self.remember(offset, text.clone());
         Ok(text)
     }
@@ -204,16 +166,7 @@ impl LongTexts {
                 return Ok(reference(offset, len));
             }
         }
-        let offset = self.written;
-        let end = offset
-            .checked_add(len)
-            .ok_or_else(|| Error::Usage("internal: long texts past 2^64 bytes".into()))?;
-        let wrote = self.file().and_then(|f| {
-            f.seek(SeekFrom::Start(offset))?;
-            f.write_all(text)
-        });
-        wrote.map_err(|e| self.fail(e))?;
-        self.written = end;
+        let offset = self.file.append(text)?;
         self.index.entry(key).or_default().push(offset);
         self.remember(offset, Arc::from(text));
         Ok(reference(offset, len))
@@ -372,7 +325,7 @@ mod tests {
         assert_ne!(e[0], e[4], "texts alike at both ends are told apart");
         assert_eq!(e[1].as_deref(), Some("short"));
         // Stored once each: the two long texts; the NUL-led ones stay in the rows.
-        assert_eq!(store.written as usize, 2 * LONG_TEXT);
+        assert_eq!(store.file.len() as usize, 2 * LONG_TEXT);
         assert_eq!(e[5].as_deref(), Some("\0E\0"));
         let (decoded, rest) = store.decode(encoded).unwrap();
         assert!(rest.is_none());
@@ -383,7 +336,7 @@ mod tests {
         let plain = batch(&[Some("a"), None]);
         assert_eq!(empty.encode(plain.clone()).unwrap(), plain);
         assert_eq!(empty.decode(plain.clone()).unwrap().0, plain);
-        assert!(empty.file.is_none(), "no file without a long text");
+        assert!(empty.file.is_empty(), "no file without a long text");
         // Many distinct short NUL-led values: none stored, nothing kept in memory.
         let many: Vec<String> = (0..10_000).map(|i| format!("\0{i}")).collect();
         let values: Vec<Option<&str>> = many.iter().map(|s| Some(s.as_str())).collect();
@@ -394,7 +347,7 @@ mod tests {
         let want: Vec<Option<String>> = many.iter().cloned().map(Some).collect();
         assert_eq!(texts(&back), want);
         assert_eq!(
-            (store.written, store.index.len(), store.cache.len()),
+            (store.file.len(), store.index.len(), store.cache.len()),
             (0, 0, 0)
         );
     }

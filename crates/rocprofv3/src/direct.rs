@@ -74,7 +74,7 @@ use rocpd_model::{
     Process, Projection, Queue, Result, SourceInfo, Table, Thread,
 };
 use rocpd_pipeline::{
-    BatchStream, PreparedStream, RunSorter, SortOptions, SortedRuns, Source, StageDrop,
+    AppendFile, BatchStream, PreparedStream, RunSorter, SortOptions, SortedRuns, Source, StageDrop,
     StreamOptions,
 };
 
@@ -3268,35 +3268,18 @@ impl Slot for TextRef {
 /// Pages of text references (6 KiB each) a stream keeps in memory per text table.
 const TEXT_PAGES_IN_MEMORY: usize = 128;
 
-/// Bytes of texts a [`TextSpill`] gathers before it writes them.
-const SPILL_PENDING: usize = 256 << 10;
-
-/// The texts a [`TextTable`] does not keep in memory (and the held records of [`Held`]):
-/// each one put is appended to an anonymous temporary file (gone with the stream, by a
-/// signal too) and read back by its place. A text table's texts all come from the input,
-/// so its file is smaller than the input.
+/// The texts a [`TextTable`] does not keep in memory (and the held records of [`Held`]),
+/// in an [`AppendFile`] and read back by their [`TextRef`]. A text table's texts all come
+/// from the input, so its file is smaller than the input.
 struct TextSpill {
-    file: Option<std::fs::File>,
-    /// Bytes in the file.
-    written: u64,
-    /// Bytes put since, not yet written: a text lies whole in one or the other.
-    pending: Vec<u8>,
+    file: AppendFile,
 }
 
 impl TextSpill {
     fn new() -> Self {
         TextSpill {
-            file: None,
-            written: 0,
-            pending: Vec::new(),
+            file: AppendFile::new(None, "texts"),
         }
-    }
-
-    fn fail(e: std::io::Error) -> Error {
-        Error::output(
-            std::env::temp_dir(),
-            format!("cannot keep texts in a temporary file: {e}"),
-        )
     }
 
     fn append(&mut self, text: &str) -> Result<TextRef> {
@@ -3304,57 +3287,19 @@ impl TextSpill {
             .ok()
             .filter(|&l| l != IN_MEMORY)
             .ok_or_else(|| Error::Usage("internal: a text of 4 GiB or more".into()))?;
-        let offset = self
-            .written
-            .checked_add(self.pending.len() as u64)
+        // Places count from 1: a zero `at` is no text.
+        let at = self
+            .file
+            .append(text.as_bytes())?
+            .checked_add(1)
             .ok_or_else(|| Error::Usage("internal: text file offset".into()))?;
-        self.pending.extend_from_slice(text.as_bytes());
-        if self.pending.len() >= SPILL_PENDING {
-            self.flush()?;
-        }
-        Ok(TextRef {
-            at: offset + 1,
-            len,
-        })
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        use std::os::unix::fs::FileExt;
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        if self.file.is_none() {
-            self.file = Some(tempfile::tempfile().map_err(Self::fail)?);
-        }
-        let file = self.file.as_ref().expect("created above");
-        file.write_all_at(&self.pending, self.written)
-            .map_err(Self::fail)?;
-        self.written += self.pending.len() as u64;
-        self.pending.clear();
-        Ok(())
+        Ok(TextRef { at, len })
     }
 
     fn read(&self, r: TextRef) -> Result<String> {
-        use std::os::unix::fs::FileExt;
         let bad = || Error::Usage("internal: a text reference past the texts kept".into());
         let offset = r.at.checked_sub(1).ok_or_else(bad)?;
-        let len = r.len as usize;
-        let bytes = if offset >= self.written {
-            let from = usize::try_from(offset - self.written).map_err(|_| bad())?;
-            self.pending
-                .get(from..from.checked_add(len).ok_or_else(bad)?)
-                .ok_or_else(bad)?
-                .to_vec()
-        } else {
-            let mut buf = vec![0; len];
-            self.file
-                .as_ref()
-                .ok_or_else(bad)?
-                .read_exact_at(&mut buf, offset)
-                .map_err(Self::fail)?;
-            buf
-        };
-        String::from_utf8(bytes).map_err(|_| bad())
+        String::from_utf8(self.file.read(offset, u64::from(r.len))?).map_err(|_| bad())
     }
 }
 
@@ -4456,12 +4401,9 @@ mod tests {
         }
         t.put(Texts::External, 3, "").unwrap();
         assert_eq!(t.distinct.len(), 100);
-        assert!(
-            t.spill.written > SPILL_PENDING as u64,
-            "{}",
-            t.spill.written
-        );
-        assert!(!t.spill.pending.is_empty());
+        let file = &t.spill.file;
+        assert!(file.on_disk() > 0);
+        assert!(file.len() > file.on_disk());
         for i in (0..n).rev() {
             assert_eq!(t.get(Texts::Marker, i).unwrap(), Some(text(i)), "{i}");
         }
