@@ -209,6 +209,10 @@ impl ReadOnlySql {
     fn explain(&self, e: rusqlite::Error) -> String {
         match self.watch().refused.take() {
             Some(what) => format!("{what} is refused: {READ_ONLY_RULE}"),
+            // SQLite's own word when extension loading is off, which it always is here.
+            None if e.to_string() == "not authorized" => {
+                format!("not authorized: SQLite extensions are not loaded; {READ_ONLY_RULE}")
+            }
             None => e.to_string(),
         }
     }

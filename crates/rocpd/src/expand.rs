@@ -95,7 +95,14 @@ fn deep_matches(
             .filter(|p| p.is_dir())
             .collect()
     } else {
-        vec![PathBuf::from(head)]
+        // A literal part naming a file or nothing has nothing below it, and the glob
+        // crate says nothing of it either.
+        let base = PathBuf::from(head);
+        if base.is_dir() {
+            vec![base]
+        } else {
+            Vec::new()
+        }
     };
     let mut found = Vec::new();
     let mut visits: std::collections::HashMap<PathBuf, usize> = Default::default();
@@ -442,6 +449,11 @@ mod tests {
             "x/**/*.db",
             "**/y/*",
             "*/**/*.db",
+            // Literal parts naming a file or nothing: no match and no warning.
+            "a.db/**",
+            "a.db/**/*.db",
+            "missing/**/*.db",
+            "*.db/**",
         ] {
             let pattern = format!("{base}/{p}");
             let mut warnings = Vec::new();

@@ -5,6 +5,11 @@
 //! block scalars, flow mappings, multi-line strings, mappings inside list items, tabs in
 //! indentation, ...) is refused with the line it is on, never guessed at.
 
+/// Values (lines and flow list items) a document may hold: an index lists file names,
+/// and each value costs about 150 bytes parsed, so a crafted document of short lines
+/// would cost 100 times its size (400 MB at the 4 MiB an index may have).
+pub(crate) const MAX_VALUES: usize = 1 << 18;
+
 /// A parsed value and the line (1-based) it starts on.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Node {
@@ -59,6 +64,7 @@ enum Kind {
 pub(crate) fn parse(text: &str) -> Result<Node, YamlError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut records = Vec::new();
+    let mut values = 0;
     for (i, raw) in text.split('\n').enumerate() {
         let line = i + 1;
         let raw = raw.strip_suffix('\r').unwrap_or(raw);
@@ -71,7 +77,8 @@ pub(crate) fn parse(text: &str) -> Result<Node, YamlError> {
             return err(line, "a tab in the indentation (YAML indents with spaces)");
         }
         if content == "---" || content.starts_with("--- ") {
-            if records.is_empty() && inline(content[3..].trim_start(), line)?.is_none() {
+            if records.is_empty() && inline(content[3..].trim_start(), line, &mut values)?.is_none()
+            {
                 continue;
             }
             return err(
@@ -93,11 +100,12 @@ pub(crate) fn parse(text: &str) -> Result<Node, YamlError> {
                     "a list inside a list item on one line is not supported",
                 );
             }
-            Kind::Item(inline(rest, line)?)
+            Kind::Item(inline(rest, line, &mut values)?)
         } else {
             let (key, rest) = key(content, line)?;
-            Kind::Entry(key, inline(rest, line)?)
+            Kind::Entry(key, inline(rest, line, &mut values)?)
         };
+        count(&mut values, line)?;
         records.push(Record { line, indent, kind });
     }
     if records.is_empty() {
@@ -242,8 +250,20 @@ fn key(content: &str, line: usize) -> Result<(String, &str), YamlError> {
     )
 }
 
+/// Counts one value more against [`MAX_VALUES`].
+fn count(values: &mut usize, line: usize) -> Result<(), YamlError> {
+    *values += 1;
+    if *values > MAX_VALUES {
+        return err(
+            line,
+            format!("more than {MAX_VALUES} values; a package index lists file names"),
+        );
+    }
+    Ok(())
+}
+
 /// The value after `key:` or `-` on the same line; `None` when there is none.
-fn inline(s: &str, line: usize) -> Result<Option<Value>, YamlError> {
+fn inline(s: &str, line: usize, values: &mut usize) -> Result<Option<Value>, YamlError> {
     let s = s.trim_start_matches([' ', '\t']);
     let Some(c) = s.chars().next() else {
         return Ok(None);
@@ -255,7 +275,7 @@ fn inline(s: &str, line: usize) -> Result<Option<Value>, YamlError> {
             end_of_line(rest, line)?;
             Ok(Some(Value::Scalar(v)))
         }
-        '[' => flow_list(s, line).map(Some),
+        '[' => flow_list(s, line, values).map(Some),
         '{' => err(line, "flow mappings (`{...}`) are not supported"),
         '&' | '*' => err(line, "anchors and aliases (`&`, `*`) are not supported"),
         '!' => err(line, "tags (`!...`) are not supported"),
@@ -374,7 +394,7 @@ fn quoted(s: &str, line: usize) -> Result<(String, &str), YamlError> {
 }
 
 /// A one-line flow list `[a, 'b', "c"]` at the start of `s`.
-fn flow_list(s: &str, line: usize) -> Result<Value, YamlError> {
+fn flow_list(s: &str, line: usize, values: &mut usize) -> Result<Value, YamlError> {
     let mut items = Vec::new();
     let mut rest = &s[1..];
     let unterminated = || err(line, "a flow list (`[...]`) must end on its line");
@@ -412,6 +432,7 @@ fn flow_list(s: &str, line: usize) -> Result<Value, YamlError> {
                 v.to_string()
             }
         };
+        count(values, line)?;
         items.push(Node {
             line,
             value: Value::Scalar(value),
@@ -444,6 +465,31 @@ mod tests {
             Value::Map(m) => &m.iter().find(|(k, _)| k == key).expect(key).1,
             v => panic!("not a map: {v:?}"),
         }
+    }
+
+    /// A document of many short values is refused at the value past the bound, in block
+    /// lists and in flow lists alike; one at the bound is read.
+    #[test]
+    fn values_past_the_bound_are_refused_at_their_line() {
+        let block = |n: usize| format!("files:\n{}", "- a\n".repeat(n));
+        // The key's line is a value too.
+        let n = parse(&block(MAX_VALUES - 1)).unwrap();
+        assert!(matches!(&get(&n, "files").value, Value::List(l) if l.len() == MAX_VALUES - 1));
+        let e = parse(&block(MAX_VALUES)).unwrap_err();
+        assert_eq!(e.line, MAX_VALUES + 1);
+        assert!(
+            e.message.contains("more than 262144 values"),
+            "{}",
+            e.message
+        );
+        let flow = format!("a: x\nfiles: [{}a]\n", "a,".repeat(MAX_VALUES));
+        let e = parse(&flow).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(
+            e.message.contains("more than 262144 values"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
