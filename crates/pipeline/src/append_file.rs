@@ -69,6 +69,12 @@ impl AppendFile {
         offset
             .checked_add(bytes.len() as u64)
             .ok_or_else(|| Error::Usage(format!("internal: {} past 2^64 bytes", self.what)))?;
+        if bytes.len() >= PENDING_BYTES {
+            // A block on its own is written as it is, not copied to wait first.
+            self.flush()?;
+            self.write(bytes)?;
+            return Ok(offset);
+        }
         self.pending.extend_from_slice(bytes);
         if self.pending.len() >= PENDING_BYTES {
             self.flush()?;
@@ -81,6 +87,17 @@ impl AppendFile {
         if self.pending.is_empty() {
             return Ok(());
         }
+        let pending = std::mem::take(&mut self.pending);
+        self.write(&pending)?;
+        // The buffer is kept for the next block (at most twice the block: one append
+        // below the block's size on top of an almost full one).
+        self.pending = pending;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Writes `bytes` at the end of the file, creating it first if need be.
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
         if self.file.is_none() {
             let created = match &self.dir {
                 Some(d) => tempfile::tempfile_in(d),
@@ -89,11 +106,10 @@ impl AppendFile {
             self.file = Some(created.map_err(|e| self.fail(e))?);
         }
         if let Some(file) = &self.file {
-            file.write_all_at(&self.pending, self.written)
+            file.write_all_at(bytes, self.written)
                 .map_err(|e| self.fail(e))?;
         }
-        self.written += self.pending.len() as u64;
-        self.pending.clear();
+        self.written += bytes.len() as u64;
         Ok(())
     }
 
@@ -130,10 +146,15 @@ mod tests {
         assert_eq!(f.append(b"abc").unwrap(), 0);
         assert_eq!(f.read(1, 2).unwrap(), b"bc");
         assert_eq!(f.on_disk(), 0);
-        // A block past the pending bound is written, with what waited before it.
+        // A block of the pending bound or more is written at once, after what waited
+        // before it.
         let big = vec![7u8; PENDING_BYTES];
         assert_eq!(f.append(&big).unwrap(), 3);
         assert_eq!(f.on_disk(), 3 + PENDING_BYTES as u64);
+        assert!(
+            f.pending.capacity() < PENDING_BYTES,
+            "the block was not copied"
+        );
         assert_eq!(f.append(b"tail").unwrap(), f.on_disk());
         assert_eq!(f.read(0, 4).unwrap(), [b'a', b'b', b'c', 7]);
         // The last byte of the file and the first still pending, in one read.

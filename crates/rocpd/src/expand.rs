@@ -391,10 +391,18 @@ pub fn expand<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Expanded> {
         } else if p.exists() {
             add(p, &mut out)?;
         } else if arg.to_str().is_some() && has_glob(a) {
+            let warned = out.warnings.len();
             let matched = matches(a, &mut out.warnings)
                 .map_err(|e| Error::Usage(format!("{a}: bad pattern: {e}")))?;
             if matched.is_empty() {
-                return Err(Error::Usage(format!("{a}: no file matches this pattern")));
+                // A directory the pattern could not read may be why: the error says so,
+                // as the warning is never printed once the run stops here.
+                return Err(Error::Usage(
+                    match out.warnings.get(warned..).and_then(|w| w.last()) {
+                        Some(w) => format!("{a}: no file matches this pattern ({w})"),
+                        None => format!("{a}: no file matches this pattern"),
+                    },
+                ));
             }
             for m in matched {
                 add(&m, &mut out)?;
@@ -490,6 +498,30 @@ mod tests {
             .collect();
         assert_eq!(real, want);
         assert!(found.len() <= 4, "{found:?}");
+    }
+
+    /// A `**` pattern that matches nothing says why when its walk left something out
+    /// (here a directory reached through more links than allowed).
+    #[cfg(unix)]
+    #[test]
+    fn a_deep_pattern_matching_nothing_gives_its_warning_in_the_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().join("d");
+        touch(&d.join("shared/notes.txt"));
+        for i in 0..12 {
+            std::os::unix::fs::symlink("shared", d.join(format!("l{i}"))).unwrap();
+        }
+        let pattern = format!("{}/**/*.db", d.display());
+        let e = expand(&[pattern.as_str()]).unwrap_err().to_string();
+        assert!(
+            e.contains("no file matches this pattern (")
+                && e.contains("through links more than 8 times"),
+            "{e}"
+        );
+        // Without a warning, the error is as it was.
+        let plain = format!("{}/shared/*.db", d.display());
+        let e = expand(&[plain.as_str()]).unwrap_err().to_string();
+        assert!(e.ends_with("no file matches this pattern"), "{e}");
     }
 
     /// A link to a directory beside it (`current -> run_5`, no loop) is walked as well as

@@ -158,6 +158,9 @@ fn nested(
 fn map(records: &[Record], at: &mut usize, indent: usize) -> Result<Node, YamlError> {
     let first = records[*at].line;
     let mut entries: Vec<(String, Node)> = Vec::new();
+    // Keys seen, looked up by hash: a crafted index of 262,144 keys took minutes when
+    // each was compared with every earlier one.
+    let mut seen: std::collections::HashSet<&str> = Default::default();
     while let Some(r) = records.get(*at) {
         if r.indent != indent {
             break;
@@ -165,7 +168,7 @@ fn map(records: &[Record], at: &mut usize, indent: usize) -> Result<Node, YamlEr
         let Kind::Entry(key, value) = &r.kind else {
             return err(r.line, "a list item where a `key:` was expected");
         };
-        if entries.iter().any(|(k, _)| k == key) {
+        if !seen.insert(key.as_str()) {
             return err(r.line, format!("the key {key:?} appears twice"));
         }
         *at += 1;
@@ -482,6 +485,12 @@ mod tests {
             "{}",
             e.message
         );
+        // Distinct keys up to the bound are read (each checked against the others once).
+        let keys: String = (2..MAX_VALUES).map(|i| format!("k{i}: x\n")).collect();
+        let n = parse(&format!("files: a\n{keys}")).unwrap();
+        assert!(matches!(&n.value, Value::Map(m) if m.len() == MAX_VALUES - 1));
+        let e = parse(&format!("files: a\n{keys}k7: y\n")).unwrap_err();
+        assert!(e.message.contains("\"k7\" appears twice"), "{}", e.message);
         let flow = format!("a: x\nfiles: [{}a]\n", "a,".repeat(MAX_VALUES));
         let e = parse(&flow).unwrap_err();
         assert_eq!(e.line, 2);
