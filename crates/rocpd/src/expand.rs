@@ -367,6 +367,12 @@ fn missing_reason(p: &Path) -> String {
     }
 }
 
+/// The last of the warnings given after the first `warned`: why an argument that
+/// failed may have found nothing.
+fn last_since(out: &Expanded, warned: usize) -> Option<&String> {
+    out.warnings.get(warned..).and_then(<[String]>::last)
+}
+
 /// Expands input arguments. Files named explicitly are kept whatever their content (the
 /// reader explains what is wrong with them); directories contribute the files whose
 /// content is recognised; a `.rpdb` package folder or an `index.yaml`/`.yml` given as
@@ -379,11 +385,13 @@ pub fn expand<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Expanded> {
         let p = Path::new(&arg);
         // Messages and glob patterns need text; a path that is not UTF-8 is never a pattern.
         let a = &arg.to_string_lossy();
+        // Warnings given before this argument: a failing argument names only its own.
+        let warned = out.warnings.len();
         if p.is_dir() {
             let before = out.files.len();
             add(p, &mut out)?;
             if out.files.len() == before {
-                return Err(Error::Usage(match out.warnings.last() {
+                return Err(Error::Usage(match last_since(&out, warned) {
                     Some(w) => format!("{a}: directory holds no readable profiling data ({w})"),
                     None => format!("{a}: directory holds no profiling database"),
                 }));
@@ -391,18 +399,15 @@ pub fn expand<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Expanded> {
         } else if p.exists() {
             add(p, &mut out)?;
         } else if arg.to_str().is_some() && has_glob(a) {
-            let warned = out.warnings.len();
             let matched = matches(a, &mut out.warnings)
                 .map_err(|e| Error::Usage(format!("{a}: bad pattern: {e}")))?;
             if matched.is_empty() {
                 // A directory the pattern could not read may be why: the error says so,
                 // as the warning is never printed once the run stops here.
-                return Err(Error::Usage(
-                    match out.warnings.get(warned..).and_then(|w| w.last()) {
-                        Some(w) => format!("{a}: no file matches this pattern ({w})"),
-                        None => format!("{a}: no file matches this pattern"),
-                    },
-                ));
+                return Err(Error::Usage(match last_since(&out, warned) {
+                    Some(w) => format!("{a}: no file matches this pattern ({w})"),
+                    None => format!("{a}: no file matches this pattern"),
+                }));
             }
             for m in matched {
                 add(&m, &mut out)?;
@@ -522,6 +527,14 @@ mod tests {
         let plain = format!("{}/shared/*.db", d.display());
         let e = expand(&[plain.as_str()]).unwrap_err().to_string();
         assert!(e.ends_with("no file matches this pattern"), "{e}");
+        // A warning an earlier argument gave is not put on a later one's error.
+        touch(&d.join("shared/x.db"));
+        let empty = tmp.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        let e = expand(&[pattern.as_str(), empty.to_str().unwrap()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("directory holds no profiling database"), "{e}");
     }
 
     /// A link to a directory beside it (`current -> run_5`, no loop) is walked as well as
