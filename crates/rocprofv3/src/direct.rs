@@ -26,6 +26,9 @@
 //!    [`RunSorter`]: rocprofv3 writes a row when its event ends. The PMC stream reads the
 //!    kernel trace first, keeping the facts of each dispatch with values ([`Fact`]), then
 //!    joins each counter value to its dispatch's facts as the RocPD reader's query does.
+//!    Two tables whose rows come from the same files ([`PAIRS`]: regions and markers,
+//!    counter values and dispatches) are built in one read when both streams are
+//!    wanted, and the second stream opened takes its rows from the first (D161).
 //!
 //! What is kept by id (flow groups by correlation id, the checks of dispatches JSON
 //! counter records make; PMC facts and JSON texts by the rank of their id among the ids
@@ -2401,31 +2404,44 @@ impl DirectRunSource {
             .collect()
     }
 
-    /// Reads the files of `table` into `sink`, in one read as the import does (counter
+    /// Reads the files of `tables` into `sink` (one table, or the two of a [`PAIRS`]
+    /// entry, whose files are those of either), in one read as the import does (counter
     /// rows find the kernel trace's kernel names); each file's events count from its
     /// first event id.
-    fn read_table(&self, table: Table, sink: &mut Rows<'_>) -> Result<()> {
+    fn read_table(&self, tables: &[Table], sink: &mut Rows<'_>) -> Result<()> {
         let mut report = ImportReport::default();
+        let any = |wanted: &[Table]| tables.iter().any(|t| wanted.contains(t));
         match &self.input {
             Input::Csv(plan) => {
-                let files: Vec<_> = self
-                    .files_of(plan, table)
-                    .into_iter()
-                    .map(|i| plan.files[i].clone())
-                    .collect();
+                let mut indexes: Vec<usize> =
+                    tables.iter().flat_map(|&t| self.files_of(plan, t)).collect();
+                indexes.sort_unstable();
+                indexes.dedup();
+                let files: Vec<_> = indexes.into_iter().map(|i| plan.files[i].clone()).collect();
                 csv_import::read_files(plan, &files, sink, &self.opts, &mut report)
             }
             Input::Json { path, index } => {
+                let made = self.desc.made_by_counters > 0;
+                // The sections of the table that reads the most (a pair's are nested).
+                let records = tables
+                    .iter()
+                    .map(|&t| json_kinds(t, made))
+                    .max_by_key(|k| k.len())
+                    .unwrap_or(&[]);
+                debug_assert!(tables
+                    .iter()
+                    .all(|&t| json_kinds(t, made).iter().all(|k| records.contains(k))));
                 let wanted = Wanted {
-                    records: Some(json_kinds(table, self.desc.made_by_counters > 0)),
+                    records: Some(records),
                     catalog: false,
-                    marker_texts: matches!(table, Table::Region | Table::Marker),
-                    external_texts: matches!(table, Table::KernelDispatch | Table::MemoryCopy),
+                    marker_texts: any(&[Table::Region, Table::Marker]),
+                    external_texts: any(&[Table::KernelDispatch, Table::MemoryCopy]),
                     parsed_later: &[],
                     // They give no row to either table that reads kernel records.
-                    passed: match table {
-                        Table::KernelDispatch | Table::PmcValue => self.desc.completing_sections,
-                        _ => 0,
+                    passed: if any(&[Table::KernelDispatch, Table::PmcValue]) {
+                        self.desc.completing_sections
+                    } else {
+                        0
                     },
                     // The counter records it reads make the dispatches.
                     counters_made: false,
@@ -2446,8 +2462,8 @@ impl DirectRunSource {
         }
     }
 
-    /// The sorted rows of `tables` (one table, or the region and marker tables of the
-    /// API calls), in one read.
+    /// The sorted rows of `tables` (one table, or the two of a [`PAIRS`] entry), in one
+    /// read.
     fn read_sorted(
         &self,
         tables: &[Table],
@@ -2455,7 +2471,7 @@ impl DirectRunSource {
         options: &StreamOptions,
     ) -> Result<Vec<(Table, SortedRuns)>> {
         let mut rows = Rows::new(self, tables, first_source, options)?;
-        self.read_table(tables[0], &mut rows)?;
+        self.read_table(tables, &mut rows)?;
         rows.finish()
     }
 
@@ -2712,7 +2728,7 @@ impl Source for DirectRunSource {
         // In file order, as the database's query finds them.
         let mut sink = Rows::new(self, &[], 0, &StreamOptions::default())?;
         sink.find = Some((text.to_string(), Vec::new()));
-        self.read_table(Table::Marker, &mut sink)?;
+        self.read_table(&[Table::Marker], &mut sink)?;
         Ok(sink.find.map(|(_, found)| found).unwrap_or_default())
     }
 
@@ -2745,17 +2761,22 @@ impl Source for DirectRunSource {
         options: &StreamOptions,
     ) -> Result<Vec<Box<dyn PreparedStream + '_>>> {
         let has = |t: Table| self.desc.counts.get(&t).copied().unwrap_or(0) > 0 && options.wants(t);
-        // The region and marker streams read the API files once between them.
-        let both_api = has(Table::Region) && has(Table::Marker);
-        let api = both_api.then(|| Arc::new(Mutex::new(None)));
+        // The tables of a pair whose streams are both wanted read their files once
+        // between them.
+        let pairs: Vec<([Table; 2], PairStash)> = PAIRS
+            .iter()
+            .filter(|p| has(p[0]) && has(p[1]))
+            .map(|p| (*p, Arc::new(Mutex::new(None))))
+            .collect();
+        let pair_of = |t: Table| pairs.iter().find(|(p, _)| p.contains(&t));
         let tables: Vec<Table> = Table::ALL.into_iter().filter(|t| has(*t)).collect();
-        // The reads that give every stream's rows: a table each, the API calls' two in one.
+        // The reads that give every stream's rows: a table each, a pair's two in one.
         let mut reads: Vec<Vec<Table>> = Vec::new();
         for &t in &tables {
-            match t {
-                Table::Marker if both_api => {}
-                Table::Region if both_api => reads.push(vec![Table::Region, Table::Marker]),
-                _ => reads.push(vec![t]),
+            match pair_of(t) {
+                Some((pair, _)) if pair[0] == t => reads.push(pair.to_vec()),
+                Some(_) => {}
+                None => reads.push(vec![t]),
             }
         }
         let ahead = (self.threads >= 2 && reads.len() >= 2).then(|| {
@@ -2766,14 +2787,13 @@ impl Source for DirectRunSource {
             }))
         });
         let mut out: Vec<Box<dyn PreparedStream + '_>> = Vec::new();
-        for table in tables {
-            let shared = matches!(table, Table::Region | Table::Marker);
+        for &table in &tables {
             out.push(Box::new(Prepared {
                 source: self,
                 table,
                 first_source,
                 options: options.clone(),
-                api: api.clone().filter(|_| shared),
+                pair: pair_of(table).cloned(),
                 ahead: ahead.clone(),
             }));
         }
@@ -2781,13 +2801,21 @@ impl Source for DirectRunSource {
     }
 }
 
-/// The sorted rows of the API files' other table, left by whichever of the region and
-/// marker streams opened first.
-type ApiStash = Arc<Mutex<Option<(Table, SortedRuns)>>>;
+/// Tables whose rows come from the same files, read once for both when both streams are
+/// wanted: the API calls give regions and markers; the kernel trace and counter files
+/// give dispatches and, joined to the dispatches' facts, counter values (D161).
+const PAIRS: [[Table; 2]; 2] = [
+    [Table::Region, Table::Marker],
+    [Table::PmcValue, Table::KernelDispatch],
+];
+
+/// The sorted rows of a pair's other table, left by whichever of its two streams opened
+/// first.
+type PairStash = Arc<Mutex<Option<(Table, SortedRuns)>>>;
 
 /// The tables of a source's streams, read side by side by the first stream opened.
 struct ReadAhead {
-    /// The reads that give every stream's rows (the API calls' two tables in one).
+    /// The reads that give every stream's rows (a pair's two tables in one).
     reads: Vec<Vec<Table>>,
     /// Whether the first stream has read them (its read may have failed: a stream whose
     /// rows are not here reads them itself).
@@ -2800,7 +2828,8 @@ struct Prepared<'a> {
     table: Table,
     first_source: u32,
     options: StreamOptions,
-    api: Option<ApiStash>,
+    /// The pair this stream's table reads its files with, and the other's rows once read.
+    pair: Option<([Table; 2], PairStash)>,
     ahead: Option<Arc<Mutex<ReadAhead>>>,
 }
 
@@ -2822,23 +2851,22 @@ impl PreparedStream for Prepared<'_> {
                 return Ok(Box::new(runs));
             }
         }
-        let Some(api) = &self.api else {
+        let Some((pair, stash)) = &self.pair else {
             let read = s.read_sorted(&[self.table], self.first_source, &self.options)?;
             let (_, runs) = read.into_iter().next().ok_or_else(lost)?;
             return Ok(Box::new(runs));
         };
         // The lock is held while the files are read: the other stream then waits for
         // its rows instead of reading them a second time.
-        let mut stash = api.lock().unwrap_or_else(|p| p.into_inner());
+        let mut stash = stash.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((table, runs)) = stash.take() {
             if table == self.table {
                 return Ok(Box::new(runs));
             }
             return Err(lost());
         }
-        let both = [Table::Region, Table::Marker];
         let mut mine = None;
-        for (table, runs) in s.read_sorted(&both, self.first_source, &self.options)? {
+        for (table, runs) in s.read_sorted(pair, self.first_source, &self.options)? {
             if table == self.table {
                 mine = Some(runs);
             } else {
@@ -2849,7 +2877,7 @@ impl PreparedStream for Prepared<'_> {
     }
 }
 
-/// A stream's rows went missing between the API streams (a bug, not bad input).
+/// A stream's rows went missing between the streams of a pair (a bug, not bad input).
 fn lost() -> Error {
     Error::Usage("internal: the direct rocprofv3 reader lost a table's rows".into())
 }

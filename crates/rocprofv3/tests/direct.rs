@@ -2542,3 +2542,54 @@ fn json_values_past_the_cap_fail_and_unread_members_have_none() {
         "{imported}"
     );
 }
+
+/// The dispatch and PMC streams of a source read the kernel trace and counter files once
+/// between them (D161), as the region and marker streams read the API files: whichever
+/// opens first reads both tables' rows, and the other opens with the files gone. Each
+/// stream's rows are those of a source that reads them alone.
+#[test]
+fn dispatch_and_counter_streams_read_their_files_once_between_them() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let csv = generated_with_counters(a.path(), 5, false);
+    let json = generated_json(b.path(), 5, false);
+    let options = StreamOptions {
+        projection: Projection::all(),
+        batch_rows: 64,
+        tables: None,
+    };
+    let drain = |p: &mut Box<dyn rocpd_pipeline::PreparedStream + '_>| -> RecordBatch {
+        let table = p.table();
+        let mut s = p.open().unwrap();
+        let mut batches = Vec::new();
+        while let Some(b) = s.next_batch().unwrap() {
+            batches.push(b);
+        }
+        arrow_select::concat::concat_batches(&table.schema(), &batches).unwrap()
+    };
+    for input in [csv, json] {
+        for first in [Table::KernelDispatch, Table::PmcValue] {
+            let second = if first == Table::PmcValue {
+                Table::KernelDispatch
+            } else {
+                Table::PmcValue
+            };
+            let run = one_run(&input);
+            let source = DirectRunSource::open_on(&run, &ImportOptions::default(), 1)
+                .unwrap()
+                .expect("read directly");
+            let alone = |t: Table| rows(&source, t, 64);
+            let (want_first, want_second) = (alone(first), alone(second));
+            assert!(want_first.num_rows() > 50 && want_second.num_rows() > 50);
+            let mut prepared = source.prepare(0, &options).unwrap();
+            let at = |t: Table| prepared.iter().position(|p| p.table() == t).unwrap();
+            let (i, j) = (at(first), at(second));
+            assert!(drain(&mut prepared[i]) == want_first, "{input:?}: {first:?}");
+            // The files moved away: only rows already read can open the second stream.
+            let away = input.with_extension("away");
+            std::fs::rename(&input, &away).unwrap();
+            let got = drain(&mut prepared[j]);
+            std::fs::rename(&away, &input).unwrap();
+            assert!(got == want_second, "{input:?}: {second:?} after {first:?}");
+        }
+    }
+}
