@@ -26,9 +26,11 @@
 //!    [`RunSorter`]: rocprofv3 writes a row when its event ends. The PMC stream reads the
 //!    kernel trace first, keeping the facts of each dispatch with values ([`Fact`]), then
 //!    joins each counter value to its dispatch's facts as the RocPD reader's query does.
-//!    Two tables whose rows come from the same files ([`PAIRS`]: regions and markers,
-//!    counter values and dispatches) are built in one read when both streams are
-//!    wanted, and the second stream opened takes its rows from the first (D161).
+//!    The first stream opened reads the rows of every stream ([`ReadAhead`]) and the
+//!    others take theirs from it: on one thread in a single read of the input, every
+//!    table built at once; with more, a read per table side by side, two tables whose
+//!    rows come from the same files ([`PAIRS`]: regions and markers, counter values and
+//!    dispatches) in one (D161).
 //!
 //! What is kept by id (flow groups by correlation id, the checks of dispatches JSON
 //! counter records make; PMC facts and JSON texts by the rank of their id among the ids
@@ -59,10 +61,10 @@
 //! Rows that come before the tables they need are read in later walks, and their events
 //! numbered after the others', as the import holds them back (D108).
 //!
-//! With two or more threads, the first stream opened reads every stream's table side by
-//! side, one table (or the API calls' two) per thread at a time, and the others take
-//! their sorted rows from it: the pipeline opens a source's streams one after another
-//! on one decode thread, and each open is a whole read of the input.
+//! The pipeline opens a source's streams one after another on one decode thread, and each
+//! read is a whole pass over the input: so the first stream opened reads every stream's
+//! rows, in one read on one thread, or with two or more threads one read (a table, or a
+//! pair's two) per thread at a time, and the others take their sorted rows from it.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -2195,6 +2197,16 @@ fn json_kinds(table: Table, made: bool) -> &'static [CsvKind] {
     }
 }
 
+/// Every kind of record section that makes rows of a table.
+const ROW_KINDS: &[CsvKind] = &[
+    CsvKind::Api,
+    CsvKind::KernelTrace,
+    CsvKind::CounterCollection,
+    CsvKind::MemoryCopy,
+    CsvKind::MemoryAllocation,
+    CsvKind::ScratchMemory,
+];
+
 /// A rocprofv3 CSV run or JSON process object opened as a source: described, ready to
 /// stream. A clone is the same source opened again without reading the input.
 #[derive(Clone)]
@@ -2413,8 +2425,10 @@ impl DirectRunSource {
         let any = |wanted: &[Table]| tables.iter().any(|t| wanted.contains(t));
         match &self.input {
             Input::Csv(plan) => {
-                let mut indexes: Vec<usize> =
-                    tables.iter().flat_map(|&t| self.files_of(plan, t)).collect();
+                let mut indexes: Vec<usize> = tables
+                    .iter()
+                    .flat_map(|&t| self.files_of(plan, t))
+                    .collect();
                 indexes.sort_unstable();
                 indexes.dedup();
                 let files: Vec<_> = indexes.into_iter().map(|i| plan.files[i].clone()).collect();
@@ -2422,15 +2436,18 @@ impl DirectRunSource {
             }
             Input::Json { path, index } => {
                 let made = self.desc.made_by_counters > 0;
-                // The sections of the table that reads the most (a pair's are nested).
+                // The sections of a table whose sections hold every other's (a pair's
+                // are nested), else every section that makes rows: a table's rows come
+                // only from its own sections, the sink drops the rest.
+                let covers = |kinds: &[CsvKind]| {
+                    let inside = |t: &Table| json_kinds(*t, made).iter().all(|k| kinds.contains(k));
+                    tables.iter().all(inside)
+                };
                 let records = tables
                     .iter()
                     .map(|&t| json_kinds(t, made))
-                    .max_by_key(|k| k.len())
-                    .unwrap_or(&[]);
-                debug_assert!(tables
-                    .iter()
-                    .all(|&t| json_kinds(t, made).iter().all(|k| records.contains(k))));
+                    .find(|k| covers(k))
+                    .unwrap_or(ROW_KINDS);
                 let wanted = Wanted {
                     records: Some(records),
                     catalog: false,
@@ -2761,28 +2778,12 @@ impl Source for DirectRunSource {
         options: &StreamOptions,
     ) -> Result<Vec<Box<dyn PreparedStream + '_>>> {
         let has = |t: Table| self.desc.counts.get(&t).copied().unwrap_or(0) > 0 && options.wants(t);
-        // The tables of a pair whose streams are both wanted read their files once
-        // between them.
-        let pairs: Vec<([Table; 2], PairStash)> = PAIRS
-            .iter()
-            .filter(|p| has(p[0]) && has(p[1]))
-            .map(|p| (*p, Arc::new(Mutex::new(None))))
-            .collect();
-        let pair_of = |t: Table| pairs.iter().find(|(p, _)| p.contains(&t));
         let tables: Vec<Table> = Table::ALL.into_iter().filter(|t| has(*t)).collect();
-        // The reads that give every stream's rows: a table each, a pair's two in one.
-        let mut reads: Vec<Vec<Table>> = Vec::new();
-        for &t in &tables {
-            match pair_of(t) {
-                Some((pair, _)) if pair[0] == t => reads.push(pair.to_vec()),
-                Some(_) => {}
-                None => reads.push(vec![t]),
-            }
-        }
-        let ahead = (self.threads >= 2 && reads.len() >= 2).then(|| {
+        let whole = matches!(self.input, Input::Json { .. });
+        let reads = plan_reads(&tables, self.threads, whole);
+        let ahead = (tables.len() >= 2).then(|| {
             Arc::new(Mutex::new(ReadAhead {
                 reads,
-                read: false,
                 runs: HashMap::new(),
             }))
         });
@@ -2793,7 +2794,6 @@ impl Source for DirectRunSource {
                 table,
                 first_source,
                 options: options.clone(),
-                pair: pair_of(table).cloned(),
                 ahead: ahead.clone(),
             }));
         }
@@ -2801,7 +2801,27 @@ impl Source for DirectRunSource {
     }
 }
 
-/// Tables whose rows come from the same files, read once for both when both streams are
+/// The reads that give the rows of `tables`' streams on `threads` threads (`whole`: each
+/// read is a pass over the whole input, as a JSON object's reads are, which scan or jump
+/// past the sections they do not parse). On one thread such an input is read once for
+/// every stream. Otherwise a read per table, the two tables of a pair in one (D161).
+fn plan_reads(tables: &[Table], threads: usize, whole: bool) -> Vec<Vec<Table>> {
+    if threads < 2 && whole {
+        return vec![tables.to_vec()];
+    }
+    let both = |p: &[Table; 2]| tables.contains(&p[0]) && tables.contains(&p[1]);
+    let mut reads = Vec::new();
+    for &t in tables {
+        match PAIRS.iter().find(|p| p.contains(&t) && both(p)) {
+            Some(pair) if pair[0] == t => reads.push(pair.to_vec()),
+            Some(_) => {}
+            None => reads.push(vec![t]),
+        }
+    }
+    reads
+}
+
+/// Tables whose rows come from the same files, read in one read when both streams are
 /// wanted: the API calls give regions and markers; the kernel trace and counter files
 /// give dispatches and, joined to the dispatches' facts, counter values (D161).
 const PAIRS: [[Table; 2]; 2] = [
@@ -2809,17 +2829,13 @@ const PAIRS: [[Table; 2]; 2] = [
     [Table::PmcValue, Table::KernelDispatch],
 ];
 
-/// The sorted rows of a pair's other table, left by whichever of its two streams opened
-/// first.
-type PairStash = Arc<Mutex<Option<(Table, SortedRuns)>>>;
-
-/// The tables of a source's streams, read side by side by the first stream opened.
+/// The reads of a source's streams' tables, made when a stream first needs one: all of
+/// them side by side by the first stream opened on two or more threads; on one, the read
+/// of the stream's table (and of those read with it).
 struct ReadAhead {
-    /// The reads that give every stream's rows (a pair's two tables in one).
+    /// The reads not made yet ([`plan_reads`]). A read taken from here and failed is not
+    /// made again: a stream whose rows are not in `runs` reads them itself.
     reads: Vec<Vec<Table>>,
-    /// Whether the first stream has read them (its read may have failed: a stream whose
-    /// rows are not here reads them itself).
-    read: bool,
     runs: HashMap<Table, SortedRuns>,
 }
 
@@ -2828,8 +2844,6 @@ struct Prepared<'a> {
     table: Table,
     first_source: u32,
     options: StreamOptions,
-    /// The pair this stream's table reads its files with, and the other's rows once read.
-    pair: Option<([Table; 2], PairStash)>,
     ahead: Option<Arc<Mutex<ReadAhead>>>,
 }
 
@@ -2841,43 +2855,32 @@ impl PreparedStream for Prepared<'_> {
     fn open(&mut self) -> Result<Box<dyn BatchStream + '_>> {
         let s = self.source;
         if let Some(ahead) = &self.ahead {
+            // The lock is held while the input is read: a stream opened meanwhile on
+            // another thread waits for its rows instead of reading them again.
             let mut ahead = ahead.lock().unwrap_or_else(|p| p.into_inner());
-            if !ahead.read {
-                ahead.read = true;
-                let reads = std::mem::take(&mut ahead.reads);
-                ahead.runs = s.read_side_by_side(&reads, self.first_source, &self.options)?;
+            if !ahead.runs.contains_key(&self.table) {
+                let reads: Vec<Vec<Table>> = if s.threads >= 2 {
+                    std::mem::take(&mut ahead.reads)
+                } else {
+                    let mine = ahead.reads.iter().position(|r| r.contains(&self.table));
+                    mine.map(|i| ahead.reads.remove(i)).into_iter().collect()
+                };
+                if !reads.is_empty() {
+                    let runs = s.read_side_by_side(&reads, self.first_source, &self.options)?;
+                    ahead.runs.extend(runs);
+                }
             }
             if let Some(runs) = ahead.runs.remove(&self.table) {
                 return Ok(Box::new(runs));
             }
         }
-        let Some((pair, stash)) = &self.pair else {
-            let read = s.read_sorted(&[self.table], self.first_source, &self.options)?;
-            let (_, runs) = read.into_iter().next().ok_or_else(lost)?;
-            return Ok(Box::new(runs));
-        };
-        // The lock is held while the files are read: the other stream then waits for
-        // its rows instead of reading them a second time.
-        let mut stash = stash.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((table, runs)) = stash.take() {
-            if table == self.table {
-                return Ok(Box::new(runs));
-            }
-            return Err(lost());
-        }
-        let mut mine = None;
-        for (table, runs) in s.read_sorted(pair, self.first_source, &self.options)? {
-            if table == self.table {
-                mine = Some(runs);
-            } else {
-                *stash = Some((table, runs));
-            }
-        }
-        Ok(Box::new(mine.ok_or_else(lost)?))
+        let read = s.read_sorted(&[self.table], self.first_source, &self.options)?;
+        let (_, runs) = read.into_iter().next().ok_or_else(lost)?;
+        Ok(Box::new(runs))
     }
 }
 
-/// A stream's rows went missing between the streams of a pair (a bug, not bad input).
+/// A stream's rows went missing between the streams of a read (a bug, not bad input).
 fn lost() -> Error {
     Error::Usage("internal: the direct rocprofv3 reader lost a table's rows".into())
 }
@@ -3864,11 +3867,14 @@ impl RowSink for Rows<'_> {
     fn copy(&mut self, c: &CopyRow, event_id: i64) -> Result<()> {
         let id = self.next_copy;
         self.next_copy += 1;
+        let Some(k) = self.out_of(Table::MemoryCopy) else {
+            return Ok(());
+        };
         let tid = self.filled(c.tid)?;
         let (names, split) = self.scratch_names(Some(c.name_id), c.region_name_id);
         let (name, region_name) = names.split_at(split);
         let pushed = self.push(
-            0,
+            k,
             &Values {
                 id,
                 pid: c.pid,
@@ -3895,9 +3901,12 @@ impl RowSink for Rows<'_> {
     fn alloc(&mut self, a: &AllocRow, event_id: i64) -> Result<()> {
         let id = self.next_alloc;
         self.next_alloc += 1;
+        let Some(k) = self.out_of(Table::MemoryAllocation) else {
+            return Ok(());
+        };
         let tid = self.filled(a.tid)?;
         self.push(
-            0,
+            k,
             &Values {
                 id,
                 pid: a.pid,
@@ -4074,6 +4083,37 @@ mod tests {
         let json = tmp.path().join("x_results.json");
         std::fs::write(&json, vec![b' '; 3000]).unwrap();
         assert_eq!(Describe::for_json(&json).d.groups.input_allowance(), 4500);
+    }
+
+    /// One read of a JSON object on one thread; otherwise a table a read but for the two
+    /// of a pair, which read their files once between them (D161).
+    #[test]
+    fn reads_are_planned_per_thread_count() {
+        use Table::*;
+        let all = [
+            Region,
+            Marker,
+            KernelDispatch,
+            MemoryCopy,
+            MemoryAllocation,
+            PmcValue,
+        ];
+        assert_eq!(plan_reads(&all, 1, true), vec![all.to_vec()]);
+        let per_table = vec![
+            vec![Region, Marker],
+            vec![MemoryCopy],
+            vec![MemoryAllocation],
+            vec![PmcValue, KernelDispatch],
+        ];
+        assert_eq!(plan_reads(&all, 1, false), per_table);
+        assert_eq!(plan_reads(&all, 2, true), per_table);
+        assert_eq!(plan_reads(&all, 2, false), per_table);
+        // A pair with one table wanted reads it alone.
+        assert_eq!(
+            plan_reads(&[Marker, KernelDispatch, MemoryCopy], 4, true),
+            vec![vec![Marker], vec![KernelDispatch], vec![MemoryCopy]]
+        );
+        assert_eq!(plan_reads(&[PmcValue], 2, false), vec![vec![PmcValue]]);
     }
 
     /// A marker's message read in place is what the whole `Value` gave, for every shape

@@ -2543,12 +2543,15 @@ fn json_values_past_the_cap_fail_and_unread_members_have_none() {
     );
 }
 
-/// The dispatch and PMC streams of a source read the kernel trace and counter files once
-/// between them (D161), as the region and marker streams read the API files: whichever
-/// opens first reads both tables' rows, and the other opens with the files gone. Each
-/// stream's rows are those of a source that reads them alone.
+/// Which reads give a source's streams their rows (D161). With two threads the first
+/// stream opened reads every stream's rows, side by side; on one, a JSON object is read
+/// once for all its streams and a CSV run once per table, the region and marker streams
+/// reading the API files once between them, and the dispatch and counter value streams
+/// the kernel trace and counter files. A stream that finds its rows read opens with the
+/// input moved away; one that does not fails naming a file. Each stream's rows are those
+/// of a source that reads its table alone.
 #[test]
-fn dispatch_and_counter_streams_read_their_files_once_between_them() {
+fn streams_read_the_input_as_planned() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let csv = generated_with_counters(a.path(), 5, false);
     let json = generated_json(b.path(), 5, false);
@@ -2557,39 +2560,61 @@ fn dispatch_and_counter_streams_read_their_files_once_between_them() {
         batch_rows: 64,
         tables: None,
     };
-    let drain = |p: &mut Box<dyn rocpd_pipeline::PreparedStream + '_>| -> RecordBatch {
+    let drain = |p: &mut Box<dyn rocpd_pipeline::PreparedStream + '_>| {
         let table = p.table();
-        let mut s = p.open().unwrap();
+        let mut s = p.open().map_err(|e| e.to_string())?;
         let mut batches = Vec::new();
-        while let Some(b) = s.next_batch().unwrap() {
+        while let Some(b) = s.next_batch().map_err(|e| e.to_string())? {
             batches.push(b);
         }
-        arrow_select::concat::concat_batches(&table.schema(), &batches).unwrap()
+        Ok::<_, String>(arrow_select::concat::concat_batches(&table.schema(), &batches).unwrap())
     };
-    for input in [csv, json] {
-        for first in [Table::KernelDispatch, Table::PmcValue] {
-            let second = if first == Table::PmcValue {
-                Table::KernelDispatch
-            } else {
-                Table::PmcValue
-            };
-            let run = one_run(&input);
-            let source = DirectRunSource::open_on(&run, &ImportOptions::default(), 1)
+    let pair = |x: Table, y: Table| {
+        let regions = [Table::Region, Table::Marker];
+        let kernels = [Table::KernelDispatch, Table::PmcValue];
+        [regions, kernels]
+            .iter()
+            .any(|p| p.contains(&x) && p.contains(&y))
+    };
+    for (input, is_json) in [(csv, false), (json, true)] {
+        let run = one_run(&input);
+        for threads in [1, 2] {
+            let source = DirectRunSource::open_on(&run, &ImportOptions::default(), threads)
                 .unwrap()
                 .expect("read directly");
-            let alone = |t: Table| rows(&source, t, 64);
-            let (want_first, want_second) = (alone(first), alone(second));
-            assert!(want_first.num_rows() > 50 && want_second.num_rows() > 50);
-            let mut prepared = source.prepare(0, &options).unwrap();
-            let at = |t: Table| prepared.iter().position(|p| p.table() == t).unwrap();
-            let (i, j) = (at(first), at(second));
-            assert!(drain(&mut prepared[i]) == want_first, "{input:?}: {first:?}");
-            // The files moved away: only rows already read can open the second stream.
-            let away = input.with_extension("away");
-            std::fs::rename(&input, &away).unwrap();
-            let got = drain(&mut prepared[j]);
-            std::fs::rename(&away, &input).unwrap();
-            assert!(got == want_second, "{input:?}: {second:?} after {first:?}");
+            let tables: Vec<Table> = source
+                .prepare(0, &options)
+                .unwrap()
+                .iter()
+                .map(|p| p.table())
+                .collect();
+            assert_eq!(tables.len(), 6, "{input:?}: {tables:?}");
+            let alone: Vec<RecordBatch> = tables.iter().map(|t| rows(&source, *t, 64)).collect();
+            assert!(alone.iter().all(|b| b.num_rows() > 0), "{input:?}");
+            for first in 0..tables.len() {
+                let mut prepared = source.prepare(0, &options).unwrap();
+                assert!(drain(&mut prepared[first]).unwrap() == alone[first]);
+                let away = input.with_extension("away");
+                std::fs::rename(&input, &away).unwrap();
+                for (i, p) in prepared.iter_mut().enumerate() {
+                    if i == first {
+                        continue;
+                    }
+                    let (of, after) = (tables[i], tables[first]);
+                    let read = threads >= 2 || is_json || pair(of, after);
+                    match drain(p) {
+                        Ok(got) => {
+                            assert!(read, "{input:?}: {of:?} after {after:?}: read again");
+                            assert!(got == alone[i], "{input:?}: {of:?} after {after:?}");
+                        }
+                        Err(e) => {
+                            assert!(!read, "{input:?}: {of:?} after {after:?}: {e}");
+                            assert!(e.contains(".csv"), "{e}");
+                        }
+                    }
+                }
+                std::fs::rename(&away, &input).unwrap();
+            }
         }
     }
 }
