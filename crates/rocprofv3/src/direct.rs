@@ -26,11 +26,11 @@
 //!    [`RunSorter`]: rocprofv3 writes a row when its event ends. The PMC stream reads the
 //!    kernel trace first, keeping the facts of each dispatch with values ([`Fact`]), then
 //!    joins each counter value to its dispatch's facts as the RocPD reader's query does.
-//!    The first stream opened reads the rows of every stream ([`ReadAhead`]) and the
-//!    others take theirs from it: on one thread in a single read of the input, every
-//!    table built at once; with more, a read per table side by side, two tables whose
-//!    rows come from the same files ([`PAIRS`]: regions and markers, counter values and
-//!    dispatches) in one (D161).
+//!    Reads are planned by [`plan_reads`] (D161): a CSV run's, a read per table, but two
+//!    tables whose rows come from the same files ([`PAIRS`]: regions and markers,
+//!    counter values and dispatches) in one; a JSON object's, at most one per thread,
+//!    every table in one on one thread. A read builds all its tables at once, and the
+//!    streams of its other tables take their rows from it ([`ReadAhead`]).
 //!
 //! What is kept by id (flow groups by correlation id, the checks of dispatches JSON
 //! counter records make; PMC facts and JSON texts by the rank of their id among the ids
@@ -61,10 +61,10 @@
 //! Rows that come before the tables they need are read in later walks, and their events
 //! numbered after the others', as the import holds them back (D108).
 //!
-//! The pipeline opens a source's streams one after another on one decode thread, and each
-//! read is a whole pass over the input: so the first stream opened reads every stream's
-//! rows, in one read on one thread, or with two or more threads one read (a table, or a
-//! pair's two) per thread at a time, and the others take their sorted rows from it.
+//! The pipeline opens a source's streams one after another on one decode thread: so with
+//! two or more threads the first stream opened makes every read, side by side, one per
+//! thread at a time, and the others take their sorted rows from it. On one thread a
+//! stream makes the read of its table when it is opened, on the calling thread.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -88,7 +88,7 @@ use crate::db::{
     handle_name, Agents, AllocRow, CodeObjectRow, CopyRow, DispatchRow, EventRow, FoundDispatch,
     KernelSymbolRow, NodeRow, PmcRow, ProcessRow,
 };
-use crate::json_import::{self, Spans, Wanted};
+use crate::json_import::{self, Kinds, Spans, Wanted};
 use crate::paged::{bytes_at, put_i64s, Bits, PageCache, PageLimits, PagedIds, PagedMap, Slot};
 use crate::sink::{Deferred, RowSink, Texts};
 use crate::{CsvKind, ImportOptions, ImportReport, Run};
@@ -1779,7 +1779,7 @@ fn keyed_report() -> ImportReport {
 
 /// What the describing pass's last read takes: the API calls alone.
 const API_READ: Wanted = Wanted {
-    records: Some(&[CsvKind::Api]),
+    records: Some(Kinds::of(&[CsvKind::Api])),
     catalog: false,
     marker_texts: false,
     external_texts: false,
@@ -1852,7 +1852,7 @@ fn describe_json_with(
     let mut report = keyed_report();
     let mut spans = Vec::new();
     let first = Wanted {
-        records: Some(JSON_TARGETS),
+        records: Some(Kinds::of(JSON_TARGETS)),
         // The API calls are checked by the last read, which parses them all.
         parsed_later: &[CsvKind::Api],
         ..Wanted::ALL
@@ -2009,12 +2009,12 @@ fn describe_kernels_beside(
         CsvKind::Stats,
     ];
     let main = Wanted {
-        records: Some(REST),
+        records: Some(Kinds::of(REST)),
         parsed_later: &[CsvKind::Api, CsvKind::KernelTrace],
         ..Wanted::ALL
     };
     let kernels = Wanted {
-        records: Some(KERNELS),
+        records: Some(Kinds::of(KERNELS)),
         marker_texts: false,
         external_texts: false,
         counters_made: true,
@@ -2129,7 +2129,7 @@ fn describe_kernels_beside(
     // Read the kernel records again, now after the rest, as they would be in order.
     describe.seen_event = false;
     let again = Wanted {
-        records: Some(KERNELS),
+        records: Some(Kinds::of(KERNELS)),
         catalog: false,
         marker_texts: false,
         external_texts: false,
@@ -2196,16 +2196,6 @@ fn json_kinds(table: Table, made: bool) -> &'static [CsvKind] {
         _ => &[],
     }
 }
-
-/// Every kind of record section that makes rows of a table.
-const ROW_KINDS: &[CsvKind] = &[
-    CsvKind::Api,
-    CsvKind::KernelTrace,
-    CsvKind::CounterCollection,
-    CsvKind::MemoryCopy,
-    CsvKind::MemoryAllocation,
-    CsvKind::ScratchMemory,
-];
 
 /// A rocprofv3 CSV run or JSON process object opened as a source: described, ready to
 /// stream. A clone is the same source opened again without reading the input.
@@ -2436,18 +2426,12 @@ impl DirectRunSource {
             }
             Input::Json { path, index } => {
                 let made = self.desc.made_by_counters > 0;
-                // The sections of a table whose sections hold every other's (a pair's
-                // are nested), else every section that makes rows: a table's rows come
-                // only from its own sections, the sink drops the rest.
-                let covers = |kinds: &[CsvKind]| {
-                    let inside = |t: &Table| json_kinds(*t, made).iter().all(|k| kinds.contains(k));
-                    tables.iter().all(inside)
-                };
+                // Every section of the tables read: a table's rows come only from its
+                // own sections.
                 let records = tables
                     .iter()
-                    .map(|&t| json_kinds(t, made))
-                    .find(|k| covers(k))
-                    .unwrap_or(ROW_KINDS);
+                    .map(|&t| Kinds::of(json_kinds(t, made)))
+                    .fold(Kinds::default(), Kinds::union);
                 let wanted = Wanted {
                     records: Some(records),
                     catalog: false,
@@ -2790,7 +2774,8 @@ impl Source for DirectRunSource {
         let has = |t: Table| self.desc.counts.get(&t).copied().unwrap_or(0) > 0 && options.wants(t);
         let tables: Vec<Table> = Table::ALL.into_iter().filter(|t| has(*t)).collect();
         let whole = matches!(self.input, Input::Json { .. });
-        let reads = plan_reads(&tables, self.threads, whole);
+        let rows = |t: Table| self.desc.counts.get(&t).copied().unwrap_or(0);
+        let reads = plan_reads(&tables, self.threads, whole, rows);
         let ahead = (tables.len() >= 2).then(|| {
             Arc::new(Mutex::new(ReadAhead {
                 reads,
@@ -2813,22 +2798,44 @@ impl Source for DirectRunSource {
 
 /// The reads that give the rows of `tables`' streams on `threads` threads (`whole`: each
 /// read is a pass over the whole input, as a JSON object's reads are, which scan or jump
-/// past the sections they do not parse). On one thread such an input is read once for
-/// every stream. Otherwise a read per table, the two tables of a pair in one (D161).
-fn plan_reads(tables: &[Table], threads: usize, whole: bool) -> Vec<Vec<Table>> {
-    if threads < 2 && whole {
-        return vec![tables.to_vec()];
-    }
+/// past the sections they do not parse; `rows`: a table's described row count). A read
+/// per table, the two tables of a pair in one (D161); but an input read whole is read
+/// once per thread at most, its tables spread over the reads by their rows, the largest
+/// first each to the read with the fewest (on one thread, one read for every stream).
+fn plan_reads(
+    tables: &[Table],
+    threads: usize,
+    whole: bool,
+    rows: impl Fn(Table) -> u64,
+) -> Vec<Vec<Table>> {
     let both = |p: &[Table; 2]| tables.contains(&p[0]) && tables.contains(&p[1]);
-    let mut reads = Vec::new();
+    let mut units: Vec<Vec<Table>> = Vec::new();
     for &t in tables {
         match PAIRS.iter().find(|p| p.contains(&t) && both(p)) {
-            Some(pair) if pair[0] == t => reads.push(pair.to_vec()),
+            Some(pair) if pair[0] == t => units.push(pair.to_vec()),
             Some(_) => {}
-            None => reads.push(vec![t]),
+            None => units.push(vec![t]),
         }
     }
-    reads
+    let reads = threads.max(1);
+    if !whole || units.len() <= reads {
+        return units;
+    }
+    let rows_of = |u: &Vec<Table>| u.iter().map(|&t| rows(t)).fold(0u64, u64::saturating_add);
+    // Stable: equal units keep the tables' order.
+    units.sort_by_key(|u| std::cmp::Reverse(rows_of(u)));
+    let mut bins: Vec<(u64, Vec<Table>)> = vec![(0, Vec::new()); reads];
+    for u in units {
+        let fewest = bins.iter_mut().min_by_key(|(n, _)| *n);
+        if let Some((n, read)) = fewest {
+            *n = n.saturating_add(rows_of(&u));
+            read.extend(u);
+        }
+    }
+    bins.into_iter()
+        .map(|(_, read)| read)
+        .filter(|read| !read.is_empty())
+        .collect()
 }
 
 /// Tables whose rows come from the same files, read in one read when both streams are
@@ -4095,8 +4102,9 @@ mod tests {
         assert_eq!(Describe::for_json(&json).d.groups.input_allowance(), 4500);
     }
 
-    /// One read of a JSON object on one thread; otherwise a table a read but for the two
-    /// of a pair, which read their files once between them (D161).
+    /// A CSV run: a table a read but for the two of a pair, which read their files once
+    /// between them. A JSON object: at most a read per thread, the tables spread by their
+    /// rows (D161).
     #[test]
     fn reads_are_planned_per_thread_count() {
         use Table::*;
@@ -4108,22 +4116,55 @@ mod tests {
             MemoryAllocation,
             PmcValue,
         ];
-        assert_eq!(plan_reads(&all, 1, true), vec![all.to_vec()]);
+        let rows = |t: Table| match t {
+            Region => 500,
+            Marker => 100,
+            KernelDispatch => 200,
+            PmcValue => 300,
+            MemoryCopy => 50,
+            _ => 10,
+        };
         let per_table = vec![
             vec![Region, Marker],
             vec![MemoryCopy],
             vec![MemoryAllocation],
             vec![PmcValue, KernelDispatch],
         ];
-        assert_eq!(plan_reads(&all, 1, false), per_table);
-        assert_eq!(plan_reads(&all, 2, true), per_table);
-        assert_eq!(plan_reads(&all, 2, false), per_table);
+        // CSV: a table (or pair) a read, whatever the threads.
+        for threads in [1, 2, 8] {
+            assert_eq!(plan_reads(&all, threads, false, rows), per_table);
+        }
+        // JSON: one read on one thread; on two, the regions and markers (600 rows) in
+        // one, the rest (560) in the other; on four or more, a table (or pair) a read.
+        let one = plan_reads(&all, 1, true, rows);
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].len(), all.len());
+        assert!(all.iter().all(|t| one[0].contains(t)));
+        assert_eq!(
+            plan_reads(&all, 2, true, rows),
+            vec![
+                vec![Region, Marker],
+                vec![PmcValue, KernelDispatch, MemoryCopy, MemoryAllocation]
+            ]
+        );
+        assert_eq!(
+            plan_reads(&all, 3, true, rows),
+            vec![
+                vec![Region, Marker],
+                vec![PmcValue, KernelDispatch],
+                vec![MemoryCopy, MemoryAllocation]
+            ]
+        );
+        assert_eq!(plan_reads(&all, 4, true, rows), per_table);
         // A pair with one table wanted reads it alone.
         assert_eq!(
-            plan_reads(&[Marker, KernelDispatch, MemoryCopy], 4, true),
+            plan_reads(&[Marker, KernelDispatch, MemoryCopy], 4, true, rows),
             vec![vec![Marker], vec![KernelDispatch], vec![MemoryCopy]]
         );
-        assert_eq!(plan_reads(&[PmcValue], 2, false), vec![vec![PmcValue]]);
+        assert_eq!(
+            plan_reads(&[PmcValue], 2, false, rows),
+            vec![vec![PmcValue]]
+        );
     }
 
     /// A marker's message read in place is what the whole `Value` gave, for every shape

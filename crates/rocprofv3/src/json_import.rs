@@ -727,13 +727,38 @@ impl Section {
     }
 }
 
+/// A set of [`CsvKind`]s: the record sections a read takes, made from a list in a
+/// constant or as the union of several tables' sections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Kinds(u16);
+
+impl Kinds {
+    pub const fn of(kinds: &[CsvKind]) -> Kinds {
+        let mut bits = 0u16;
+        let mut i = 0;
+        while i < kinds.len() {
+            bits |= 1 << kinds[i] as u16;
+            i += 1;
+        }
+        Kinds(bits)
+    }
+
+    pub fn contains(self, kind: CsvKind) -> bool {
+        self.0 & (1 << kind as u16) != 0
+    }
+
+    pub fn union(self, other: Kinds) -> Kinds {
+        Kinds(self.0 | other.0)
+    }
+}
+
 /// Which parts of a per-process object a read takes. The rest is skipped without being
 /// built into values; `metadata` and the kind and operation names are always read.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Wanted {
     /// The record sections whose records make rows of these kinds (sections without
     /// rows are `Stats`); `None` for all.
-    pub records: Option<&'static [CsvKind]>,
+    pub records: Option<Kinds>,
     /// Agents, counters, code objects and kernel symbols (agents skipped are taken as
     /// known: the sink has them from an earlier read).
     pub catalog: bool,
@@ -766,7 +791,7 @@ impl Wanted {
     };
 
     fn takes(&self, kind: CsvKind) -> bool {
-        self.records.is_none_or(|kinds| kinds.contains(&kind))
+        self.records.is_none_or(|kinds| kinds.contains(kind))
     }
 
     /// Whether the record section at `ordinal` (of `kind`) is read.
