@@ -18,8 +18,9 @@
 //!    they make when the kernel trace lacks them, the threads they give dispatches that
 //!    have none, and which dispatches have values. A JSON object is read twice here: every
 //!    section but the API calls, then the API calls alone.
-//! 2. **Streaming** (one stream per table, opened on a decode thread): the files of that
-//!    table again (a JSON object's sections of that table, the others skipped unparsed),
+//! 2. **Streaming** (one stream per table, opened on a decode thread): the files of the
+//!    tables a read builds again (a JSON object's sections of those tables, the others
+//!    skipped unparsed),
 //!    each row built into Arrow batches of the columns the run reads, with the ids the
 //!    import would give (event ids counted in import order from each file's first, copy
 //!    and allocation ids counted per table) and sorted by (start, end desc, id) through a
@@ -2406,10 +2407,10 @@ impl DirectRunSource {
             .collect()
     }
 
-    /// Reads the files of `tables` into `sink` (one table, or the two of a [`PAIRS`]
-    /// entry, whose files are those of either), in one read as the import does (counter
-    /// rows find the kernel trace's kernel names); each file's events count from its
-    /// first event id.
+    /// Reads the files of `tables` into `sink` (a read of [`plan_reads`]: the files, or a
+    /// JSON object's sections, of any of them, in import order), in one read as the
+    /// import does (counter rows find the kernel trace's kernel names); each file's
+    /// events count from its first event id.
     fn read_table(&self, tables: &[Table], sink: &mut Rows<'_>) -> Result<()> {
         let mut report = ImportReport::default();
         let any = |wanted: &[Table]| tables.iter().any(|t| wanted.contains(t));
@@ -2463,8 +2464,7 @@ impl DirectRunSource {
         }
     }
 
-    /// The sorted rows of `tables` (one table, or the two of a [`PAIRS`] entry), in one
-    /// read.
+    /// The sorted rows of `tables` (a read of [`plan_reads`]), in one read.
     fn read_sorted(
         &self,
         tables: &[Table],
