@@ -2395,16 +2395,23 @@ impl DirectRunSource {
         &self.guid
     }
 
-    /// The files of `table`'s rows, with their index in `plan` (import order).
-    fn files_of(&self, plan: &CsvPlan, table: Table) -> Vec<usize> {
-        let files = &plan.files;
-        (0..files.len())
-            .filter(|&i| tables_reading(files[i].1).contains(&table))
-            .filter(|&i| {
-                let counters = files[i].1 == CsvKind::CounterCollection;
-                !(counters && table == Table::KernelDispatch && self.desc.made_by_counters == 0)
-            })
+    /// The files of the rows of any of `tables`, in `plan`'s order (import order).
+    fn files_of(&self, plan: &CsvPlan, tables: &[Table]) -> Vec<(PathBuf, CsvKind)> {
+        let reads = |kind: CsvKind, table: Table| {
+            let counters = kind == CsvKind::CounterCollection;
+            tables_reading(kind).contains(&table)
+                && !(counters && table == Table::KernelDispatch && self.desc.made_by_counters == 0)
+        };
+        plan.files
+            .iter()
+            .filter(|(_, kind)| tables.iter().any(|&t| reads(*kind, t)))
+            .cloned()
             .collect()
+    }
+
+    /// The rows of `table` the description counted.
+    fn described_rows(&self, table: Table) -> u64 {
+        self.desc.counts.get(&table).copied().unwrap_or(0)
     }
 
     /// Reads the files of `tables` into `sink` (a read of [`plan_reads`]: the files, or a
@@ -2416,13 +2423,7 @@ impl DirectRunSource {
         let any = |wanted: &[Table]| tables.iter().any(|t| wanted.contains(t));
         match &self.input {
             Input::Csv(plan) => {
-                let mut indexes: Vec<usize> = tables
-                    .iter()
-                    .flat_map(|&t| self.files_of(plan, t))
-                    .collect();
-                indexes.sort_unstable();
-                indexes.dedup();
-                let files: Vec<_> = indexes.into_iter().map(|i| plan.files[i].clone()).collect();
+                let files = self.files_of(plan, tables);
                 csv_import::read_files(plan, &files, sink, &self.opts, &mut report)
             }
             Input::Json { path, index } => {
@@ -2495,11 +2496,8 @@ impl DirectRunSource {
             }
             return Ok(runs);
         }
-        let rows_of = |read: &Vec<Table>| -> u64 {
-            read.iter()
-                .map(|t| self.desc.counts.get(t).copied().unwrap_or(0))
-                .sum()
-        };
+        let rows_of =
+            |read: &Vec<Table>| -> u64 { read.iter().map(|&t| self.described_rows(t)).sum() };
         let mut order: Vec<usize> = (0..reads.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(rows_of(&reads[i])));
         let next = std::sync::atomic::AtomicUsize::new(0);
@@ -2746,7 +2744,7 @@ impl Source for DirectRunSource {
     fn count_rows(&self) -> Result<Vec<(Table, u64)>> {
         Ok(Table::ALL
             .iter()
-            .map(|t| (*t, self.desc.counts.get(t).copied().unwrap_or(0)))
+            .map(|&t| (t, self.described_rows(t)))
             .collect())
     }
 
@@ -2771,11 +2769,10 @@ impl Source for DirectRunSource {
         first_source: u32,
         options: &StreamOptions,
     ) -> Result<Vec<Box<dyn PreparedStream + '_>>> {
-        let has = |t: Table| self.desc.counts.get(&t).copied().unwrap_or(0) > 0 && options.wants(t);
+        let has = |t: Table| self.described_rows(t) > 0 && options.wants(t);
         let tables: Vec<Table> = Table::ALL.into_iter().filter(|t| has(*t)).collect();
         let whole = matches!(self.input, Input::Json { .. });
-        let rows = |t: Table| self.desc.counts.get(&t).copied().unwrap_or(0);
-        let reads = plan_reads(&tables, self.threads, whole, rows);
+        let reads = plan_reads(&tables, self.threads, whole, |t| self.described_rows(t));
         let ahead = (tables.len() >= 2).then(|| {
             Arc::new(Mutex::new(ReadAhead {
                 reads,
