@@ -13,7 +13,8 @@
 //!
 //! [`RunSorter::finish`] gives a [`SortedRuns`], a [`BatchStream`] that merges the run
 //! files, or, when nothing passed the budget, the batches in memory (once a run went to
-//! disk, the batches still held follow it there, D102). Rows with the same key come out
+//! disk, the batches still held follow it there, D102; [`RunSorter::settle`] does the
+//! same earlier, when the reader's input for the table pauses, D162). Rows with the same key come out
 //! in input order (runs stay in input order and each keeps it), so a reader's output
 //! does not depend on the budget. More than [`MAX_MERGE`] files are first merged,
 //! consecutive files into one, until `MAX_MERGE` are left, so the files open at once are
@@ -329,6 +330,11 @@ impl RunSorter {
         self.stats
     }
 
+    /// Bytes of sorted batches held in memory now (Arrow buffer sizes).
+    pub fn held_bytes(&self) -> usize {
+        self.pool_bytes
+    }
+
     /// Adds a batch of the table's rows, in any order.
     pub fn push(&mut self, batch: RecordBatch) -> Result<()> {
         let n = batch.num_rows();
@@ -346,6 +352,20 @@ impl RunSorter {
         self.pool_bytes += size;
         self.pool.push(batch);
         if self.pool_bytes > self.options.memory_bytes {
+            self.spill_pool()?;
+        }
+        Ok(())
+    }
+
+    /// Says that the rows pushed so far end a stretch of input (a file or a section of
+    /// one): when some rows already went to disk, the batches held go there now, as
+    /// [`RunSorter::finish`] would write them anyway. A reader filling several tables
+    /// one after the other then holds, once a table's input ends, only the tables that
+    /// never passed the budget, not a share of the budget for each table whatever it
+    /// held last: what was held depended on where each table's length fell (D162).
+    /// Rows pushed afterwards are sorted as before.
+    pub fn settle(&mut self) -> Result<()> {
+        if !self.spilled.is_empty() || self.open.is_some() {
             self.spill_pool()?;
         }
         Ok(())
@@ -961,6 +981,46 @@ mod tests {
         }
         let s = sorter.finish().unwrap();
         assert_eq!((s.stats().spills, s.runs_in_memory()), (0, 28));
+        assert_eq!(drain(s, 100), expected(&rows));
+    }
+
+    /// `settle` writes what is held once something went to disk, and keeps in memory
+    /// what never passed the budget; the rows come out the same either way (D162).
+    #[test]
+    fn settling_writes_the_held_rows_only_once_a_run_went_to_disk() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rows: Vec<_> = (0..2_800).map(|i| ((i * 7919) % 2_800, 5_000, i)).collect();
+        let one = batch(&rows[..100]).get_array_memory_size();
+        // Under the budget: settling keeps the batches held, and no file is made.
+        let mut sorter = RunSorter::new(Table::Region, options(usize::MAX, tmp.path()));
+        for c in rows.chunks(100) {
+            sorter.push(batch(c)).unwrap();
+            sorter.settle().unwrap();
+        }
+        assert_eq!((sorter.stats.spills, entries(tmp.path())), (0, 0));
+        let s = sorter.finish().unwrap();
+        assert_eq!(s.runs_in_memory(), 28);
+        assert_eq!(drain(s, 100), expected(&rows));
+        // Past the budget: a tail is held until settled, then nothing is.
+        let mut sorter = RunSorter::new(Table::Region, options(one, tmp.path()));
+        let mut chunks = rows.chunks(100);
+        while sorter.stats.spills == 0 || sorter.pool_bytes == 0 {
+            sorter.push(batch(chunks.next().unwrap())).unwrap();
+        }
+        let spills = sorter.stats.spills;
+        sorter.settle().unwrap();
+        assert_eq!((sorter.stats.spills, sorter.pool_bytes), (spills + 1, 0));
+        sorter.settle().unwrap();
+        assert_eq!(
+            sorter.stats.spills,
+            spills + 1,
+            "nothing held, nothing written"
+        );
+        for c in chunks {
+            sorter.push(batch(c)).unwrap();
+        }
+        let s = sorter.finish().unwrap();
+        assert_eq!(s.runs_in_memory(), 0);
         assert_eq!(drain(s, 100), expected(&rows));
     }
 

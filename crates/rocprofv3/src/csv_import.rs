@@ -872,7 +872,7 @@ pub(crate) fn read_files(
     };
     for (path, kind) in files {
         let index = plan.files.iter().position(|(p, _)| p == path);
-        st.out.begin_file(index, *kind);
+        st.out.begin_file(index, *kind)?;
         let report = reports.of_file(index);
         import_file(&mut st, path, plan.guid.as_deref(), opts, report)?;
     }

@@ -1306,7 +1306,7 @@ impl RowSink for Describe {
         self.current = Some((dispatch_id, false));
         Ok(())
     }
-    fn begin_file(&mut self, index: Option<usize>, kind: CsvKind) {
+    fn begin_file(&mut self, index: Option<usize>, kind: CsvKind) -> Result<()> {
         (self.file, self.kind) = (index, Some(kind));
         self.current = None;
         // A JSON object's sections are counted as they come.
@@ -1317,6 +1317,7 @@ impl RowSink for Describe {
             sp.before
                 .get_or_insert_with(|| (self.d.agents.clone(), self.d.symbols.len()));
         }
+        Ok(())
     }
     fn set_process(&mut self, pid: i64, row: ProcessRow) {
         // The same process again changes nothing; another pid than the rows' so far (even
@@ -3441,6 +3442,36 @@ struct TableOut {
     sorter: RunSorter,
 }
 
+/// What a table's output held after it settled at a section's start, for tests.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy)]
+struct Settled {
+    table: Table,
+    building: usize,
+    spills: u64,
+    held: usize,
+}
+
+#[cfg(test)]
+thread_local! {
+    static SETTLED: std::cell::RefCell<Vec<Settled>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl TableOut {
+    /// Hands the rows built so far to the sorter and lets it write what it holds to disk
+    /// if it wrote some before: the input that fed this table paused (a file or section
+    /// ended), and otherwise a part-filled batch and a part of the sort budget would stay
+    /// held through every later section, as much as where the table's length fell made
+    /// it (D162).
+    fn settle(&mut self) -> Result<()> {
+        if !self.builder.is_empty() {
+            let batch = self.builder.finish()?;
+            self.sorter.push(batch)?;
+        }
+        self.sorter.settle()
+    }
+}
+
 /// `message` as the database's `json_extract(extdata, '$.message')` gives it. A string
 /// member of an object is read in place (borrowed where it has no escapes); anything
 /// else (another type, a repeated member, text that is not an object) goes through a
@@ -4056,11 +4087,26 @@ impl RowSink for Rows<'_> {
     fn deferred(&mut self, _after: i64, _limit: usize) -> Result<Vec<Deferred>> {
         Ok(Vec::new())
     }
-    fn begin_file(&mut self, index: Option<usize>, kind: CsvKind) {
+    fn begin_file(&mut self, index: Option<usize>, kind: CsvKind) -> Result<()> {
+        // The rows of the file or section before are all pushed: what each table holds
+        // goes to its sorter, and to disk where the sorter already wrote some (D162).
+        for o in &mut self.outs {
+            o.settle()?;
+        }
+        #[cfg(test)]
+        SETTLED.with(|s| {
+            s.borrow_mut().extend(self.outs.iter().map(|o| Settled {
+                table: o.table,
+                building: o.builder.len(),
+                spills: o.sorter.stats().spills,
+                held: o.sorter.held_bytes(),
+            }))
+        });
         self.kind = Some(kind);
         let first = index.and_then(|i| self.source.desc.first_event.get(i));
         self.next_event = first.copied().unwrap_or(1);
         self.current = None;
+        Ok(())
     }
 }
 
@@ -4304,6 +4350,48 @@ mod tests {
         rocpd_gen::export_json(&dbs[0], &dir.join("json"))
             .unwrap()
             .0
+    }
+
+    /// Once a section or file ends, no table holds a part-built batch, and a table whose
+    /// rows already went to disk holds none in memory either: what the read holds through
+    /// later sections does not depend on where each table's length fell (D162).
+    #[test]
+    fn tables_hold_nothing_past_their_section_once_spilled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let json = generated_json(tmp.path(), 5, 300);
+        let runs = crate::group_runs(&[json]).unwrap();
+        let source = DirectRunSource::open_on(&runs[0], &ImportOptions::default(), 1)
+            .unwrap()
+            .unwrap()
+            .with_sort_options(SortOptions {
+                memory_bytes: 64 << 10,
+                spill_dir: Some(tmp.path().to_path_buf()),
+                ..Default::default()
+            });
+        SETTLED.with(|s| s.borrow_mut().clear());
+        let tables = [
+            Table::Region,
+            Table::Marker,
+            Table::KernelDispatch,
+            Table::MemoryCopy,
+            Table::MemoryAllocation,
+        ];
+        let options = StreamOptions::default();
+        let read = source.read_sorted(&tables, 0, &options).unwrap();
+        assert_eq!(read.len(), tables.len());
+        let settled = SETTLED.with(|s| s.take());
+        for s in &settled {
+            assert_eq!(s.building, 0, "{s:?}");
+            if s.spills > 0 {
+                assert_eq!(s.held, 0, "{s:?}");
+            }
+        }
+        assert!(
+            settled
+                .iter()
+                .any(|s| s.table == Table::Region && s.spills > 0),
+            "the API calls never spilled: {settled:?}"
+        );
     }
 
     /// In a file of several process objects, the first object's describing read checks

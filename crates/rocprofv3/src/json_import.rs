@@ -1857,7 +1857,9 @@ impl<'de> Visitor<'de> for Sections<'_, '_, '_> {
                 map.next_value::<IgnoredAny>()?;
                 continue;
             }
-            st.out.begin_file(Some(ordinal), kind);
+            if let Err(e) = st.out.begin_file(Some(ordinal), kind) {
+                return Err(stash(st, e));
+            }
             map.next_value_seed(Elements {
                 st: &mut *st,
                 section,
@@ -2264,7 +2266,7 @@ fn scan_record_sections<R: Read>(
             let wanted = st.wanted.reads(kind, ordinal);
             if st.replay == Replay::Records {
                 if wanted && st.late.contains(&ordinal) {
-                    st.out.begin_file(Some(ordinal), kind);
+                    st.out.begin_file(Some(ordinal), kind)?;
                     scan_elements(st, s, raw, section)?;
                 } else {
                     s.skip(false)?;
@@ -2274,7 +2276,7 @@ fn scan_record_sections<R: Read>(
                 st.late.push(ordinal);
                 s.skip(st.strict && !later && !wanted)?;
             } else if wanted {
-                st.out.begin_file(Some(ordinal), kind);
+                st.out.begin_file(Some(ordinal), kind)?;
                 scan_elements(st, s, raw, section)?;
             } else {
                 s.skip(st.strict && !later)?;

@@ -212,7 +212,7 @@ impl Recording {
                         .get(self.index()?)
                         .copied()
                         .ok_or_else(|| lost("a bad kind"))?;
-                    out.begin_file(index, kind);
+                    out.begin_file(index, kind)?;
                 }
                 NODE => {
                     let i = self.index()?;
@@ -424,14 +424,15 @@ impl RowSink for Recorder {
         // describing pass holds none.
         Ok(Vec::new())
     }
-    fn begin_file(&mut self, index: Option<usize>, kind: CsvKind) {
+    fn begin_file(&mut self, index: Option<usize>, kind: CsvKind) -> Result<()> {
         let Some(k) = KINDS.iter().position(|&x| x == kind) else {
             self.spoil();
-            return;
+            return Ok(());
         };
         self.put(&[BEGIN_FILE]);
         self.put_opt(index.map(|i| i64::try_from(i).unwrap_or(i64::MAX)));
         self.put_index(k);
+        Ok(())
     }
     fn late_sections(&mut self, ordinals: &[usize]) {
         self.put(&[LATE]);
@@ -460,8 +461,8 @@ mod tests {
         let calls = |r: &mut dyn RowSink| {
             r.set_node(NodeRow::from_hostname(Some("node-7")));
             r.set_process(42, ProcessRow::default());
-            r.begin_file(Some(3), CsvKind::Api);
-            r.begin_file(None, CsvKind::Stats);
+            r.begin_file(Some(3), CsvKind::Api).unwrap();
+            r.begin_file(None, CsvKind::Stats).unwrap();
             for i in 0..1000i64 {
                 let category = ["HIP_RUNTIME_API", "MARKER_CORE_API"][(i % 2) as usize];
                 r.event(&EventRow {

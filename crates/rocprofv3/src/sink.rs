@@ -101,7 +101,9 @@ pub(crate) trait RowSink {
 
     /// Called before the rows of each file: `index` is the file's in the plan (`None` for
     /// a file the plan does not list), `kind` its kind.
-    fn begin_file(&mut self, _index: Option<usize>, _kind: CsvKind) {}
+    fn begin_file(&mut self, _index: Option<usize>, _kind: CsvKind) -> Result<()> {
+        Ok(())
+    }
 
     /// The record sections of a JSON object (by their place in it) that came before the
     /// tables they need, read after every other section (D108).
