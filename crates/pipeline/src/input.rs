@@ -39,3 +39,75 @@ pub fn open_regular(path: &Path) -> Result<File> {
     check_regular(path)?;
     File::open(path).map_err(|e| Error::input(path, "open", e.to_string()))
 }
+
+/// A file's length and modification time when a reader first read it. Readers that
+/// describe an input in one read and stream it in later ones check the stamp around each
+/// later read: a file changed in between (a profiler still writing it, a file replaced)
+/// would otherwise give rows the description does not account for, or quietly fewer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileStamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileStamp {
+    /// The stamp of `path` now.
+    pub fn of(path: &Path) -> Result<Self> {
+        let m = std::fs::metadata(path).map_err(|e| Error::input(path, "open", e.to_string()))?;
+        Ok(FileStamp {
+            len: m.len(),
+            modified: m.modified().ok(),
+        })
+    }
+
+    /// Fails, naming `path`, unless the file still has this stamp.
+    pub fn check(&self, path: &Path) -> Result<()> {
+        let now = Self::of(path)?;
+        if now == *self {
+            return Ok(());
+        }
+        let what = if now.len == self.len {
+            format!("modified again ({} bytes)", self.len)
+        } else {
+            format!("{} bytes when first read, {} bytes now", self.len, now.len)
+        };
+        Err(Error::input(
+            path,
+            "whole file",
+            format!(
+                "changed while being converted ({what}); it is read more than once, so it \
+                 must not change until the conversion ends: convert it again once whatever \
+                 writes it has finished"
+            ),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stamp_tells_a_changed_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("a.csv");
+        std::fs::write(&path, "x,y\n1,2\n").unwrap();
+        let stamp = FileStamp::of(&path).unwrap();
+        stamp.check(&path).unwrap();
+        // Cut short: the lengths are named.
+        std::fs::write(&path, "x,y\n").unwrap();
+        let e = stamp.check(&path).unwrap_err().to_string();
+        assert!(e.contains("a.csv: whole file: changed while being converted (8 bytes when first read, 4 bytes now)"), "{e}");
+        // The same length written again at another time.
+        std::fs::write(&path, "x,y\n1,2\n").unwrap();
+        let f = std::fs::File::options().write(true).open(&path).unwrap();
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        f.set_modified(later).unwrap();
+        let e = stamp.check(&path).unwrap_err().to_string();
+        assert!(e.contains("modified again (8 bytes)"), "{e}");
+        // Gone.
+        std::fs::remove_file(&path).unwrap();
+        let e = stamp.check(&path).unwrap_err().to_string();
+        assert!(e.contains("a.csv: open:"), "{e}");
+    }
+}

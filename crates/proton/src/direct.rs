@@ -29,7 +29,8 @@ use rocpd_model::{
     Table, Thread,
 };
 use rocpd_pipeline::{
-    BatchStream, PreparedStream, RunSorter, SortOptions, Source, StageDrop, StreamOptions,
+    BatchStream, FileStamp, PreparedStream, RunSorter, SortOptions, Source, StageDrop,
+    StreamOptions,
 };
 use serde_json::{Map, Value};
 
@@ -147,12 +148,15 @@ pub struct ChromeTraceSource {
     plan: Plan,
     read: TraceRead,
     sort: SortOptions,
+    /// The file as it was before the describing read; the stream checks it (D163).
+    stamp: FileStamp,
 }
 
 impl ChromeTraceSource {
     /// Reads `path` once to describe it; a file that is not a valid chrome trace is
     /// refused here with the importer's message (file, document, event or byte offset).
     pub fn open(path: &Path) -> Result<Self> {
+        let stamp = FileStamp::of(path)?;
         let guid = guid_of(path, ProtonKind::ChromeTrace)?;
         let file_name = file_name_of(path);
         let mut describe = Describe::default();
@@ -167,6 +171,7 @@ impl ChromeTraceSource {
             plan: describe.plan,
             read,
             sort: SortOptions::default(),
+            stamp,
         })
     }
 
@@ -296,7 +301,11 @@ impl PreparedStream for Prepared<'_> {
             rows: RegionRows::new(self.first_source, s.nid, &self.options, &s.sort),
             path: &s.path,
         };
-        trace::read(&s.path, &s.file_name, &mut rows)?;
+        s.stamp.check(&s.path)?;
+        let read = trace::read(&s.path, &s.file_name, &mut rows);
+        // A file changed under the read explains whatever error the read met.
+        s.stamp.check(&s.path)?;
+        read?;
         rows.rows.finish()
     }
 }

@@ -20,7 +20,9 @@
 use std::path::{Path, PathBuf};
 
 use rocpd_model::{Agent, Catalog, Process, Result, Table, Thread};
-use rocpd_pipeline::{BatchStream, PreparedStream, SortOptions, Source, StageDrop, StreamOptions};
+use rocpd_pipeline::{
+    BatchStream, FileStamp, PreparedStream, SortOptions, Source, StageDrop, StreamOptions,
+};
 
 use crate::direct::{base_catalog, RegionRow, RegionRows};
 use crate::tree::{self, LaidOut, NodeOut, TREE_CATEGORY, TREE_THREAD_NAME};
@@ -39,6 +41,8 @@ pub struct TreeSource {
     pid: i64,
     laid: tree::Laid,
     sort: SortOptions,
+    /// The file as it was before the describing read; the stream checks it (D163).
+    stamp: FileStamp,
 }
 
 /// The describing pass's output: nothing kept per node.
@@ -54,6 +58,7 @@ impl TreeSource {
     /// Lays `path` out once to describe it; a file that is not a valid tree is refused
     /// here with the importer's message (file and byte offset, or node).
     pub fn open(path: &Path, kind: ProtonKind) -> Result<Self> {
+        let stamp = FileStamp::of(path)?;
         let guid = guid_of(path, kind)?;
         let file_name = file_name_of(path);
         // The importer numbers nodes from 1: its database is new.
@@ -68,6 +73,7 @@ impl TreeSource {
             nid: crate::node_id(node_hash()),
             laid,
             sort: SortOptions::default(),
+            stamp,
         })
     }
 
@@ -230,7 +236,11 @@ impl PreparedStream for Prepared<'_> {
         };
         // The facts of the describing pass: one parse of the file fewer.
         let facts = Some(s.laid.facts);
-        tree::lay_out(&s.path, &s.file_name, s.kind, &mut nodes, 1, facts)?;
+        s.stamp.check(&s.path)?;
+        let laid = tree::lay_out(&s.path, &s.file_name, s.kind, &mut nodes, 1, facts);
+        // A file changed under the read explains whatever error the read met.
+        s.stamp.check(&s.path)?;
+        laid?;
         nodes.rows.finish()
     }
 }

@@ -348,3 +348,51 @@ fn a_bad_trace_is_refused_when_opened_with_the_importers_message() {
         "{direct}"
     );
 }
+
+/// A trace or tree changed between the describing read and the stream fails the stream
+/// with an error naming the file, not fewer or other regions; put back as it was, it
+/// reads the same again (D163).
+#[test]
+fn a_file_changed_after_opening_fails_its_stream() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = Path::new("../../fixtures/proton/generated_cpu");
+    let mut tried = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let from = e.unwrap().path();
+        let Some(kind) = rocpd_proton::sniff_file(&from).unwrap() else {
+            continue;
+        };
+        let path = tmp.path().join(from.file_name().unwrap());
+        std::fs::copy(&from, &path).unwrap();
+        let source = ProtonSource::open(&path, kind).unwrap();
+        let all = regions(&source, 64);
+        let original = std::fs::read(&path).unwrap();
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        // One more byte of white space: still a valid file, yet changed.
+        let mut longer = original.clone();
+        longer.push(b'\n');
+        std::fs::write(&path, &longer).unwrap();
+        let options = StreamOptions {
+            projection: Projection::all(),
+            batch_rows: 64,
+            tables: None,
+        };
+        let mut prepared = source.prepare(0, &options).unwrap();
+        let e = match prepared[0].open() {
+            Ok(_) => panic!("{}: the changed file streamed", path.display()),
+            Err(e) => e.to_string(),
+        };
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        assert!(
+            e.contains(&name) && e.contains("whole file: changed while being converted"),
+            "{e}"
+        );
+        drop(prepared);
+        std::fs::write(&path, &original).unwrap();
+        let f = std::fs::File::options().write(true).open(&path).unwrap();
+        f.set_modified(modified).unwrap();
+        assert_eq!(regions(&source, 64), all, "{name}");
+        tried.insert(format!("{kind:?}"));
+    }
+    assert_eq!(tried.len(), 3, "kinds tried: {tried:?}");
+}

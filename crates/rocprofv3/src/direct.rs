@@ -80,8 +80,8 @@ use rocpd_model::{
     Process, Projection, Queue, Result, SourceInfo, Table, Thread,
 };
 use rocpd_pipeline::{
-    AppendFile, BatchStream, PreparedStream, RunSorter, SortOptions, SortedRuns, Source, StageDrop,
-    StreamOptions,
+    AppendFile, BatchStream, FileStamp, PreparedStream, RunSorter, SortOptions, SortedRuns, Source,
+    StageDrop, StreamOptions,
 };
 
 use crate::csv_import::{self, CsvPlan};
@@ -2211,6 +2211,9 @@ pub struct DirectRunSource {
     sort: SortOptions,
     /// Threads the streams may be read on together.
     threads: usize,
+    /// The files the streams read, as they were before the describing read: each stream
+    /// read checks them before and after (D163).
+    stamps: Arc<[(PathBuf, FileStamp)]>,
 }
 
 impl DirectRunSource {
@@ -2237,19 +2240,26 @@ impl DirectRunSource {
     ) -> Result<std::result::Result<Self, &'static str>> {
         // The import's first step, and so its error when the guid is bad.
         let guid = crate::guid::run_guid(run)?;
-        let (input, described) = match &run.source {
+        let stamp = |path: &PathBuf| Ok((path.clone(), FileStamp::of(path)?));
+        let (input, described, stamps) = match &run.source {
             crate::RunSource::Csv { .. } => {
                 let plan = csv_import::plan(run);
+                let stamps = plan
+                    .files
+                    .iter()
+                    .map(|(p, _)| stamp(p))
+                    .collect::<Result<Arc<[_]>>>()?;
                 let described = describe_run(&plan, opts, threads)?;
-                (Input::Csv(Box::new(plan)), described)
+                (Input::Csv(Box::new(plan)), described, stamps)
             }
             crate::RunSource::Json { index, places, .. } => {
                 let Some(path) = run.files.first() else {
                     return Ok(Err("a JSON run without its file"));
                 };
+                let stamps: Arc<[_]> = Arc::new([stamp(path)?]);
                 let described = describe_json(path, *index, places, opts, threads)?;
                 let (path, index) = (path.clone(), *index);
-                (Input::Json { path, index }, described)
+                (Input::Json { path, index }, described, stamps)
             }
         };
         let (describe, report) = match described {
@@ -2360,6 +2370,7 @@ impl DirectRunSource {
             desc: Arc::new(d),
             sort: SortOptions::default(),
             threads: threads.max(1),
+            stamps,
         }))
     }
 
@@ -2419,7 +2430,22 @@ impl DirectRunSource {
     /// JSON object's sections, of any of them, in import order), in one read as the
     /// import does (counter rows find the kernel trace's kernel names); each file's
     /// events count from its first event id.
+    /// Reads `tables` into `sink`, checking that the run's files are as they were
+    /// described, before the read and after it (D163).
     fn read_table(&self, tables: &[Table], sink: &mut Rows<'_>) -> Result<()> {
+        self.check_stamps()?;
+        let read = self.read_table_unchecked(tables, sink);
+        // A file changed under the read explains whatever error the read met.
+        self.check_stamps()?;
+        read
+    }
+
+    /// Fails, naming the file, when a file of the run changed since it was described.
+    fn check_stamps(&self) -> Result<()> {
+        self.stamps.iter().try_for_each(|(path, s)| s.check(path))
+    }
+
+    fn read_table_unchecked(&self, tables: &[Table], sink: &mut Rows<'_>) -> Result<()> {
         let mut report = ImportReport::default();
         let any = |wanted: &[Table]| tables.iter().any(|t| wanted.contains(t));
         match &self.input {

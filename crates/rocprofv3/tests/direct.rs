@@ -594,8 +594,9 @@ fn every_run_of_the_documentation_directory_reads_as_imported() {
     assert_eq!(checked, 1);
 }
 
-/// Files that change between the describing pass and a stream give an error naming the
-/// file and line, or rows, never a panic.
+/// Files that change between the describing pass and a stream fail the stream with an
+/// error naming the file, never a panic, and never fewer rows: a file cut short at a line's
+/// end would otherwise read cleanly (D163). Put back as it was, the file reads again.
 #[test]
 fn files_changed_after_opening_give_errors_not_panics() {
     let tmp = tempfile::tempdir().unwrap();
@@ -613,6 +614,7 @@ fn files_changed_after_opening_give_errors_not_panics() {
     };
     let (kernel, api) = (file_of("kernel_trace.csv"), file_of("hip_api_trace.csv"));
     let original = std::fs::read_to_string(&kernel).unwrap();
+    let modified = std::fs::metadata(&kernel).unwrap().modified().unwrap();
     let header = original.lines().next().unwrap().to_string();
     let options = StreamOptions {
         projection: Projection::all(),
@@ -629,13 +631,34 @@ fn files_changed_after_opening_give_errors_not_panics() {
         }
         Ok(n)
     };
-    // A bad row appended: an error naming the file and its line.
-    std::fs::write(&kernel, format!("{original}{}\n", "x,".repeat(5))).unwrap();
+    let all = drain(&direct).unwrap();
+    let changed = |e: &str| {
+        assert!(
+            e.contains("kernel_trace.csv: whole file: changed while being converted"),
+            "{e}"
+        )
+    };
+    // A bad row appended; the last row cut off at its line's end; only the header left.
+    let last_line = original.trim_end().rfind('\n').unwrap() + 1;
+    for text in [
+        format!("{original}{}\n", "x,".repeat(5)),
+        original[..last_line].to_string(),
+        format!("{header}\n"),
+    ] {
+        std::fs::write(&kernel, text).unwrap();
+        changed(&drain(&direct).unwrap_err());
+    }
+    // The same bytes written again later: changed too, by its time.
+    std::fs::write(&kernel, &original).unwrap();
+    let f = std::fs::File::options().write(true).open(&kernel).unwrap();
+    f.set_modified(modified + std::time::Duration::from_secs(10))
+        .unwrap();
     let e = drain(&direct).unwrap_err();
-    assert!(e.contains("kernel_trace.csv") && e.contains("line"), "{e}");
-    // Rows removed (only the header left), or the API file gone: rows or an error.
-    std::fs::write(&kernel, format!("{header}\n")).unwrap();
-    drain(&direct).unwrap();
+    assert!(e.contains("modified again"), "{e}");
+    // As it was: the same rows.
+    f.set_modified(modified).unwrap();
+    assert_eq!(drain(&direct).unwrap(), all);
+    // The API file gone: an error naming it.
     std::fs::remove_file(&api).unwrap();
     let e = drain(&direct).unwrap_err();
     assert!(e.contains("hip_api_trace.csv"), "{e}");
@@ -2616,5 +2639,48 @@ fn streams_read_the_input_as_planned() {
                 std::fs::rename(&away, &input).unwrap();
             }
         }
+    }
+}
+
+/// A JSON file changed between the describing read and a stream fails the stream,
+/// naming the file, even when it is still valid JSON with the same records (D163).
+#[test]
+fn a_json_file_changed_after_opening_fails_its_streams() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = generated_json(tmp.path(), 3, false);
+    let run = one_run(&json);
+    let original = std::fs::read(&json).unwrap();
+    let modified = std::fs::metadata(&json).unwrap().modified().unwrap();
+    for threads in [1, 2] {
+        let direct = DirectRunSource::open_on(&run, &ImportOptions::default(), threads)
+            .unwrap()
+            .unwrap();
+        let regions = rows(&direct, Table::Region, 64);
+        let mut longer = original.clone();
+        longer.extend_from_slice(b"  \n");
+        std::fs::write(&json, &longer).unwrap();
+        let options = StreamOptions {
+            projection: Projection::all(),
+            batch_rows: 64,
+            tables: None,
+        };
+        let mut prepared = direct.prepare(0, &options).unwrap();
+        assert!(prepared.len() >= 4, "{} streams", prepared.len());
+        for p in prepared.iter_mut() {
+            let table = p.table();
+            let e = match p.open() {
+                Ok(_) => panic!("{table:?} streamed from a changed file"),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                e.contains("_results.json: whole file: changed while being converted"),
+                "{e}"
+            );
+        }
+        drop(prepared);
+        std::fs::write(&json, &original).unwrap();
+        let f = std::fs::File::options().write(true).open(&json).unwrap();
+        f.set_modified(modified).unwrap();
+        assert_eq!(rows(&direct, Table::Region, 64), regions);
     }
 }
