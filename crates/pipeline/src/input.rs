@@ -62,24 +62,44 @@ impl FileStamp {
 
     /// Fails, naming `path`, unless the file still has this stamp.
     pub fn check(&self, path: &Path) -> Result<()> {
-        let now = Self::of(path)?;
+        const AGAIN: &str = "it is read more than once, so it must not change until the \
+                             conversion ends: convert it again once whatever writes it has \
+                             finished";
+        let now = match std::fs::metadata(path) {
+            Ok(m) => FileStamp {
+                len: m.len(),
+                modified: m.modified().ok(),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::input(
+                    path,
+                    "whole file",
+                    format!("removed while being converted; {AGAIN}"),
+                ))
+            }
+            Err(e) => return Err(Error::input(path, "open", e.to_string())),
+        };
         if now == *self {
             return Ok(());
         }
         let what = if now.len == self.len {
-            format!("modified again ({} bytes)", self.len)
+            format!("written again, {} bytes as before", self.len)
         } else {
             format!("{} bytes when first read, {} bytes now", self.len, now.len)
         };
         Err(Error::input(
             path,
             "whole file",
-            format!(
-                "changed while being converted ({what}); it is read more than once, so it \
-                 must not change until the conversion ends: convert it again once whatever \
-                 writes it has finished"
-            ),
+            format!("changed while being converted ({what}); {AGAIN}"),
         ))
+    }
+}
+
+impl FileStamp {
+    /// `error`, met reading `path`, unless the file changed since this stamp: then the
+    /// change, which explains the error.
+    pub fn explain(&self, path: &Path, error: Error) -> Error {
+        self.check(path).err().unwrap_or(error)
     }
 }
 
@@ -104,10 +124,25 @@ mod tests {
         let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
         f.set_modified(later).unwrap();
         let e = stamp.check(&path).unwrap_err().to_string();
-        assert!(e.contains("modified again (8 bytes)"), "{e}");
+        assert!(
+            e.contains("changed while being converted (written again, 8 bytes as before)"),
+            "{e}"
+        );
+        // A reader's error is explained by the change, or kept when nothing changed.
+        let read_error = || Error::input(&path, "line 2", "expected 2 fields");
+        let e = stamp.explain(&path, read_error()).to_string();
+        assert!(e.contains("changed while being converted"), "{e}");
+        let e = FileStamp::of(&path).unwrap().explain(&path, read_error());
+        assert!(
+            e.to_string().ends_with("a.csv: line 2: expected 2 fields"),
+            "{e}"
+        );
         // Gone.
         std::fs::remove_file(&path).unwrap();
         let e = stamp.check(&path).unwrap_err().to_string();
-        assert!(e.contains("a.csv: open:"), "{e}");
+        assert!(
+            e.contains("a.csv: whole file: removed while being converted"),
+            "{e}"
+        );
     }
 }

@@ -160,7 +160,8 @@ impl ChromeTraceSource {
         let guid = guid_of(path, ProtonKind::ChromeTrace)?;
         let file_name = file_name_of(path);
         let mut describe = Describe::default();
-        let read = trace::read(path, &file_name, &mut describe)?;
+        let read =
+            trace::read(path, &file_name, &mut describe).map_err(|e| stamp.explain(path, e))?;
         describe.close_document();
         describe.plan.add_up_moves();
         Ok(ChromeTraceSource {
@@ -302,10 +303,9 @@ impl PreparedStream for Prepared<'_> {
             path: &s.path,
         };
         s.stamp.check(&s.path)?;
-        let read = trace::read(&s.path, &s.file_name, &mut rows);
         // A file changed under the read explains whatever error the read met.
+        trace::read(&s.path, &s.file_name, &mut rows).map_err(|e| s.stamp.explain(&s.path, e))?;
         s.stamp.check(&s.path)?;
-        read?;
         rows.rows.finish()
     }
 }

@@ -62,7 +62,8 @@ impl TreeSource {
         let guid = guid_of(path, kind)?;
         let file_name = file_name_of(path);
         // The importer numbers nodes from 1: its database is new.
-        let laid = tree::lay_out(path, &file_name, kind, &mut Drop, 1, None)?;
+        let laid = tree::lay_out(path, &file_name, kind, &mut Drop, 1, None)
+            .map_err(|e| stamp.explain(path, e))?;
         let pid = tree::tree_pid(&file_name, &guid);
         Ok(TreeSource {
             path: path.to_path_buf(),
@@ -237,10 +238,10 @@ impl PreparedStream for Prepared<'_> {
         // The facts of the describing pass: one parse of the file fewer.
         let facts = Some(s.laid.facts);
         s.stamp.check(&s.path)?;
-        let laid = tree::lay_out(&s.path, &s.file_name, s.kind, &mut nodes, 1, facts);
         // A file changed under the read explains whatever error the read met.
+        tree::lay_out(&s.path, &s.file_name, s.kind, &mut nodes, 1, facts)
+            .map_err(|e| s.stamp.explain(&s.path, e))?;
         s.stamp.check(&s.path)?;
-        laid?;
         nodes.rows.finish()
     }
 }

@@ -2199,6 +2199,15 @@ fn json_kinds(table: Table, made: bool) -> &'static [CsvKind] {
     }
 }
 
+/// `error`, met reading a run, unless one of its files changed since `stamps` were
+/// taken: then the change, which explains the error (D163).
+fn explain_by_stamps(stamps: &[(PathBuf, FileStamp)], error: Error) -> Error {
+    stamps
+        .iter()
+        .find_map(|(path, s)| s.check(path).err())
+        .unwrap_or(error)
+}
+
 /// A rocprofv3 CSV run or JSON process object opened as a source: described, ready to
 /// stream. A clone is the same source opened again without reading the input.
 #[derive(Clone)]
@@ -2249,7 +2258,8 @@ impl DirectRunSource {
                     .iter()
                     .map(|(p, _)| stamp(p))
                     .collect::<Result<Arc<[_]>>>()?;
-                let described = describe_run(&plan, opts, threads)?;
+                let described = describe_run(&plan, opts, threads)
+                    .map_err(|e| explain_by_stamps(&stamps, e))?;
                 (Input::Csv(Box::new(plan)), described, stamps)
             }
             crate::RunSource::Json { index, places, .. } => {
@@ -2257,7 +2267,8 @@ impl DirectRunSource {
                     return Ok(Err("a JSON run without its file"));
                 };
                 let stamps: Arc<[_]> = Arc::new([stamp(path)?]);
-                let described = describe_json(path, *index, places, opts, threads)?;
+                let described = describe_json(path, *index, places, opts, threads)
+                    .map_err(|e| explain_by_stamps(&stamps, e))?;
                 let (path, index) = (path.clone(), *index);
                 (Input::Json { path, index }, described, stamps)
             }
@@ -2434,10 +2445,10 @@ impl DirectRunSource {
     /// described, before the read and after it (D163).
     fn read_table(&self, tables: &[Table], sink: &mut Rows<'_>) -> Result<()> {
         self.check_stamps()?;
-        let read = self.read_table_unchecked(tables, sink);
         // A file changed under the read explains whatever error the read met.
-        self.check_stamps()?;
-        read
+        self.read_table_unchecked(tables, sink)
+            .map_err(|e| explain_by_stamps(&self.stamps, e))?;
+        self.check_stamps()
     }
 
     /// Fails, naming the file, when a file of the run changed since it was described.
@@ -2530,17 +2541,22 @@ impl DirectRunSource {
         let next = std::sync::atomic::AtomicUsize::new(0);
         type Read = Option<Result<Vec<(Table, SortedRuns)>>>;
         let done: Vec<Mutex<Read>> = reads.iter().map(|_| Mutex::new(None)).collect();
+        let work = || loop {
+            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(&i) = order.get(k) else {
+                break;
+            };
+            let got = self.read_sorted(&reads[i], first_source, options);
+            *done[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(got);
+        };
+        // The calling thread is one of the workers: each thread spawned allocates in a
+        // malloc arena of its own, which keeps what it freed (D164).
         std::thread::scope(|scope| {
-            for _ in 0..self.threads.min(reads.len()) {
-                scope.spawn(|| loop {
-                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&i) = order.get(k) else {
-                        break;
-                    };
-                    let got = self.read_sorted(&reads[i], first_source, options);
-                    *done[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(got);
-                });
+            let work = &work;
+            for _ in 1..self.threads.min(reads.len()) {
+                scope.spawn(work);
             }
+            work();
         });
         let mut runs = HashMap::new();
         for d in done {

@@ -654,7 +654,7 @@ fn files_changed_after_opening_give_errors_not_panics() {
     f.set_modified(modified + std::time::Duration::from_secs(10))
         .unwrap();
     let e = drain(&direct).unwrap_err();
-    assert!(e.contains("modified again"), "{e}");
+    assert!(e.contains("written again"), "{e}");
     // As it was: the same rows.
     f.set_modified(modified).unwrap();
     assert_eq!(drain(&direct).unwrap(), all);
