@@ -55,10 +55,28 @@ fn parse_step<'a, T: serde::Deserialize<'a>, O>(
             // `in_place` stops at the first `Done`.
             None => Step::Fail("internal: a value made twice".into()),
         },
-        Some(Err(e)) if !e.is_eof() || exhausted => Step::Fail(e.to_string()),
+        // serde calls a number cut after its `-`, `.` or exponent mark invalid, not cut
+        // short, when it only passes over it: an error where the buffer ends may be the
+        // buffer's doing while more input follows (D165).
+        Some(Err(e)) if exhausted || !(e.is_eof() || at_slice_end(slice, &e)) => {
+            Step::Fail(e.to_string())
+        }
         None if exhausted => Step::Fail("expected a value, found the end".into()),
         _ => Step::More,
     }
+}
+
+/// Whether serde's error `e`, met parsing `slice`, is placed at its end (serde places
+/// an error by line and byte column).
+fn at_slice_end(slice: &[u8], e: &serde_json::Error) -> bool {
+    let line_start = match e.line().checked_sub(2) {
+        None => 0,
+        Some(newlines) => match memchr::memchr_iter(b'\n', slice).nth(newlines) {
+            Some(k) => k + 1,
+            None => return false,
+        },
+    };
+    line_start.saturating_add(e.column()) >= slice.len()
 }
 
 /// Why a scan stopped.
@@ -979,6 +997,36 @@ mod tests {
             }
         }
         Ok(out)
+    }
+
+    /// A number cut by the buffer after its `-`, `.` or exponent mark is read on, not
+    /// refused: strict skipping over values that fit the buffer checks them with serde,
+    /// which calls such a number invalid, not cut short (D165; found on a rocprofv3 JSON
+    /// file whose counter values end in `.0`, at a buffer boundary that fell just so).
+    #[test]
+    fn numbers_cut_by_the_buffer_are_read_on() {
+        let text = br#"[{"v": 15499264.0, "w": -3, "x": 1e5, "y": 2.5E-3}, [-0.25, 7.0e+1]]"#;
+        for n in 1..text.len() {
+            let mut s = Scan::new(Trickle(text, n));
+            s.skip(true)
+                .unwrap_or_else(|e| panic!("reads of {n} bytes: {e:?}"));
+            assert!(s.at_end().unwrap());
+        }
+        // Bad numbers are still refused, wherever the reads end.
+        for bad in [
+            &br#"[{"v": 1.}]"#[..],
+            br#"[-]"#,
+            br#"[1e]"#,
+            br#"{"a": [2.x]}"#,
+        ] {
+            for n in 1..bad.len() {
+                assert!(
+                    Scan::new(Trickle(bad, n)).skip(true).is_err(),
+                    "{:?} in reads of {n}",
+                    std::str::from_utf8(bad)
+                );
+            }
+        }
     }
 
     #[test]
