@@ -54,10 +54,14 @@ impl FileStamp {
     /// The stamp of `path` now.
     pub fn of(path: &Path) -> Result<Self> {
         let m = std::fs::metadata(path).map_err(|e| Error::input(path, "open", e.to_string()))?;
-        Ok(FileStamp {
+        Ok(Self::from_metadata(&m))
+    }
+
+    fn from_metadata(m: &std::fs::Metadata) -> Self {
+        FileStamp {
             len: m.len(),
             modified: m.modified().ok(),
-        })
+        }
     }
 
     /// Fails, naming `path`, unless the file still has this stamp.
@@ -66,10 +70,7 @@ impl FileStamp {
                              conversion ends: convert it again once whatever writes it has \
                              finished";
         let now = match std::fs::metadata(path) {
-            Ok(m) => FileStamp {
-                len: m.len(),
-                modified: m.modified().ok(),
-            },
+            Ok(m) => Self::from_metadata(&m),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Error::input(
                     path,
@@ -93,9 +94,7 @@ impl FileStamp {
             format!("changed while being converted ({what}); {AGAIN}"),
         ))
     }
-}
 
-impl FileStamp {
     /// `error`, met reading `path`, unless the file changed since this stamp: then the
     /// change, which explains the error.
     pub fn explain(&self, path: &Path, error: Error) -> Error {
