@@ -1,8 +1,10 @@
 //! Opening input files safely: only regular files are opened, so a FIFO, a device or a
-//! socket given as an input is refused at once instead of blocking the run forever.
+//! socket given as an input is refused at once instead of blocking the run forever; and
+//! the stamps that tell a reader when a file it reads more than once changed in between.
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rocpd_model::{Error, Result};
 
@@ -102,6 +104,42 @@ impl FileStamp {
     }
 }
 
+/// The stamps of every file one source reads again, taken together before its first
+/// read. A clone shares them.
+#[derive(Debug, Clone)]
+pub struct FileStamps(Arc<[(PathBuf, FileStamp)]>);
+
+impl FileStamps {
+    /// The stamps of `paths` now.
+    pub fn of<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Result<Self> {
+        paths
+            .into_iter()
+            .map(|p| Ok((p.to_path_buf(), FileStamp::of(p)?)))
+            .collect::<Result<Vec<_>>>()
+            .map(|v| FileStamps(v.into()))
+    }
+
+    /// Fails, naming the first file that changed since its stamp was taken.
+    pub fn check(&self) -> Result<()> {
+        self.0.iter().try_for_each(|(path, s)| s.check(path))
+    }
+
+    /// `error`, met reading these files, unless one of them changed: then the change,
+    /// which explains the error.
+    pub fn explain(&self, error: Error) -> Error {
+        self.check().err().unwrap_or(error)
+    }
+
+    /// Runs `read` between two checks of the stamps, letting a change explain whatever
+    /// error it met: what every read after the first one goes through.
+    pub fn around<T>(&self, read: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.check()?;
+        let value = read().map_err(|e| self.explain(e))?;
+        self.check()?;
+        Ok(value)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +179,51 @@ mod tests {
         let e = stamp.check(&path).unwrap_err().to_string();
         assert!(
             e.contains("a.csv: whole file: removed while being converted"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_read_between_stamps_fails_when_any_file_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let [a, b] = ["a.csv", "b.csv"].map(|n| tmp.path().join(n));
+        std::fs::write(&a, "x\n1\n").unwrap();
+        std::fs::write(&b, "y\n2\n").unwrap();
+        let stamps = FileStamps::of([a.as_path(), b.as_path()]).unwrap();
+        assert_eq!(stamps.around(|| Ok(7)).unwrap(), 7);
+        // A read's own error stands while nothing changed.
+        let e = stamps
+            .around(|| -> Result<()> { Err(Error::input(&a, "line 2", "bad")) })
+            .unwrap_err();
+        assert!(e.to_string().ends_with("a.csv: line 2: bad"), "{e}");
+        // The second file cut under a read that succeeded: the check after it fails.
+        let e = stamps
+            .around(|| {
+                std::fs::write(&b, "y\n").unwrap();
+                Ok(())
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("b.csv: whole file: changed while being converted (4 bytes when first read, 2 bytes now)"), "{e}");
+        // Changed before the read: it does not start.
+        let mut started = false;
+        let e = stamps.around(|| {
+            started = true;
+            Ok(())
+        });
+        assert!(e.is_err() && !started);
+        // A read that failed on the change gives the change, not its own error.
+        std::fs::write(&b, "y\n2\n").unwrap();
+        let fresh = FileStamps::of([b.as_path()]).unwrap();
+        let e = fresh
+            .around(|| -> Result<()> {
+                std::fs::remove_file(&b).unwrap();
+                Err(Error::input(&b, "line 2", "missing"))
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("b.csv: whole file: removed while being converted"),
             "{e}"
         );
     }

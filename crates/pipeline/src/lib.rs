@@ -40,7 +40,7 @@ pub use chunk::{Chunk, TimeOrder};
 pub use decode::{decode_parallel, Numbered, QueueLimits};
 pub use driver::{run, Message, Progress, RunOptions, Sink, Stage};
 pub use guard::{within, PathGuard};
-pub use input::{check_regular, open_regular, FileStamp};
+pub use input::{check_regular, open_regular, FileStamp, FileStamps};
 pub use merge::{BatchStream, TimeMerge};
 pub use output::{
     refuse_special, remove_output, remove_output_path, temp_sibling, NewDirs, OutputFile,

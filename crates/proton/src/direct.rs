@@ -29,7 +29,7 @@ use rocpd_model::{
     Table, Thread,
 };
 use rocpd_pipeline::{
-    BatchStream, FileStamp, PreparedStream, RunSorter, SortOptions, Source, StageDrop,
+    BatchStream, FileStamps, PreparedStream, RunSorter, SortOptions, Source, StageDrop,
     StreamOptions,
 };
 use serde_json::{Map, Value};
@@ -149,19 +149,18 @@ pub struct ChromeTraceSource {
     read: TraceRead,
     sort: SortOptions,
     /// The file as it was before the describing read; the stream checks it (D163).
-    stamp: FileStamp,
+    stamps: FileStamps,
 }
 
 impl ChromeTraceSource {
     /// Reads `path` once to describe it; a file that is not a valid chrome trace is
     /// refused here with the importer's message (file, document, event or byte offset).
     pub fn open(path: &Path) -> Result<Self> {
-        let stamp = FileStamp::of(path)?;
+        let stamps = FileStamps::of([path])?;
         let guid = guid_of(path, ProtonKind::ChromeTrace)?;
         let file_name = file_name_of(path);
         let mut describe = Describe::default();
-        let read =
-            trace::read(path, &file_name, &mut describe).map_err(|e| stamp.explain(path, e))?;
+        let read = trace::read(path, &file_name, &mut describe).map_err(|e| stamps.explain(e))?;
         describe.close_document();
         describe.plan.add_up_moves();
         Ok(ChromeTraceSource {
@@ -172,7 +171,7 @@ impl ChromeTraceSource {
             plan: describe.plan,
             read,
             sort: SortOptions::default(),
-            stamp,
+            stamps,
         })
     }
 
@@ -302,10 +301,8 @@ impl PreparedStream for Prepared<'_> {
             rows: RegionRows::new(self.first_source, s.nid, &self.options, &s.sort),
             path: &s.path,
         };
-        s.stamp.check(&s.path)?;
-        // A file changed under the read explains whatever error the read met.
-        trace::read(&s.path, &s.file_name, &mut rows).map_err(|e| s.stamp.explain(&s.path, e))?;
-        s.stamp.check(&s.path)?;
+        s.stamps
+            .around(|| trace::read(&s.path, &s.file_name, &mut rows))?;
         rows.rows.finish()
     }
 }

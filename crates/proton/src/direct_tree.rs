@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use rocpd_model::{Agent, Catalog, Process, Result, Table, Thread};
 use rocpd_pipeline::{
-    BatchStream, FileStamp, PreparedStream, SortOptions, Source, StageDrop, StreamOptions,
+    BatchStream, FileStamps, PreparedStream, SortOptions, Source, StageDrop, StreamOptions,
 };
 
 use crate::direct::{base_catalog, RegionRow, RegionRows};
@@ -42,7 +42,7 @@ pub struct TreeSource {
     laid: tree::Laid,
     sort: SortOptions,
     /// The file as it was before the describing read; the stream checks it (D163).
-    stamp: FileStamp,
+    stamps: FileStamps,
 }
 
 /// The describing pass's output: nothing kept per node.
@@ -58,12 +58,12 @@ impl TreeSource {
     /// Lays `path` out once to describe it; a file that is not a valid tree is refused
     /// here with the importer's message (file and byte offset, or node).
     pub fn open(path: &Path, kind: ProtonKind) -> Result<Self> {
-        let stamp = FileStamp::of(path)?;
+        let stamps = FileStamps::of([path])?;
         let guid = guid_of(path, kind)?;
         let file_name = file_name_of(path);
         // The importer numbers nodes from 1: its database is new.
         let laid = tree::lay_out(path, &file_name, kind, &mut Drop, 1, None)
-            .map_err(|e| stamp.explain(path, e))?;
+            .map_err(|e| stamps.explain(e))?;
         let pid = tree::tree_pid(&file_name, &guid);
         Ok(TreeSource {
             path: path.to_path_buf(),
@@ -74,7 +74,7 @@ impl TreeSource {
             nid: crate::node_id(node_hash()),
             laid,
             sort: SortOptions::default(),
-            stamp,
+            stamps,
         })
     }
 
@@ -237,11 +237,8 @@ impl PreparedStream for Prepared<'_> {
         };
         // The facts of the describing pass: one parse of the file fewer.
         let facts = Some(s.laid.facts);
-        s.stamp.check(&s.path)?;
-        // A file changed under the read explains whatever error the read met.
-        tree::lay_out(&s.path, &s.file_name, s.kind, &mut nodes, 1, facts)
-            .map_err(|e| s.stamp.explain(&s.path, e))?;
-        s.stamp.check(&s.path)?;
+        s.stamps
+            .around(|| tree::lay_out(&s.path, &s.file_name, s.kind, &mut nodes, 1, facts))?;
         nodes.rows.finish()
     }
 }

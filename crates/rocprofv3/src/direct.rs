@@ -80,8 +80,8 @@ use rocpd_model::{
     Process, Projection, Queue, Result, SourceInfo, Table, Thread,
 };
 use rocpd_pipeline::{
-    AppendFile, BatchStream, FileStamp, PreparedStream, RunSorter, SortOptions, SortedRuns, Source,
-    StageDrop, StreamOptions,
+    AppendFile, BatchStream, FileStamps, PreparedStream, RunSorter, SortOptions, SortedRuns,
+    Source, StageDrop, StreamOptions,
 };
 
 use crate::csv_import::{self, CsvPlan};
@@ -2199,15 +2199,6 @@ fn json_kinds(table: Table, made: bool) -> &'static [CsvKind] {
     }
 }
 
-/// `error`, met reading a run, unless one of its files changed since `stamps` were
-/// taken: then the change, which explains the error (D163).
-fn explain_by_stamps(stamps: &[(PathBuf, FileStamp)], error: Error) -> Error {
-    stamps
-        .iter()
-        .find_map(|(path, s)| s.check(path).err())
-        .unwrap_or(error)
-}
-
 /// A rocprofv3 CSV run or JSON process object opened as a source: described, ready to
 /// stream. A clone is the same source opened again without reading the input.
 #[derive(Clone)]
@@ -2222,7 +2213,7 @@ pub struct DirectRunSource {
     threads: usize,
     /// The files the streams read, as they were before the describing read: each stream
     /// read checks them before and after (D163).
-    stamps: Arc<[(PathBuf, FileStamp)]>,
+    stamps: FileStamps,
 }
 
 impl DirectRunSource {
@@ -2249,26 +2240,23 @@ impl DirectRunSource {
     ) -> Result<std::result::Result<Self, &'static str>> {
         // The import's first step, and so its error when the guid is bad.
         let guid = crate::guid::run_guid(run)?;
-        let stamp = |path: &PathBuf| Ok((path.clone(), FileStamp::of(path)?));
+        // Taken before the describing read, so that a change during it is caught too;
+        // a file that changed explains whatever error a read met (D163).
         let (input, described, stamps) = match &run.source {
             crate::RunSource::Csv { .. } => {
                 let plan = csv_import::plan(run);
-                let stamps = plan
-                    .files
-                    .iter()
-                    .map(|(p, _)| stamp(p))
-                    .collect::<Result<Arc<[_]>>>()?;
-                let described = describe_run(&plan, opts, threads)
-                    .map_err(|e| explain_by_stamps(&stamps, e))?;
+                let stamps = FileStamps::of(plan.files.iter().map(|(p, _)| p.as_path()))?;
+                let described =
+                    describe_run(&plan, opts, threads).map_err(|e| stamps.explain(e))?;
                 (Input::Csv(Box::new(plan)), described, stamps)
             }
             crate::RunSource::Json { index, places, .. } => {
                 let Some(path) = run.files.first() else {
                     return Ok(Err("a JSON run without its file"));
                 };
-                let stamps: Arc<[_]> = Arc::new([stamp(path)?]);
+                let stamps = FileStamps::of([path.as_path()])?;
                 let described = describe_json(path, *index, places, opts, threads)
-                    .map_err(|e| explain_by_stamps(&stamps, e))?;
+                    .map_err(|e| stamps.explain(e))?;
                 let (path, index) = (path.clone(), *index);
                 (Input::Json { path, index }, described, stamps)
             }
@@ -2444,16 +2432,8 @@ impl DirectRunSource {
     /// Reads `tables` into `sink`, checking that the run's files are as they were
     /// described, before the read and after it (D163).
     fn read_table(&self, tables: &[Table], sink: &mut Rows<'_>) -> Result<()> {
-        self.check_stamps()?;
-        // A file changed under the read explains whatever error the read met.
-        self.read_table_unchecked(tables, sink)
-            .map_err(|e| explain_by_stamps(&self.stamps, e))?;
-        self.check_stamps()
-    }
-
-    /// Fails, naming the file, when a file of the run changed since it was described.
-    fn check_stamps(&self) -> Result<()> {
-        self.stamps.iter().try_for_each(|(path, s)| s.check(path))
+        self.stamps
+            .around(|| self.read_table_unchecked(tables, sink))
     }
 
     fn read_table_unchecked(&self, tables: &[Table], sink: &mut Rows<'_>) -> Result<()> {
