@@ -229,3 +229,92 @@ fn version_is_printed_for_amds_dash_v_and_for_dash_capital_v() {
         assert!(out.starts_with("rocpd "), "{flag}: {out}");
     }
 }
+
+/// A rocprofv3 JSON file of a generated process of `iterations`, and the CSV run of the
+/// same process.
+fn rocprofv3_files(dir: &Path, iterations: u32) -> (PathBuf, PathBuf) {
+    let db = generate(&dir.join("db"), 3, 1, iterations).remove(0);
+    let (json, _) = rocpd_gen::export_json(&db, &dir.join("json")).unwrap();
+    let (csv, _) = rocpd_gen::export_csv(&db, &dir.join("csv")).unwrap();
+    (json, csv)
+}
+
+#[test]
+fn the_same_rocprofv3_process_twice_is_refused_however_it_is_copied() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let (json, csv) = rocprofv3_files(tmp.path(), 4);
+    let text = std::fs::read_to_string(&json).unwrap();
+    let copies = tmp.path().join("copies");
+    std::fs::create_dir(&copies).unwrap();
+    // Renamed; gzipped; written again with other spacing and key order (serde_json's
+    // `Value` sorts keys).
+    let renamed = copies.join("other_results.json");
+    std::fs::write(&renamed, &text).unwrap();
+    let gz = copies.join("gz_results.json.gz");
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::fast(),
+    );
+    enc.write_all(text.as_bytes()).unwrap();
+    enc.finish().unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let pretty = copies.join("pretty_results.json");
+    std::fs::write(&pretty, serde_json::to_string_pretty(&value).unwrap()).unwrap();
+    for copy in [&renamed, &gz, &pretty] {
+        let e = refused(&[&json, copy], &tmp.path().join("out"));
+        assert!(
+            e.contains("holds the same process") && e.contains(&*copy.to_string_lossy()),
+            "{e}"
+        );
+    }
+    // One file holding the process object twice.
+    let mut twice = value.clone();
+    let tool = twice["rocprofiler-sdk-tool"].as_array_mut().unwrap();
+    tool.push(tool[0].clone());
+    let doubled = copies.join("twice_results.json");
+    std::fs::write(&doubled, twice.to_string()).unwrap();
+    let e = refused(&[&doubled], &tmp.path().join("out"));
+    assert!(e.contains("holds the same process"), "{e}");
+    // A CSV run copied to another directory.
+    let moved = tmp.path().join("csv-copy");
+    std::fs::create_dir(&moved).unwrap();
+    for f in std::fs::read_dir(&csv).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, moved.join(f.file_name().unwrap())).unwrap();
+    }
+    let e = refused(&[&csv, &moved], &tmp.path().join("out"));
+    assert!(e.contains("holds the same process"), "{e}");
+}
+
+#[test]
+fn two_csv_runs_alike_but_for_their_last_row_are_two_processes() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Enough iterations for a kernel trace past twice the 64 KiB the guid reads of
+    // each end of a file.
+    let (_, csv) = rocprofv3_files(tmp.path(), 60);
+    let other = tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    for f in std::fs::read_dir(&csv).unwrap() {
+        let f = f.unwrap().path();
+        let to = other.join(f.file_name().unwrap());
+        let mut bytes = std::fs::read(&f).unwrap();
+        if to.to_string_lossy().ends_with("kernel_trace.csv") {
+            // The same names, sizes and first 64 KiB: only the last timestamp's last
+            // digit differs.
+            assert!(bytes.len() > 128 << 10, "{} bytes", bytes.len());
+            let at = bytes.len() - 2;
+            assert!(bytes[at].is_ascii_digit(), "{}", bytes[at] as char);
+            bytes[at] = if bytes[at] == b'9' {
+                b'8'
+            } else {
+                bytes[at] + 1
+            };
+        }
+        std::fs::write(&to, bytes).unwrap();
+    }
+    let o = rocpd(&["info", "-i", csv.to_str().unwrap(), other.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("2 process(es)"), "{out}");
+}

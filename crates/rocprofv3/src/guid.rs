@@ -1,22 +1,37 @@
 //! The guid of an imported run: a UUIDv7-shaped string derived deterministically from the
-//! run, so that importing the same files twice gives the same guid (and merging the two
-//! results is refused as a duplicate, as it should be).
+//! process the run holds, so that the same process given twice (a copy of its files, a
+//! JSON file beside its gzipped copy, an object repeated) gets the same guid, and the
+//! second is refused as a duplicate, as it should be; and two processes do not (D167).
 //!
-//! Inputs of the hash, in order: the format (`csv`/`json`); for each file its name (not
-//! its directory), its size and its first 64 KiB; for JSON the process index; for
-//! `rocpd convert` CSVs the guid filter. Layout: the 48-bit time field is the process
-//! start in ms when known (JSON `metadata.init_time`, if not negative), otherwise hash bits; the version
-//! nibble is 7 and the variant bits `10`; every other bit comes from two FNV-1a-64 hashes.
-//! A `rocpd convert` CSV run whose rows carry one original guid keeps that guid.
+//! Inputs of the hash, in order:
+//! - a JSON object whose `metadata` names a pid or a start time: `json`, then two hashes of
+//!   the whole `metadata` value (`json_import::process_identity`): not the file's name,
+//!   place, compression or layout, nor the object's index;
+//! - any other JSON object: `json`, its index, then its file as a CSV file below;
+//! - a CSV run: `csv`, then for each file its name (not its directory), its size, its
+//!   first 64 KiB, its last 64 KiB and 16 pieces of 4 KiB spread evenly between them. A
+//!   run copied to another directory is the same process; one copied under other names
+//!   is not told apart from a new one (the documentation samples of rocprofv3 hold the
+//!   same file under two names, as two samples).
+//!
+//! Layout: the 48-bit time field is the process start in ms when known (JSON
+//! `metadata.init_time`, if not negative), otherwise hash bits; the version nibble is 7
+//! and the variant bits `10`; every other bit comes from two FNV-1a-64 hashes. A `rocpd
+//! convert` CSV run whose rows carry one original guid keeps that guid.
 
-use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
 
 use rocpd_model::hash::{fnv1a64, FNV_OFFSET, FNV_OFFSET_2};
 use rocpd_model::{Error, Result};
 
 use crate::{Run, RunSource};
 
-const HEAD_BYTES: u64 = 64 * 1024;
+/// How much of each end of a file is hashed.
+const END_BYTES: u64 = 64 * 1024;
+/// How many pieces of the middle are hashed, and their size.
+const PIECES: u64 = 16;
+const PIECE_BYTES: u64 = 4 * 1024;
 
 /// The guid of `run`.
 pub(crate) fn run_guid(run: &Run) -> Result<String> {
@@ -47,28 +62,74 @@ pub(crate) fn run_guid(run: &Run) -> Result<String> {
     };
     let mut start_ms = None;
     match &run.source {
-        RunSource::Csv { .. } => feed(b"csv"),
+        RunSource::Csv { .. } => {
+            feed(b"csv");
+            for path in &run.files {
+                feed_name(path, &mut feed);
+                feed_content(path, &mut feed)?;
+            }
+        }
         RunSource::Json {
-            index, init_time, ..
+            index,
+            init_time,
+            identity,
+            ..
         } => {
             feed(b"json");
-            feed(&(*index as u64).to_le_bytes());
             // A negative start (bad input) has no place in the time field: hash bits then.
             start_ms = init_time.and_then(|t| u64::try_from(t / 1_000_000).ok());
+            match identity {
+                Some([x, y]) => {
+                    feed(&x.to_le_bytes());
+                    feed(&y.to_le_bytes());
+                }
+                None => {
+                    feed(&(*index as u64).to_le_bytes());
+                    for path in &run.files {
+                        feed_name(path, &mut feed);
+                        feed_content(path, &mut feed)?;
+                    }
+                }
+            }
         }
     }
-    for path in &run.files {
-        let err = |e: std::io::Error| Error::input(path, "open", e.to_string());
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        feed(name.unwrap_or_default().as_bytes());
-        let f = std::fs::File::open(path).map_err(err)?;
-        let len = f.metadata().map_err(err)?.len();
-        feed(&len.to_le_bytes());
-        let mut head = Vec::new();
-        f.take(HEAD_BYTES).read_to_end(&mut head).map_err(err)?;
-        feed(&head);
-    }
     Ok(format_uuid7(start_ms.unwrap_or(a >> 16), a, b))
+}
+
+/// Feeds `path`'s file name (not its directory).
+fn feed_name(path: &Path, feed: &mut impl FnMut(&[u8])) {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    feed(name.unwrap_or_default().as_bytes());
+}
+
+/// Feeds `path`'s size and the pieces of its content the guid is made of: both ends,
+/// and [`PIECES`] pieces spread over the middle (rows with their own timestamps, so two
+/// runs' files differ in every piece), read in place without reading the whole file.
+fn feed_content(path: &Path, feed: &mut impl FnMut(&[u8])) -> Result<()> {
+    let err = |e: std::io::Error| Error::input(path, "open", e.to_string());
+    let f = std::fs::File::open(path).map_err(err)?;
+    let len = f.metadata().map_err(err)?.len();
+    feed(&len.to_le_bytes());
+    let mut buf = Vec::new();
+    let mut piece = |at: u64, size: u64| -> Result<()> {
+        let size = size.min(len.saturating_sub(at));
+        buf.resize(usize::try_from(size).unwrap_or(0), 0);
+        f.read_exact_at(&mut buf, at).map_err(err)?;
+        feed(&buf);
+        Ok(())
+    };
+    piece(0, END_BYTES)?;
+    if len > 2 * END_BYTES {
+        let middle = len - 2 * END_BYTES;
+        for k in 0..PIECES {
+            // `middle * k / PIECES` without overflow: a file is far below 2^59 bytes.
+            piece(END_BYTES + middle / PIECES * k, PIECE_BYTES)?;
+        }
+    }
+    if len > END_BYTES {
+        piece(len.saturating_sub(END_BYTES).max(END_BYTES), END_BYTES)?;
+    }
+    Ok(())
 }
 
 /// Formats a UUIDv7 from a 48-bit millisecond field and 74 bits taken from `a` and `b`.

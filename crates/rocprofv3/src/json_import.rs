@@ -186,6 +186,39 @@ fn parse_error(input: &Opened, path: &Path, within: &str, e: &serde_json::Error)
 pub(crate) struct ProcMeta {
     pub pid: Option<i64>,
     pub init_time: Option<i64>,
+    /// [`process_identity`] of the object's `metadata`.
+    pub identity: Option<[u64; 2]>,
+}
+
+impl ProcMeta {
+    /// What the pre-scans read of a process object's `metadata` value.
+    fn of_metadata(v: &Value) -> Self {
+        ProcMeta {
+            pid: opt(v, "pid").ok().flatten(),
+            init_time: opt(v, "init_time").ok().flatten(),
+            identity: process_identity(v),
+        }
+    }
+}
+
+/// Two hashes of a process object's whole `metadata` value (pid, start and end times,
+/// node, command line, ...) as serde_json writes it back, keys in order: the same for a
+/// copy of the file, gzipped or not, renamed, or reformatted, and so what the run's guid
+/// is made of (D167). `None` when the metadata names neither a pid nor a start time:
+/// then it does not tell processes apart.
+fn process_identity(v: &Value) -> Option<[u64; 2]> {
+    use rocpd_model::hash::{fnv1a64, FNV_OFFSET, FNV_OFFSET_2};
+    let named = ["pid", "init_time"]
+        .iter()
+        .any(|k| opt(v, k).ok().flatten().is_some());
+    if !named {
+        return None;
+    }
+    let text = v.to_string();
+    Some([
+        fnv1a64(text.as_bytes(), FNV_OFFSET),
+        fnv1a64(text.as_bytes(), FNV_OFFSET_2),
+    ])
 }
 
 /// What the pre-scan of a JSON file learns: each per-process object's metadata, and
@@ -312,8 +345,7 @@ fn prescan_fast<R: Read>(
                         loop {
                             if s.key()? == "metadata" {
                                 let v: Value = s.parse(&mut raw)?;
-                                m.pid = opt(&v, "pid").ok().flatten();
-                                m.init_time = opt(&v, "init_time").ok().flatten();
+                                m = ProcMeta::of_metadata(&v);
                             } else {
                                 noting.member(s)?;
                             }
@@ -405,8 +437,7 @@ fn prescan_strict(path: &Path) -> Result<Vec<ProcMeta>> {
                 if key == "metadata" {
                     // Only for labels and the guid: the import checks the values.
                     let v: Value = bounded(self.0, || map.next_value())?;
-                    m.pid = opt(&v, "pid").ok().flatten();
-                    m.init_time = opt(&v, "init_time").ok().flatten();
+                    m = ProcMeta::of_metadata(&v);
                 } else {
                     map.next_value::<IgnoredAny>()?;
                 }

@@ -180,6 +180,10 @@ pub enum RunSource {
         pid: Option<i64>,
         /// `metadata.init_time` (ns), if the pre-scan found it.
         init_time: Option<i64>,
+        /// Two hashes of the object's whole `metadata` value, when it names a pid or a
+        /// start time: what the run's guid is made of, so that the same process given
+        /// twice (a copy, gzipped or not) is refused as such (D167).
+        identity: Option<[u64; 2]>,
         /// Where the file's large values lie, as the pre-scan found them (none: the
         /// reads scan every value they pass).
         places: JsonPlaces,

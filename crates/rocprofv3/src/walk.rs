@@ -152,6 +152,7 @@ pub(crate) fn group_runs(paths: &[PathBuf], threads: usize) -> Result<Vec<Run>> 
                             index,
                             pid: m.pid,
                             init_time: m.init_time,
+                            identity: m.identity,
                             places: places.clone(),
                         },
                     });

@@ -160,6 +160,7 @@ fn json_run(path: &std::path::Path) -> Run {
             index: 0,
             pid: None,
             init_time: None,
+            identity: None,
             places: Default::default(),
         },
     }

@@ -335,6 +335,7 @@ fn json_run(path: &Path) -> Run {
             index: 0,
             pid: None,
             init_time: None,
+            identity: None,
             places: Default::default(),
         },
     }
