@@ -1900,3 +1900,48 @@ fn info_and_warnings_print_control_characters_escaped() {
     assert_eq!(code(&o), Some(1));
     assert!(!stderr(&o).contains('\u{1b}'), "{:?}", stderr(&o));
 }
+
+/// A JSON `true` or `false` where a time, id or handle belongs is refused at its place,
+/// read directly or with `--skip-bad-rows` skipped as the bad record it is (D168).
+#[test]
+fn a_json_boolean_is_no_timestamp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = json_with_kernel_name("k");
+    for (from, to) in [
+        ("\"start_timestamp\":10", "\"start_timestamp\":true"),
+        ("\"dispatch_id\":1}", "\"dispatch_id\":false}"),
+        (
+            "\"queue_id\":{\"handle\":3}",
+            "\"queue_id\":{\"handle\":true}",
+        ),
+    ] {
+        assert!(good.contains(from), "{from}");
+        let path = tmp.path().join("bool_results.json");
+        std::fs::write(&path, good.replace(from, to)).unwrap();
+        let out = tmp.path().join("refused");
+        let o = csv_of(&path, &out, &[]);
+        refused(&o, "bool_results.json");
+        refused(&o, "buffer_records.kernel_dispatch[0]");
+        refused(&o, "expected an integer, found ");
+        assert!(!out.exists(), "{:?}", files_in(&out));
+        let skipped = tmp.path().join("skipped");
+        let o = rocpd(&[
+            "convert",
+            "-i",
+            path.to_str().unwrap(),
+            "-f",
+            "csv",
+            "-d",
+            skipped.to_str().unwrap(),
+            "--skip-bad-rows",
+        ]);
+        assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+        assert!(stderr(&o).contains("expected an integer"), "{}", stderr(&o));
+        let kernels = std::fs::read_to_string(skipped.join("out_kernel_trace.csv"));
+        assert!(
+            kernels.map_or(true, |k| k.lines().count() <= 1),
+            "the bad record was written"
+        );
+        std::fs::remove_dir_all(&skipped).unwrap();
+    }
+}

@@ -471,26 +471,32 @@ enum Range {
     /// Opaque 64-bit patterns (raw handles, addresses, hashes, device uuids): values up to
     /// `u64::MAX` are stored as the two's-complement `i64` of the same bits.
     Bits,
+    /// Yes/no flags stored as integers (a counter's `is_constant`, `is_derived`): a
+    /// boolean is taken as 1 or 0 here, and nowhere else.
+    Flag,
 }
 
 use rocpd_model::describe_json as describe;
 
-/// A JSON integer: a number, a `{"handle": n}` object, a decimal / `0x` string or a bool;
-/// `null` and `""` are no value. A value outside `range` is an error (nothing wraps or
-/// saturates, except that [`Range::Bits`] takes unsigned 64-bit patterns).
+/// A JSON integer: a number, a `{"handle": n}` object, a decimal / `0x` string, or for a
+/// [`Range::Flag`] a bool; `null` and `""` are no value. A value outside `range` is an
+/// error (nothing wraps or saturates, except that [`Range::Bits`] takes unsigned 64-bit
+/// patterns). A bool where a time, id, size or handle belongs is refused: `true` is no
+/// timestamp (D168).
 fn int_value<N: Node>(x: &N, range: Range) -> std::result::Result<Option<i64>, String> {
     let out_of_range = |t: String| {
         format!(
             "{t} is out of range ({})",
             match range {
-                Range::I64 => "timestamps, ids and sizes are signed 64-bit integers",
+                Range::I64 | Range::Flag => "timestamps, ids and sizes are signed 64-bit integers",
                 Range::Bits => "the field holds 64-bit values",
             }
         )
     };
     match x.shape() {
         Shape::Null => Ok(None),
-        Shape::Bool(b) => Ok(Some(i64::from(b))),
+        Shape::Bool(b) if range == Range::Flag => Ok(Some(i64::from(b))),
+        Shape::Bool(b) => Err(format!("expected an integer, found {b}")),
         Shape::Number(n) => {
             if let Some(i) = n.as_i64() {
                 return Ok(Some(i));
@@ -498,7 +504,7 @@ fn int_value<N: Node>(x: &N, range: Range) -> std::result::Result<Option<i64>, S
             if let Some(u) = n.as_u64() {
                 return match range {
                     Range::Bits => Ok(Some(u as i64)),
-                    Range::I64 => Err(out_of_range(n.to_string())),
+                    Range::I64 | Range::Flag => Err(out_of_range(n.to_string())),
                 };
             }
             match float_to_i64(n.as_f64()) {
@@ -512,7 +518,7 @@ fn int_value<N: Node>(x: &N, range: Range) -> std::result::Result<Option<i64>, S
                 return Ok(None);
             }
             let parsed = match range {
-                Range::I64 => parse_int(s),
+                Range::I64 | Range::Flag => parse_int(s),
                 Range::Bits => parse_bits(s),
             };
             match parsed {
@@ -577,6 +583,11 @@ fn field_int<N: Node>(
 /// An optional signed 64-bit field.
 fn opt<N: Node>(v: &N, key: &str) -> std::result::Result<Option<i64>, RecError> {
     field_int(v, &[key], Range::I64)
+}
+
+/// An optional yes/no field stored as an integer ([`Range::Flag`]).
+fn opt_flag<N: Node>(v: &N, key: &str) -> std::result::Result<Option<i64>, RecError> {
+    field_int(v, &[key], Range::Flag)
 }
 
 /// An optional 64-bit pattern field (handle, address, hash).
@@ -1169,8 +1180,8 @@ impl Json<'_, '_> {
                 description: text(v.get("description")),
                 block: text(v.get("block")),
                 expression: text(v.get("expression")),
-                is_constant: opt(v, "is_constant")?,
-                is_derived: opt(v, "is_derived")?,
+                is_constant: opt_flag(v, "is_constant")?,
+                is_derived: opt_flag(v, "is_derived")?,
                 extdata: Some(v.to_json()),
             },
         )?;
@@ -2523,6 +2534,15 @@ mod tests {
         assert_eq!(i("j"), Ok(None));
         assert!(i("k").unwrap_err().contains("out of range"));
         assert_eq!(b("k"), Ok(Some(-1)));
+        // A bool is a flag's value only (D168).
+        let v: Value = serde_json::from_str(r#"{"t": true, "f": false}"#).unwrap();
+        for range in [Range::I64, Range::Bits] {
+            let e = int_value(&v["t"], range).unwrap_err();
+            assert_eq!(e, "expected an integer, found true");
+            assert!(int_value(&v["f"], range).is_err());
+        }
+        assert_eq!(int_value(&v["t"], Range::Flag), Ok(Some(1)));
+        assert_eq!(int_value(&v["f"], Range::Flag), Ok(Some(0)));
     }
 
     /// A document that gives the tool key twice is refused at the key's place: the readers
