@@ -1510,9 +1510,12 @@ fn kernel_row(
     let sgpr = r.opt_int(c.sgpr)?;
     let mut wg = [0i64; 3];
     let mut grid = [0i64; 3];
+    // 0 where the file's generation has no such column; an empty field in a column it
+    // has is an error, as rocprofv3 always writes these (a row cut short ends so, D169).
+    let size = |col: Option<usize>| col.map_or(Ok(0), |col| r.int(col));
     for i in 0..3 {
-        wg[i] = r.opt_int(c.wg[i])?.unwrap_or(0);
-        grid[i] = r.opt_int(c.grid[i])?.unwrap_or(0);
+        wg[i] = size(c.wg[i])?;
+        grid[i] = size(c.grid[i])?;
     }
     let category = r.text(c.kind);
     let category = match category.trim() {

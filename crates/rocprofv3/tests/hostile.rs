@@ -609,3 +609,49 @@ fn a_row_without_a_guid_is_a_bad_row_not_a_silent_drop() {
         .expect("read directly");
     assert_eq!(direct.skipped_rows(), 1);
 }
+
+/// An empty grid or workgroup size, in a file whose header has the column, is the row's
+/// error, not a 0: rocprofv3 always writes them, and a row cut short after a comma ends
+/// so. A generation without the column still reads 0 (D169).
+#[test]
+fn an_empty_grid_or_workgroup_size_is_refused_not_read_as_zero() {
+    let header = "\"Kind\",\"Agent_Id\",\"Kernel_Name\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\",\"Workgroup_Size_X\",\"Grid_Size_X\",\"Grid_Size_Z\"\n";
+    let good = "\"KERNEL_DISPATCH\",\"Agent 1\",\"k\",1,10,20,64,256,1\n";
+    for (bad, column) in [
+        (
+            "\"KERNEL_DISPATCH\",\"Agent 1\",\"k\",2,30,40,64,256,\n",
+            "grid_size_z",
+        ),
+        (
+            "\"KERNEL_DISPATCH\",\"Agent 1\",\"k\",2,30,40,64,256,",
+            "grid_size_z",
+        ),
+        (
+            "\"KERNEL_DISPATCH\",\"Agent 1\",\"k\",2,30,40,,256,1\n",
+            "workgroup_size_x",
+        ),
+    ] {
+        let content = format!("{header}{good}{bad}");
+        let (_d, run) = one_run(&[("7_kernel_trace.csv", &content)]);
+        let msg = err_of(&run, &ImportOptions::default());
+        assert!(
+            msg.contains("line 3") && msg.contains(column) && msg.contains("empty"),
+            "{bad:?}: {msg}"
+        );
+        let imp = import_run(&run, &skip()).unwrap();
+        assert_eq!(imp.report.skipped_rows, 1);
+        assert_eq!(imp.reader_counts()["kernel_dispatch"], 1);
+    }
+    // Without Grid_Size_Y in the header, its value is 0.
+    let content = format!("{header}{good}");
+    let (_d, run) = one_run(&[("7_kernel_trace.csv", &content)]);
+    let imp = import_run(&run, &ImportOptions::default()).unwrap();
+    assert_eq!(
+        imp.one::<i64>("SELECT grid_size_y FROM rocpd_kernel_dispatch"),
+        0
+    );
+    assert_eq!(
+        imp.one::<i64>("SELECT grid_size_z FROM rocpd_kernel_dispatch"),
+        1
+    );
+}
