@@ -344,8 +344,8 @@ fn read_records(
                 nid: f.i64("nid")?.unwrap_or_default(),
                 pid: f.i64("pid")?,
                 code_object_id: f.i64("code_object_id")?,
-                kernel_name: f.text("kernel_name")?,
-                display_name: f.text("display_name")?,
+                kernel_name: f.text("kernel_name")?.map(Into::into),
+                display_name: f.text("display_name")?.map(Into::into),
                 kernel_object: f.i64("kernel_object")?,
                 kernarg_segment_size: f.i64("kernarg_segment_size")?,
                 kernarg_segment_alignment: f.i64("kernarg_segment_alignment")?,
@@ -354,7 +354,7 @@ fn read_records(
                 sgpr_count: f.i64("sgpr_count")?,
                 arch_vgpr_count: f.i64("arch_vgpr_count")?,
                 accum_vgpr_count: f.i64("accum_vgpr_count")?,
-                extdata: f.text("extdata")?,
+                extdata: f.text("extdata")?.map(Into::into),
             })
         },
     )?);

@@ -288,6 +288,7 @@ impl SetWriter {
         use Value::{Integer as I, Null, Text as T};
         let i = |v: Option<i64>| v.map_or(Null, I);
         let t = |v: &Option<String>| v.clone().map_or(Null, T);
+        let shared = |v: &Option<std::sync::Arc<str>>| v.as_deref().map_or(Null, |s| T(s.into()));
         let put = |base: &str, values: Vec<Value>| -> rusqlite::Result<()> {
             let cols = rocpd_schema::data_columns(base);
             conn.prepare_cached(&insert_sql(base, guid, &cols))?
@@ -413,8 +414,8 @@ impl SetWriter {
                     I(k.nid),
                     i(self.pid(k.pid)),
                     I(k.code_object_id.unwrap_or(0)),
-                    t(&k.kernel_name),
-                    t(&k.display_name),
+                    shared(&k.kernel_name),
+                    shared(&k.display_name),
                     i(k.kernel_object),
                     i(k.kernarg_segment_size),
                     i(k.kernarg_segment_alignment),
@@ -423,7 +424,7 @@ impl SetWriter {
                     i(k.sgpr_count),
                     i(k.arch_vgpr_count),
                     i(k.accum_vgpr_count),
-                    t(&k.extdata),
+                    shared(&k.extdata),
                 ],
             )?;
         }

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -199,8 +200,11 @@ pub struct KernelSymbol {
     pub nid: i64,
     pub pid: Option<i64>,
     pub code_object_id: Option<i64>,
-    pub kernel_name: Option<String>,
-    pub display_name: Option<String>,
+    /// The names and `extdata` are shared (`Arc`): a real trace holds thousands of
+    /// templated kernel names of a kilobyte or more, and the reader's description, the
+    /// run's catalog and its writers hold one copy between them, not one each.
+    pub kernel_name: Option<Arc<str>>,
+    pub display_name: Option<Arc<str>>,
     pub kernel_object: Option<i64>,
     pub kernarg_segment_size: Option<i64>,
     pub kernarg_segment_alignment: Option<i64>,
@@ -209,7 +213,7 @@ pub struct KernelSymbol {
     pub sgpr_count: Option<i64>,
     pub arch_vgpr_count: Option<i64>,
     pub accum_vgpr_count: Option<i64>,
-    pub extdata: Option<String>,
+    pub extdata: Option<Arc<str>>,
 }
 
 /// A code object loaded on an agent.

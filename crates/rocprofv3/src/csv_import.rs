@@ -1526,13 +1526,15 @@ fn kernel_row(
     let agent_id = st.out.agents().resolve(agent, Some("GPU"));
     let (kernel_id, region_name_id) = st.kernel_id(explicit_kernel, &name)?;
     if !st.out.has_kernel(kernel_id) {
+        // One text for both names.
+        let name: std::sync::Arc<str> = name.into();
         st.out.kernel_symbol(
             st.pid,
             &KernelSymbolRow {
                 id: kernel_id,
                 code_object_id: 0,
-                kernel_name: Some(name.to_string()),
-                display_name: Some(name.into_owned()),
+                kernel_name: Some(name.clone()),
+                display_name: Some(name),
                 group_segment_size: group,
                 private_segment_size: private,
                 sgpr_count: sgpr,
@@ -1854,13 +1856,14 @@ fn counter_row(
                 let kernel_name = r.text(c.kernel_name);
                 let (kernel_id, region_name_id) = st.kernel_id(explicit_kernel, &kernel_name)?;
                 if !st.out.has_kernel(kernel_id) {
+                    let name: std::sync::Arc<str> = kernel_name.into();
                     st.out.kernel_symbol(
                         pid,
                         &KernelSymbolRow {
                             id: kernel_id,
                             code_object_id: 0,
-                            kernel_name: Some(kernel_name.to_string()),
-                            display_name: Some(kernel_name.into_owned()),
+                            kernel_name: Some(name.clone()),
+                            display_name: Some(name),
                             group_segment_size: lds,
                             private_segment_size: scratch,
                             sgpr_count: sgpr,

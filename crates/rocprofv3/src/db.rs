@@ -394,8 +394,9 @@ pub(crate) const SYNTHESIZED: &str = r#"{"synthesized":true}"#;
 pub(crate) struct KernelSymbolRow {
     pub id: i64,
     pub code_object_id: i64,
-    pub kernel_name: Option<String>,
-    pub display_name: Option<String>,
+    /// Shared with the catalog made from the row (`rocpd_model::KernelSymbol`).
+    pub kernel_name: Option<std::sync::Arc<str>>,
+    pub display_name: Option<std::sync::Arc<str>>,
     pub kernel_object: Option<i64>,
     pub kernarg_segment_size: Option<i64>,
     pub kernarg_segment_alignment: Option<i64>,
@@ -404,7 +405,7 @@ pub(crate) struct KernelSymbolRow {
     pub sgpr_count: Option<i64>,
     pub arch_vgpr_count: Option<i64>,
     pub accum_vgpr_count: Option<i64>,
-    pub extdata: Option<String>,
+    pub extdata: Option<std::sync::Arc<str>>,
 }
 
 impl KernelSymbolRow {

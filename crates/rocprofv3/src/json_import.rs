@@ -1214,11 +1214,15 @@ impl Json<'_, '_> {
 
     fn kernel_symbol<N: Node>(&mut self, v: &N) -> RecResult {
         let id = req(v, &["kernel_id"])?;
-        let kernel_name = text(v.get("kernel_name"));
-        let display = text(v.get("formatted_kernel_name"))
+        let kernel_name: Option<std::sync::Arc<str>> = text(v.get("kernel_name")).map(Into::into);
+        let display = match text(v.get("formatted_kernel_name"))
             .filter(|s| !s.is_empty())
             .or_else(|| text(v.get("demangled_kernel_name")))
-            .or_else(|| kernel_name.clone());
+        {
+            // The same text once, shared by both names.
+            Some(d) if kernel_name.as_deref() != Some(d.as_str()) => Some(d.into()),
+            _ => kernel_name.clone(),
+        };
         self.out.kernel_symbol(
             self.pid,
             &KernelSymbolRow {
@@ -1234,7 +1238,7 @@ impl Json<'_, '_> {
                 sgpr_count: opt(v, "sgpr_count")?,
                 arch_vgpr_count: opt(v, "arch_vgpr_count")?,
                 accum_vgpr_count: opt(v, "accum_vgpr_count")?,
-                extdata: Some(v.to_json()),
+                extdata: Some(v.to_json().into()),
             },
         )?;
         Ok(())
