@@ -97,7 +97,7 @@ fn open(path: &Path) -> Result<Opened> {
     let f = std::fs::File::open(path).map_err(|e| Error::input(path, "open", e.to_string()))?;
     let gz = n == 2 && magic == [0x1f, 0x8b];
     let inner: Box<dyn Read> = if gz {
-        Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
+        Box::new(crate::gzip::GzMembers::new(BufReader::with_capacity(
             1 << 16,
             f,
         )))
@@ -160,11 +160,13 @@ fn parse_error(input: &Opened, path: &Path, within: &str, e: &serde_json::Error)
     } else {
         offset
     };
-    let place = format!(
-        "byte offset {offset}{of} (line {}, column {}){within}",
-        e.line(),
-        e.column()
-    );
+    // An error of the reader, not of the text, has no line (serde says line 0).
+    let line = if e.line() > 0 {
+        format!(" (line {}, column {})", e.line(), e.column())
+    } else {
+        String::new()
+    };
+    let place = format!("byte offset {offset}{of}{line}{within}");
     let msg = if e.is_io() && input.limit.tripped() {
         TOO_LARGE.to_string()
     } else if e.is_io() {

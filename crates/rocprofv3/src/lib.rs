@@ -32,6 +32,7 @@ mod db;
 mod direct;
 mod flat_parse;
 mod guid;
+mod gzip;
 mod json_import;
 mod json_node;
 mod json_scan;
@@ -110,8 +111,26 @@ pub(crate) fn header_of(path: &Path, head: &[u8]) -> Option<String> {
     })
 }
 
+/// Why `path`, which starts as gzip data, cannot be decompressed, if it cannot: what a
+/// file that was not recognised says instead when its compression is the cause (a
+/// `.gz` cut short in its first bytes decompresses to nothing recognisable).
+pub(crate) fn gzip_problem(path: &Path) -> Option<String> {
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut magic = Vec::with_capacity(2);
+    (&mut f).take(2).read_to_end(&mut magic).ok()?;
+    if magic != [0x1f, 0x8b] {
+        return None;
+    }
+    let mut text = open_text(path).ok()?.take(SNIFF_BYTES as u64);
+    match std::io::copy(&mut text, &mut std::io::sink()) {
+        Err(e) => Some(format!("truncated or corrupt gzip data: {e}")),
+        Ok(_) => None,
+    }
+}
+
 /// Opens `path` for reading its text: gzip data (magic `1f 8b`, one member or several
-/// concatenated, as `gzip` and `cat a.gz b.gz` write) is decompressed as it is read.
+/// concatenated, as `gzip` and `cat a.gz b.gz` write, zero padding after them ignored:
+/// [`gzip::GzMembers`]) is decompressed as it is read.
 pub(crate) fn open_text(path: &Path) -> Result<Box<dyn Read + Send>> {
     let err = |e: std::io::Error| Error::input(path, "open", e.to_string());
     let mut f = std::fs::File::open(path).map_err(err)?;
@@ -122,9 +141,10 @@ pub(crate) fn open_text(path: &Path) -> Result<Box<dyn Read + Send>> {
         .map_err(|e| Error::input(path, "byte 0", e.to_string()))?;
     let f = std::fs::File::open(path).map_err(err)?;
     Ok(if magic == [0x1f, 0x8b] {
-        Box::new(flate2::read::MultiGzDecoder::new(
-            std::io::BufReader::with_capacity(1 << 16, f),
-        ))
+        Box::new(gzip::GzMembers::new(std::io::BufReader::with_capacity(
+            1 << 16,
+            f,
+        )))
     } else {
         Box::new(f)
     })

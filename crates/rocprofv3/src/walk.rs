@@ -94,12 +94,15 @@ pub(crate) fn group_runs(paths: &[PathBuf], threads: usize) -> Result<Vec<Run>> 
             match sniff_file(p)? {
                 Some(d) => files.push((p.clone(), d)),
                 None => {
+                    if let Some(why) = crate::gzip_problem(p) {
+                        return Err(Error::input(p, "gzip data", why));
+                    }
                     return Err(Error::input(
                         p,
                         "line 1",
                         "not a rocprofv3 CSV or JSON file: the header names no rocprofv3 columns \
                          and the content is not a rocprofiler-sdk-tool JSON document",
-                    ))
+                    ));
                 }
             }
         }

@@ -120,3 +120,59 @@ fn a_csv_gz_name_with_bad_content_says_why() {
         "{why}"
     );
 }
+
+/// A `.gz` named as an input but cut in its first bytes is refused for its gzip data,
+/// not as "not a rocprofv3 file"; a gzip file padded with zero bytes reads as `gzip -d`
+/// reads it, and other bytes after the data are an error, never dropped.
+#[test]
+fn gzip_cut_early_padded_or_followed_by_junk() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes =
+        std::fs::read(fixtures().join("rocprofv3-csv-llamacpp/decode_kernel_trace.csv")).unwrap();
+    let packed = gzip(&bytes);
+    let path = dir.path().join("decode_kernel_trace.csv.gz");
+    std::fs::write(&path, &packed[..20]).unwrap();
+    let err = group_runs(std::slice::from_ref(&path))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("decode_kernel_trace.csv.gz: gzip data: truncated or corrupt gzip data"),
+        "{err}"
+    );
+
+    let plain = dir.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    std::fs::write(plain.join("decode_kernel_trace.csv"), &bytes).unwrap();
+    let expected = rows_of(&group_runs(&[plain]).unwrap()[0]);
+    let mut padded = packed.clone();
+    padded.extend([0u8; 512]);
+    std::fs::write(&path, &padded).unwrap();
+    let runs = group_runs(std::slice::from_ref(&path)).unwrap();
+    assert_eq!(rows_of(&runs[0]), expected);
+
+    let mut junk = packed.clone();
+    junk.extend(b"\0\0trailing");
+    std::fs::write(&path, &junk).unwrap();
+    let runs = group_runs(std::slice::from_ref(&path)).unwrap();
+    let err = import(&runs[0], &dir.path().join("out.db"), &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("neither gzip data nor zero padding"), "{err}");
+}
+
+/// A gzip JSON file with junk after its data: the error names the byte of the
+/// decompressed data, with no made-up line and column (a read error has none).
+#[test]
+fn a_gzip_json_read_error_has_no_line_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x_results.json.gz");
+    let mut bytes = gzip(br#"{"rocprofiler-sdk-tool":[{"metadata":{"pid":5}}]}"#);
+    bytes.extend(b"junk");
+    std::fs::write(&path, &bytes).unwrap();
+    let err = group_runs(std::slice::from_ref(&path))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("of the decompressed data"), "{err}");
+    assert!(err.contains("neither gzip data nor zero padding"), "{err}");
+    assert!(!err.contains("line 0"), "{err}");
+}
