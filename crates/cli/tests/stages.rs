@@ -496,3 +496,40 @@ fn counter_values_follow_a_kernel_kept_for_its_launch() {
         assert_eq!(Some(n), whole.get(dispatch), "dispatch {dispatch}");
     }
 }
+
+/// A CSV run's ambiguous marker names the run's marker API trace, the file the markers
+/// are in, not the run's first file.
+#[test]
+fn an_ambiguous_marker_of_a_csv_run_names_the_marker_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ins = inputs(tmp.path(), 26);
+    let c = rusqlite::Connection::open(&ins[0]).unwrap();
+    let ev = table_of(&c, "rocpd_event");
+    let repeated: String = c
+        .query_row(
+            &format!("SELECT json_extract(extdata, '$.message') m FROM \"{ev}\" WHERE m IS NOT NULL GROUP BY m HAVING COUNT(*) > 1 LIMIT 1"),
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let (csv, _) = rocpd_gen::export_csv(&ins[0], &tmp.path().join("csv")).unwrap();
+    let out = tmp.path().join("out");
+    let o = rocpd(&[
+        "convert",
+        "-i",
+        csv.to_str().unwrap(),
+        "-f",
+        "pftrace",
+        "-d",
+        out.to_str().unwrap(),
+        "--start-marker",
+        &repeated,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("ambiguous") && e.contains("_marker_api_trace.csv at "),
+        "{e}"
+    );
+    assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
+}

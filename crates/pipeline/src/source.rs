@@ -62,6 +62,11 @@ pub trait Source: Send {
     fn event_span(&self) -> Result<Option<(i64, i64)>>;
     /// `(start, end)` of every marker or range whose message or name is `text`.
     fn find_marker(&self, text: &str) -> Result<Vec<(i64, i64)>>;
+    /// The file the markers [`Source::find_marker`] finds come from, for messages: the
+    /// input itself unless it is several files.
+    fn marker_path(&self) -> &Path {
+        self.path()
+    }
     /// Rows per canonical table, as the streams will yield them.
     fn count_rows(&self) -> Result<Vec<(Table, u64)>>;
     /// Rows the input holds but cannot place in the time-ordered stream, with why.

@@ -674,10 +674,20 @@ impl Inputs {
     pub fn find_marker(&mut self, text: &str) -> Result<Vec<(PathBuf, Span)>> {
         let mut found = Vec::new();
         for k in 0..self.inputs.len() {
+            // An imported input names the file it came from, not the temporary database:
+            // for a CSV run, its marker API trace.
+            let origin = self.inputs[k].origin.as_ref().and_then(|o| {
+                let marker = |p: &&PathBuf| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().contains("marker_api_trace"))
+                };
+                o.files.iter().find(marker).or(o.files.first()).cloned()
+            });
             self.with_sources(k..k + 1, false, |s| {
                 for (_, src) in s.iter() {
                     for m in src.find_marker(text)? {
-                        found.push((src.path().to_path_buf(), m));
+                        let file = origin.clone();
+                        found.push((file.unwrap_or_else(|| src.marker_path().to_path_buf()), m));
                     }
                 }
                 Ok(())

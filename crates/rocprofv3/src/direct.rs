@@ -2756,6 +2756,18 @@ impl Source for DirectRunSource {
         Ok(self.desc.span)
     }
 
+    fn marker_path(&self) -> &Path {
+        // A CSV run's markers are in its marker API trace (any API file may hold some).
+        let Input::Csv(plan) = &self.input else {
+            return self.path();
+        };
+        let apis = || plan.files.iter().filter(|(_, k)| *k == CsvKind::Api);
+        apis()
+            .find(|(p, _)| crate::csv_stem(p).is_some_and(|s| s.ends_with("marker_api_trace")))
+            .or_else(|| apis().next())
+            .map_or_else(|| self.path(), |(p, _)| p.as_path())
+    }
+
     fn find_marker(&self, text: &str) -> Result<Vec<(i64, i64)>> {
         // In file order, as the database's query finds them.
         let mut sink = Rows::new(self, &[], 0, &StreamOptions::default())?;
