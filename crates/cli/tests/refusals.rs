@@ -285,6 +285,18 @@ fn the_same_rocprofv3_process_twice_is_refused_however_it_is_copied() {
     }
     let e = refused(&[&csv, &moved], &tmp.path().join("out"));
     assert!(e.contains("holds the same process"), "{e}");
+    // The copy's files named one by one, in reverse name order (a run's guid does not
+    // depend on the order its files are given in).
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&moved)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .collect();
+    files.sort();
+    files.reverse();
+    let mut inputs: Vec<&Path> = vec![&csv];
+    inputs.extend(files.iter().map(PathBuf::as_path));
+    let e = refused(&inputs, &tmp.path().join("out"));
+    assert!(e.contains("holds the same process"), "{e}");
 }
 
 #[test]

@@ -8,7 +8,7 @@
 //!   the whole `metadata` value (`json_import::process_identity`): not the file's name,
 //!   place, compression or layout, nor the object's index;
 //! - any other JSON object: `json`, its index, then its file as a CSV file below;
-//! - a CSV run: `csv`, then for each file its name (not its directory), its size, its
+//! - a CSV run: `csv`, then for each file in name order its name (not its directory), its size, its
 //!   first 64 KiB, its last 64 KiB and 16 pieces of 4 KiB spread evenly between them. A
 //!   run copied to another directory is the same process; one copied under other names
 //!   is not told apart from a new one (the documentation samples of rocprofv3 hold the
@@ -64,7 +64,11 @@ pub(crate) fn run_guid(run: &Run) -> Result<String> {
     match &run.source {
         RunSource::Csv { .. } => {
             feed(b"csv");
-            for path in &run.files {
+            // In name order: the run's files come in the order they were given, and the
+            // same run given in another order is the same process.
+            let mut files: Vec<&std::path::PathBuf> = run.files.iter().collect();
+            files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+            for path in files {
                 feed_name(path, &mut feed);
                 feed_content(path, &mut feed)?;
             }

@@ -41,7 +41,7 @@ fn after_member<R: BufRead>(input: &mut R) -> std::io::Result<Option<()>> {
             Some(_) => {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
-                    "bytes after the gzip data that are neither gzip data nor zero padding",
+                    "bytes after the gzip data that are neither a gzip member nor zero padding to the end",
                 ))
             }
         }
@@ -97,7 +97,7 @@ mod tests {
         let mut junk = two.clone();
         junk.extend(b"\0\0x");
         let e = read(&junk).unwrap_err().to_string();
-        assert!(e.contains("neither gzip data nor zero padding"), "{e}");
+        assert!(e.contains("neither a gzip member nor zero padding"), "{e}");
         // A member cut short stays an error.
         let cut = &two[..two.len() - 3];
         assert!(read(cut).is_err());

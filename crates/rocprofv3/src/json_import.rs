@@ -55,7 +55,9 @@ pub(crate) fn looks_like_json(bytes: &[u8]) -> bool {
 
 /// Decompresses as much of a gzip prefix as possible (at most `max` bytes).
 pub(crate) fn gunzip_prefix(head: &[u8], max: usize) -> Vec<u8> {
-    let mut d = flate2::read::GzDecoder::new(head);
+    // Every member, as the reads take them: a first member of a few bytes (or none)
+    // must not hide the text after it.
+    let mut d = crate::gzip::GzMembers::new(head);
     let mut out = vec![0u8; max];
     let mut n = 0;
     while n < max {
@@ -167,15 +169,20 @@ fn parse_error(input: &Opened, path: &Path, within: &str, e: &serde_json::Error)
         String::new()
     };
     let place = format!("byte offset {offset}{of}{line}{within}");
-    let msg = if e.is_io() && input.limit.tripped() {
+    let (is_io, is_eof) = (e.is_io(), e.is_eof());
+    // serde's message ends with the place the message already starts with.
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let e = text.strip_suffix(&suffix).unwrap_or(&text);
+    let msg = if is_io && input.limit.tripped() {
         TOO_LARGE.to_string()
-    } else if e.is_io() {
+    } else if is_io {
         if gz {
             format!("truncated or corrupt gzip data: {e}")
         } else {
             format!("read error: {e}")
         }
-    } else if e.is_eof() {
+    } else if is_eof {
         format!("the JSON document ends early (truncated file?): {e}")
     } else {
         format!("invalid JSON: {e}")
@@ -490,7 +497,8 @@ fn int_value<N: Node>(x: &N, range: Range) -> std::result::Result<Option<i64>, S
         format!(
             "{t} is out of range ({})",
             match range {
-                Range::I64 | Range::Flag => "timestamps, ids and sizes are signed 64-bit integers",
+                Range::I64 => "timestamps, ids and sizes are signed 64-bit integers",
+                Range::Flag => "the field holds a signed 64-bit integer",
                 Range::Bits => "the field holds 64-bit values",
             }
         )

@@ -157,7 +157,10 @@ fn gzip_cut_early_padded_or_followed_by_junk() {
     let err = import(&runs[0], &dir.path().join("out.db"), &Default::default())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("neither gzip data nor zero padding"), "{err}");
+    assert!(
+        err.contains("neither a gzip member nor zero padding"),
+        "{err}"
+    );
 }
 
 /// A gzip JSON file with junk after its data: the error names the byte of the
@@ -173,6 +176,25 @@ fn a_gzip_json_read_error_has_no_line_zero() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("of the decompressed data"), "{err}");
-    assert!(err.contains("neither gzip data nor zero padding"), "{err}");
+    assert!(
+        err.contains("neither a gzip member nor zero padding"),
+        "{err}"
+    );
     assert!(!err.contains("line 0"), "{err}");
+}
+
+/// A gzip JSON file whose first member holds only a few bytes (or none) is recognised as
+/// JSON: the sniffing reads every member, as the reads do.
+#[test]
+fn a_gzip_json_split_into_members_is_recognised() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = br#"{"rocprofiler-sdk-tool":[{"metadata":{"pid":5}}]}"#;
+    for (name, cut) in [("small_results.json.gz", 10), ("empty_results.json.gz", 0)] {
+        let mut bytes = gzip(&text[..cut]);
+        bytes.extend(gzip(&text[cut..]));
+        let path = dir.path().join(name);
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(sniff_file(&path).unwrap(), Some(Detected::Json), "{name}");
+        assert_eq!(group_runs(std::slice::from_ref(&path)).unwrap().len(), 1);
+    }
 }
