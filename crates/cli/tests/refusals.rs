@@ -330,3 +330,26 @@ fn two_csv_runs_alike_but_for_their_last_row_are_two_processes() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("2 process(es)"), "{out}");
 }
+
+/// A process given as its database and as its rocprofv3 JSON file (rocprofv3 writes both
+/// side by side when asked for two formats) is refused by its host, pid and start time:
+/// the two have different guids (D172). Two different processes stay two.
+#[test]
+fn the_same_process_as_database_and_json_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = generate(&tmp.path().join("db"), 3, 2, 4);
+    let (json, _) = rocpd_gen::export_json(&db[0], &tmp.path().join("json")).unwrap();
+    let e = refused(&[&db[0], &json], &tmp.path().join("out"));
+    assert!(
+        e.contains("holds the same process (pid ") && e.contains("in another form"),
+        "{e}"
+    );
+    let o = rocpd(&[
+        "info",
+        "-i",
+        db[1].to_str().unwrap(),
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2 process(es)"));
+}

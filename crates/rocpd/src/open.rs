@@ -141,6 +141,24 @@ pub struct Origin {
     pub files: Vec<PathBuf>,
 }
 
+/// A process as its host, pid and start time (ns) name it: the same in every format
+/// that records all three.
+type ProcessKey = (String, i64, i64);
+
+/// The key of `p`, when its input gives a host name (or machine id) and a start time.
+fn process_key(c: &Catalog, p: &rocpd_model::Process) -> Option<ProcessKey> {
+    let init = p.init.filter(|&t| t > 0)?;
+    let node = c
+        .nodes
+        .iter()
+        .find(|n| n.source == p.source && n.id == p.nid)?;
+    let host = [&node.hostname, &node.machine_id]
+        .into_iter()
+        .flatten()
+        .find(|h| !h.is_empty())?;
+    Some((host.clone(), p.pid, init))
+}
+
 /// One input as the reader sees it: a database (the user's, or one imported from other
 /// files) or a file read directly, and the source numbers its processes take.
 #[derive(Debug, Clone)]
@@ -460,11 +478,13 @@ impl Inputs {
         !self.described.is_empty()
     }
 
-    /// Reads every input's catalog and event span; refuses a process given twice.
+    /// Reads every input's catalog and event span; refuses a process given twice (the
+    /// same guid, or the same host, pid and start).
     fn describe(&mut self) -> Result<()> {
         let keep = self.inputs.len() <= KEEP_OPEN;
         let mut catalog = Catalog::default();
         let mut seen: std::collections::HashMap<String, PathBuf> = Default::default();
+        let mut seen_process: std::collections::HashMap<ProcessKey, PathBuf> = Default::default();
         let mut span: Option<Span> = None;
         for k in 0..self.inputs.len() {
             self.inputs[k].first_source = catalog.sources.len() as u32;
@@ -484,6 +504,31 @@ impl Inputs {
                         "{}: holds the same process (guid {}) as {}; give each input once",
                         shown.display(),
                         s.guid,
+                        earlier.display()
+                    )));
+                }
+            }
+            // The same process in two formats (rocprofv3 writes `<pid>_results.json` and
+            // `<pid>_results.db` side by side) has two guids: known by its host, pid and
+            // start instead, where the input gives all three (D172).
+            for p in &c.processes {
+                let Some(key) = process_key(&c, p) else {
+                    continue;
+                };
+                let shown = c
+                    .sources
+                    .get(p.source.saturating_sub(first) as usize)
+                    .map(|s| s.imported_from.first().unwrap_or(&s.path).clone())
+                    .unwrap_or_default();
+                if let Some(earlier) = seen_process.insert(key.clone(), shown.clone()) {
+                    return Err(Error::Usage(format!(
+                        "{}: holds the same process (pid {} on {}, started at {} ns) as {}, \
+                         in another form (the same run written in two formats?); give each \
+                         input once",
+                        shown.display(),
+                        key.1,
+                        key.0,
+                        key.2,
                         earlier.display()
                     )));
                 }
