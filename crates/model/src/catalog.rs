@@ -31,6 +31,13 @@ pub struct SourceInfo {
     pub imported_from: Vec<PathBuf>,
 }
 
+impl SourceInfo {
+    /// The file to name in messages: the first file it was imported from, else its own.
+    pub fn shown_path(&self) -> &std::path::Path {
+        self.imported_from.first().unwrap_or(&self.path)
+    }
+}
+
 /// A machine.
 #[derive(Debug, Clone, Serialize)]
 #[allow(missing_docs)]

@@ -107,10 +107,8 @@ impl Inputs {
                 .unwrap_or_default()
         };
         let file_of = |source: u32| {
-            let s = &cat.sources[source as usize];
-            s.imported_from
-                .first()
-                .unwrap_or(&s.path)
+            cat.sources[source as usize]
+                .shown_path()
                 .to_string_lossy()
                 .into_owned()
         };

@@ -498,8 +498,8 @@ impl Inputs {
                 }
             }
             for s in &c.sources {
-                let shown = s.imported_from.first().unwrap_or(&s.path);
-                if let Some(earlier) = seen.insert(s.guid.clone(), shown.clone()) {
+                let shown = s.shown_path();
+                if let Some(earlier) = seen.insert(s.guid.clone(), shown.to_path_buf()) {
                     return Err(Error::Usage(format!(
                         "{}: holds the same process (guid {}) as {}; give each input once",
                         shown.display(),
@@ -518,7 +518,7 @@ impl Inputs {
                 let shown = c
                     .sources
                     .get(p.source.saturating_sub(first) as usize)
-                    .map(|s| s.imported_from.first().unwrap_or(&s.path).clone())
+                    .map(|s| s.shown_path().to_path_buf())
                     .unwrap_or_default();
                 if let Some(earlier) = seen_process.insert(key.clone(), shown.clone()) {
                     return Err(Error::Usage(format!(
