@@ -722,11 +722,8 @@ impl Inputs {
             // An imported input names the file it came from, not the temporary database:
             // for a CSV run, its marker API trace.
             let origin = self.inputs[k].origin.as_ref().and_then(|o| {
-                let marker = |p: &&PathBuf| {
-                    p.file_name()
-                        .is_some_and(|n| n.to_string_lossy().contains("marker_api_trace"))
-                };
-                o.files.iter().find(marker).or(o.files.first()).cloned()
+                let marker = o.files.iter().find(|p| rocpd_rocprofv3::is_marker_trace(p));
+                marker.or(o.files.first()).cloned()
             });
             self.with_sources(k..k + 1, false, |s| {
                 for (_, src) in s.iter() {

@@ -2763,7 +2763,7 @@ impl Source for DirectRunSource {
         };
         let apis = || plan.files.iter().filter(|(_, k)| *k == CsvKind::Api);
         apis()
-            .find(|(p, _)| crate::csv_stem(p).is_some_and(|s| s.ends_with("marker_api_trace")))
+            .find(|(p, _)| crate::is_marker_trace(p))
             .or_else(|| apis().next())
             .map_or_else(|| self.path(), |(p, _)| p.as_path())
     }

@@ -69,8 +69,7 @@ pub(crate) fn run_guid(run: &Run) -> Result<String> {
             let mut files: Vec<&std::path::PathBuf> = run.files.iter().collect();
             files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
             for path in files {
-                feed_name(path, &mut feed);
-                feed_content(path, &mut feed)?;
+                feed_file(path, &mut feed)?;
             }
         }
         RunSource::Json {
@@ -90,8 +89,7 @@ pub(crate) fn run_guid(run: &Run) -> Result<String> {
                 None => {
                     feed(&(*index as u64).to_le_bytes());
                     for path in &run.files {
-                        feed_name(path, &mut feed);
-                        feed_content(path, &mut feed)?;
+                        feed_file(path, &mut feed)?;
                     }
                 }
             }
@@ -100,16 +98,13 @@ pub(crate) fn run_guid(run: &Run) -> Result<String> {
     Ok(format_uuid7(start_ms.unwrap_or(a >> 16), a, b))
 }
 
-/// Feeds `path`'s file name (not its directory).
-fn feed_name(path: &Path, feed: &mut impl FnMut(&[u8])) {
+/// Feeds `path`'s file name (not its directory), its size and the pieces of its content
+/// the guid is made of: both ends, and [`PIECES`] pieces spread over the middle (rows
+/// with their own timestamps, so two runs' files differ in every piece), read in place
+/// without reading the whole file.
+fn feed_file(path: &Path, feed: &mut impl FnMut(&[u8])) -> Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     feed(name.unwrap_or_default().as_bytes());
-}
-
-/// Feeds `path`'s size and the pieces of its content the guid is made of: both ends,
-/// and [`PIECES`] pieces spread over the middle (rows with their own timestamps, so two
-/// runs' files differ in every piece), read in place without reading the whole file.
-fn feed_content(path: &Path, feed: &mut impl FnMut(&[u8])) -> Result<()> {
     let err = |e: std::io::Error| Error::input(path, "open", e.to_string());
     let f = std::fs::File::open(path).map_err(err)?;
     let len = f.metadata().map_err(err)?.len();

@@ -128,6 +128,12 @@ pub(crate) fn gzip_problem(path: &Path) -> Option<String> {
     }
 }
 
+/// Whether `path` is named as a marker API trace (`<prefix>marker_api_trace.csv`, or
+/// `.csv.gz`): the file of a CSV run its markers are in.
+pub fn is_marker_trace(path: &Path) -> bool {
+    csv_stem(path).is_some_and(|s| s.ends_with("marker_api_trace"))
+}
+
 /// Opens `path` for reading its text: gzip data (magic `1f 8b`, one member or several
 /// concatenated, as `gzip` and `cat a.gz b.gz` write, zero padding after them ignored:
 /// [`gzip::GzMembers`]) is decompressed as it is read.
